@@ -1,0 +1,1 @@
+//! Typed HTTP client of the Wujie API.

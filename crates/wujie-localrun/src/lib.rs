@@ -1,0 +1,1 @@
+//! Provider registry, supervisor, event reader, reporter with durable outbox, discussions.

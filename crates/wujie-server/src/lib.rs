@@ -1,0 +1,1 @@
+//! The axum HTTP API under /api/v1, auth, OpenAPI document.

@@ -1,0 +1,1 @@
+//! Persistence behind one API (sqlx, SQLite); idempotency as UNIQUE keys.

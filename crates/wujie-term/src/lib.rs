@@ -1,0 +1,1 @@
+//! Pure terminal logic: input scanner, trigger detector, overlay renderer. No I/O.
