@@ -5,6 +5,7 @@
 //! Invariant: this crate does no I/O and never panics on input; every parser returns typed
 //! errors and the incremental ones give the same result for any chunking of the same bytes.
 
+pub mod api;
 pub mod control;
 pub mod driver;
 pub mod event;

@@ -1,0 +1,275 @@
+//! Request and response bodies of the Wujie HTTP API (`/api/v1`). Shared by the server, the typed
+//! client and the CLI's `--output json`, so field names here are the stable contract: adding a
+//! field is fine, renaming one is not.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::event::{Event, MessageKind, Usage};
+
+/// Prefix of every token Wujie mints, so a leaked one is recognisable. Tokens are stored hashed.
+pub const TOKEN_PREFIX: &str = "wjt_";
+/// Placeholder injected as `WUJIE_TOKEN` when no token can be issued; the server rejects it.
+pub const DISABLED_TOKEN: &str = "wjt_disabled";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workspace {
+    pub id: String,
+    pub name: String,
+    pub key_prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateIssue {
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// Set when the issue is promoted from a discussion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discussion_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueStatus {
+    Open,
+    InProgress,
+    Done,
+}
+
+/// One row of `GET /issues`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueSummary {
+    pub id: String,
+    pub key: String,
+    pub title: String,
+    pub status: IssueStatus,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorKind {
+    User,
+    Agent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: String,
+    pub author_kind: AuthorKind,
+    pub body: String,
+    /// The local run the comment came from, when an adapter reported it.
+    pub run_id: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A message as stored on a run, in arrival order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMessage {
+    #[serde(rename = "type")]
+    pub kind: MessageKind,
+    pub content: Option<String>,
+    pub tool: Option<String>,
+    pub input: Option<Map<String, Value>>,
+    pub output: Option<String>,
+    pub source: String,
+    pub source_key: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub issue_id: String,
+    pub issue_key: String,
+    pub provider: String,
+    pub cwd: String,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub messages: Vec<RunMessage>,
+    pub usage: Vec<Usage>,
+}
+
+/// `GET /issues/{key}` and the body of `wujie issue show --output json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IssueDetail {
+    pub id: String,
+    pub key: String,
+    pub title: String,
+    pub description: String,
+    pub status: IssueStatus,
+    pub created_at: String,
+    pub discussion_id: Option<String>,
+    pub comments: Vec<Comment>,
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateRun {
+    pub provider: String,
+    pub cwd: String,
+}
+
+/// Answer to `POST /issues/{key}/runs`: the run and its run-scoped token (shown only here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedRun {
+    pub run: Run,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishRun {
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// One event to ingest, keyed for idempotency. For messages `source`/`source_key` are the
+/// adapter's own; for usage (which carries none) the reporter assigns a stable key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestItem {
+    pub source: String,
+    pub source_key: String,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestBatch {
+    pub items: Vec<IngestItem>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestOutcome {
+    /// Stored now.
+    Stored,
+    /// Already stored earlier under the same (source, source_key): success, nothing changed.
+    Duplicate,
+    /// Accepted but not kept by this target (e.g. `thinking` in a discussion): success.
+    Filtered,
+    /// Refused for good (the reason says why); the other items of the batch are unaffected.
+    Rejected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestItemResult {
+    pub outcome: IngestOutcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Answer to an ingest: one result per item, in order. All accepted items of a batch are
+/// committed in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestResult {
+    pub results: Vec<IngestItemResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateComment {
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateToken {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedToken {
+    pub id: String,
+    pub name: String,
+    pub token: String,
+}
+
+/// Error body of every non-2xx answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+}
+
+// ---- discussions (protocol v2) ----
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscussionStatus {
+    Open,
+    Promoted,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateDiscussion {
+    pub provider: String,
+    pub cwd: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscussionEntry {
+    #[serde(rename = "type")]
+    pub kind: MessageKind,
+    pub content: String,
+    pub source: String,
+    pub source_key: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discussion {
+    pub id: String,
+    pub status: DiscussionStatus,
+    pub provider: String,
+    pub cwd: String,
+    pub issue_id: Option<String>,
+    pub issue_key: Option<String>,
+    pub native_session_ids: Vec<String>,
+    pub entries: Vec<DiscussionEntry>,
+    pub usage: Vec<Usage>,
+    pub created_at: String,
+}
+
+/// Answer to `POST /discussions`: the discussion and its discussion-scoped token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedDiscussion {
+    pub discussion: Discussion,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromoteDiscussion {
+    pub title: String,
+    pub description: String,
+    pub provider: String,
+    pub cwd: String,
+}
+
+/// Answer to `POST /discussions/{id}/promote`: issue, run and the run-scoped token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Promoted {
+    pub issue: IssueDetail,
+    pub run: Run,
+    pub token: String,
+}
