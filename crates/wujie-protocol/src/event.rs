@@ -106,6 +106,12 @@ impl HandoffMode {
             HandoffMode::NativeClear => "native_clear",
         }
     }
+
+    pub fn from_name(name: &str) -> Option<HandoffMode> {
+        [HandoffMode::CurrentContext, HandoffMode::NativeClear]
+            .into_iter()
+            .find(|m| m.as_str() == name)
+    }
 }
 
 /// One event read from an adapter's stdout. A line that carries both a message `type` and a
@@ -115,6 +121,445 @@ impl HandoffMode {
 pub enum Event {
     Message(Message),
     Usage(Usage),
-    Session { session_id: String },
-    HandoffReady { request_id: String, mode: HandoffMode },
+    Session {
+        session_id: String,
+    },
+    HandoffReady {
+        request_id: String,
+        mode: HandoffMode,
+    },
+}
+
+/// Longest stdout line accepted from an adapter. A line is one event, and message content is
+/// taken as is, so the limit is generous; it exists so a runaway adapter cannot make the reader
+/// buffer without bound.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many characters of an offending value an error message quotes: enough to recognise it,
+/// never the whole (possibly huge) input.
+const QUOTE_CHARS: usize = 60;
+
+/// A problem with one field of a JSON object, shared by the event, control-frame and manifest
+/// parsers so that every one of them names fields and expectations the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FieldError {
+    Missing {
+        field: &'static str,
+    },
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    Empty {
+        field: &'static str,
+    },
+}
+
+/// Why one stdout line is not a valid event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventErrorKind {
+    #[error(
+        "not JSON ({0}); stdout must carry only protocol events, one JSON object per line: write logs and debug output to stderr"
+    )]
+    NotJson(String),
+    #[error("expected a JSON object, found {found}")]
+    NotObject { found: &'static str },
+    #[error("invalid UTF-8 at byte {valid_up_to}; events must be UTF-8 JSON")]
+    InvalidUtf8 { valid_up_to: usize },
+    #[error("unknown event {0:?}: expected \"message\", \"session\" or \"handoff_ready\"")]
+    UnknownEvent(String),
+    #[error(
+        "unknown message type {0:?}: expected one of text, thinking, tool_use, tool_result, user_input, question, plan, final, error"
+    )]
+    UnknownMessageType(String),
+    #[error("missing field `{field}`")]
+    MissingField { field: &'static str },
+    #[error("field `{field}` must be {expected}, found {found}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("field `{field}` must not be empty")]
+    EmptyField { field: &'static str },
+    #[error("line longer than the limit of {limit} bytes")]
+    LineTooLong { limit: usize },
+    #[error("unknown handoff mode {0:?}: expected \"current_context\" or \"native_clear\"")]
+    UnknownHandoffMode(String),
+    #[error("nothing recognisable: a line needs a message `type`, a `usage` object or an `event`")]
+    NothingRecognisable,
+}
+
+impl From<FieldError> for EventErrorKind {
+    fn from(e: FieldError) -> Self {
+        match e {
+            FieldError::Missing { field } => EventErrorKind::MissingField { field },
+            FieldError::WrongType {
+                field,
+                expected,
+                found,
+            } => EventErrorKind::WrongType {
+                field,
+                expected,
+                found,
+            },
+            FieldError::Empty { field } => EventErrorKind::EmptyField { field },
+        }
+    }
+}
+
+/// A stdout line that could not be turned into events, with its 1-based line number.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parse localrun plugin event: line {line_no}: {kind}")]
+pub struct EventError {
+    pub line_no: u64,
+    pub kind: EventErrorKind,
+}
+
+/// The events of one non-blank line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedLine {
+    pub line_no: u64,
+    pub events: Vec<Event>,
+}
+
+/// Parses one stdout line (without its `'\n'`; a trailing `'\r'` is tolerated).
+///
+/// A blank or whitespace-only line yields no events. A line with both a message `type` and a
+/// `usage` object yields the message followed by the usage.
+pub fn parse_line(line: &[u8], line_no: u64) -> Result<Vec<Event>, EventError> {
+    parse_line_events(line).map_err(|kind| EventError { line_no, kind })
+}
+
+fn parse_line_events(line: &[u8]) -> Result<Vec<Event>, EventErrorKind> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    let mut object = parse_json_object(line)?;
+
+    let has_usage = !matches!(object.get("usage"), None | Some(Value::Null));
+    let primary = match take_opt_str(&mut object, "event")?.as_deref() {
+        None if object.contains_key("type") => Some(Event::Message(parse_message(&mut object)?)),
+        None if has_usage => None,
+        None => return Err(EventErrorKind::NothingRecognisable),
+        Some("message") => Some(Event::Message(parse_message(&mut object)?)),
+        Some("session") => Some(Event::Session {
+            session_id: take_nonempty_str(&mut object, "session_id")?,
+        }),
+        Some("handoff_ready") => {
+            let request_id = take_nonempty_str(&mut object, "request_id")?;
+            let mode = take_str(&mut object, "mode")?;
+            let mode = HandoffMode::from_name(&mode)
+                .ok_or_else(|| EventErrorKind::UnknownHandoffMode(quote(&mode)))?;
+            Some(Event::HandoffReady { request_id, mode })
+        }
+        Some(other) => return Err(EventErrorKind::UnknownEvent(quote(other))),
+    };
+    let usage = match object.remove("usage") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(Event::Usage(parse_usage(value)?)),
+    };
+    Ok(primary.into_iter().chain(usage).collect())
+}
+
+/// Why a line is not a JSON object at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ObjectError {
+    InvalidUtf8 { valid_up_to: usize },
+    NotJson(String),
+    NotObject { found: &'static str },
+}
+
+impl From<ObjectError> for EventErrorKind {
+    fn from(e: ObjectError) -> Self {
+        match e {
+            ObjectError::InvalidUtf8 { valid_up_to } => EventErrorKind::InvalidUtf8 { valid_up_to },
+            ObjectError::NotJson(message) => EventErrorKind::NotJson(message),
+            ObjectError::NotObject { found } => EventErrorKind::NotObject { found },
+        }
+    }
+}
+
+/// Parses bytes that must hold one UTF-8 JSON object.
+pub(crate) fn parse_json_object(bytes: &[u8]) -> Result<Map<String, Value>, ObjectError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| ObjectError::InvalidUtf8 {
+        valid_up_to: e.valid_up_to(),
+    })?;
+    // serde_json's messages give a position, never the input, so they are safe to show.
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(other) => Err(ObjectError::NotObject {
+            found: json_type_name(&other),
+        }),
+        Err(e) => Err(ObjectError::NotJson(e.to_string())),
+    }
+}
+
+fn parse_message(object: &mut Map<String, Value>) -> Result<Message, EventErrorKind> {
+    let type_name = take_str(object, "type")?;
+    let kind = MessageKind::from_name(&type_name)
+        .ok_or_else(|| EventErrorKind::UnknownMessageType(quote(&type_name)))?;
+    let mut message = Message {
+        kind,
+        content: None,
+        tool: None,
+        input: None,
+        output: None,
+        source: take_nonempty_str(object, "source")?,
+        source_key: take_nonempty_str(object, "source_key")?,
+    };
+    match kind {
+        MessageKind::ToolUse => {
+            message.tool = Some(take_str(object, "tool")?);
+            message.input = Some(take_object(object, "input")?);
+        }
+        MessageKind::ToolResult => {
+            message.tool = Some(take_str(object, "tool")?);
+            message.output = Some(take_str(object, "output")?);
+        }
+        _ => message.content = Some(take_str(object, "content")?),
+    }
+    Ok(message)
+}
+
+fn parse_usage(value: Value) -> Result<Usage, EventErrorKind> {
+    let Value::Object(mut object) = value else {
+        return Err(FieldError::WrongType {
+            field: "usage",
+            expected: "an object",
+            found: json_type_name(&value),
+        }
+        .into());
+    };
+    Ok(Usage {
+        provider: take_str(&mut object, "usage.provider")?,
+        model: take_str(&mut object, "usage.model")?,
+        input_tokens: take_token_count(&mut object, "usage.input_tokens")?.ok_or(
+            FieldError::Missing {
+                field: "usage.input_tokens",
+            },
+        )?,
+        output_tokens: take_token_count(&mut object, "usage.output_tokens")?.ok_or(
+            FieldError::Missing {
+                field: "usage.output_tokens",
+            },
+        )?,
+        cache_read_tokens: take_token_count(&mut object, "usage.cache_read_tokens")?.unwrap_or(0),
+        cache_write_tokens: take_token_count(&mut object, "usage.cache_write_tokens")?.unwrap_or(0),
+    })
+}
+
+fn take_token_count(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<u64>, FieldError> {
+    match object.remove(key_of(field)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value.as_u64().map(Some).ok_or(FieldError::WrongType {
+            field,
+            expected: "a non-negative integer",
+            found: json_type_name(&value),
+        }),
+    }
+}
+
+/// The key inside its object of a field named with a dotted path such as `usage.model`.
+fn key_of(field: &'static str) -> &'static str {
+    field.rsplit('.').next().unwrap_or(field)
+}
+
+/// Removes a required string field.
+pub(crate) fn take_str(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<String, FieldError> {
+    take_opt_str(object, field)?.ok_or(FieldError::Missing { field })
+}
+
+/// Removes a required string field that must not be empty or whitespace only.
+pub(crate) fn take_nonempty_str(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<String, FieldError> {
+    let value = take_str(object, field)?;
+    if value.trim().is_empty() {
+        return Err(FieldError::Empty { field });
+    }
+    Ok(value)
+}
+
+/// Removes an optional string field; `null` counts as absent.
+pub(crate) fn take_opt_str(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<String>, FieldError> {
+    match object.remove(key_of(field)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(FieldError::WrongType {
+            field,
+            expected: "a string",
+            found: json_type_name(&other),
+        }),
+    }
+}
+
+/// Removes an optional boolean field; `null` counts as absent.
+pub(crate) fn take_opt_bool(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<bool>, FieldError> {
+    match object.remove(key_of(field)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(b)),
+        Some(other) => Err(FieldError::WrongType {
+            field,
+            expected: "a boolean",
+            found: json_type_name(&other),
+        }),
+    }
+}
+
+/// Removes a required field that must be a JSON object.
+fn take_object(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Map<String, Value>, FieldError> {
+    match object.remove(key_of(field)) {
+        None => Err(FieldError::Missing { field }),
+        Some(Value::Object(map)) => Ok(map),
+        Some(other) => Err(FieldError::WrongType {
+            field,
+            expected: "a JSON object",
+            found: json_type_name(&other),
+        }),
+    }
+}
+
+pub(crate) fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The start of `text`, cut on a character boundary, for quoting in an error message.
+pub(crate) fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// Splits an adapter's stdout into lines and parses each one, for any chunking of the bytes.
+///
+/// Memory stays bounded: a line is buffered only up to `max_line_bytes`; past that the line is
+/// reported as too long at once and the rest of it is skipped up to its `'\n'`.
+#[derive(Debug)]
+pub struct LineDecoder {
+    max_line_bytes: usize,
+    /// Bytes of the current, unfinished line.
+    pending: Vec<u8>,
+    /// Lines completed so far, blank ones included.
+    lines_done: u64,
+    /// The current line already passed the limit and was reported; skip to its end.
+    skipping: bool,
+}
+
+impl LineDecoder {
+    pub fn new(max_line_bytes: usize) -> Self {
+        LineDecoder {
+            max_line_bytes,
+            pending: Vec::new(),
+            lines_done: 0,
+            skipping: false,
+        }
+    }
+
+    /// Feeds the next bytes and returns the results of every line they complete. Blank lines
+    /// count for line numbers but produce no entry.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Result<DecodedLine, EventError>> {
+        let mut out = Vec::new();
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let (segment, after) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+                None => (rest, None),
+            };
+            if !self.skipping {
+                if self.pending.is_empty() && after.is_some() {
+                    // The whole line is inside this chunk: parse it in place, without a copy.
+                    out.extend(self.complete(segment));
+                } else if self.pending.len() + segment.len() > self.max_line_bytes.saturating_add(1)
+                {
+                    // Certainly over the limit whatever follows (one trailing '\r' is allowed
+                    // beyond it): report now instead of buffering further.
+                    self.skipping = true;
+                    self.pending.clear();
+                    out.push(Err(self.too_long(self.lines_done + 1)));
+                } else {
+                    self.pending.extend_from_slice(segment);
+                    if after.is_some() {
+                        let line = std::mem::take(&mut self.pending);
+                        out.extend(self.complete(&line));
+                        // Keep the allocation for the next line.
+                        self.pending = line;
+                        self.pending.clear();
+                    }
+                }
+            }
+            let Some(after) = after else { break };
+            if self.skipping {
+                self.skipping = false;
+                self.lines_done += 1;
+            }
+            rest = after;
+        }
+        out
+    }
+
+    /// Ends the stream: parses a last line that had no `'\n'`.
+    pub fn finish(&mut self) -> Option<Result<DecodedLine, EventError>> {
+        if self.skipping {
+            self.skipping = false;
+            self.pending.clear();
+            self.lines_done += 1;
+            return None;
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        let line = std::mem::take(&mut self.pending);
+        self.complete(&line)
+    }
+
+    fn too_long(&self, line_no: u64) -> EventError {
+        EventError {
+            line_no,
+            kind: EventErrorKind::LineTooLong {
+                limit: self.max_line_bytes,
+            },
+        }
+    }
+
+    /// Parses a finished line and advances the line count.
+    fn complete(&mut self, line: &[u8]) -> Option<Result<DecodedLine, EventError>> {
+        self.lines_done += 1;
+        let line_no = self.lines_done;
+        let content = line.strip_suffix(b"\r").unwrap_or(line);
+        if content.len() > self.max_line_bytes {
+            return Some(Err(self.too_long(line_no)));
+        }
+        match parse_line(content, line_no) {
+            Ok(events) if events.is_empty() => None,
+            Ok(events) => Some(Ok(DecodedLine { line_no, events })),
+            Err(e) => Some(Err(e)),
+        }
+    }
 }
