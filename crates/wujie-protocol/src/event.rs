@@ -130,6 +130,25 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event as one stdout line, as an adapter writes it (ends in `'\n'`). Any event that
+    /// [`parse_line`] produced is read back by it as the same event. Messages carry
+    /// `"event":"message"`; a usage is written as a `usage` object, its only wire form.
+    pub fn encode_line(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct UsageLine<'a> {
+            usage: &'a Usage,
+        }
+        let mut line = match self {
+            Event::Usage(usage) => serde_json::to_vec(&UsageLine { usage }),
+            other => serde_json::to_vec(other),
+        }
+        .expect("events hold only strings, integers and JSON values, which always serialise");
+        line.push(b'\n');
+        line
+    }
+}
+
 /// Longest stdout line accepted from an adapter. A line is one event, and message content is
 /// taken as is, so the limit is generous; it exists so a runaway adapter cannot make the reader
 /// buffer without bound.
