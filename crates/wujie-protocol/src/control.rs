@@ -103,7 +103,7 @@ impl HandoffDecision {
 /// Why a control frame could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControlFrameError {
-    #[error("control frame: invalid UTF-8 at byte {valid_up_to}")]
+    #[error("control frame: invalid UTF-8 at byte offset {valid_up_to}")]
     InvalidUtf8 { valid_up_to: usize },
     #[error("control frame: not JSON ({0})")]
     NotJson(String),

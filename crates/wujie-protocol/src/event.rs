@@ -184,7 +184,7 @@ pub enum EventErrorKind {
     NotJson(String),
     #[error("expected a JSON object, found {found}")]
     NotObject { found: &'static str },
-    #[error("invalid UTF-8 at byte {valid_up_to}; events must be UTF-8 JSON")]
+    #[error("invalid UTF-8 at byte offset {valid_up_to}; events must be UTF-8 JSON")]
     InvalidUtf8 { valid_up_to: usize },
     #[error("unknown event {0:?}: expected \"message\", \"session\" or \"handoff_ready\"")]
     UnknownEvent(String),
@@ -202,7 +202,7 @@ pub enum EventErrorKind {
     },
     #[error("field `{field}` must not be empty")]
     EmptyField { field: &'static str },
-    #[error("line longer than the limit of {limit} bytes")]
+    #[error("line longer than the limit of {limit} bytes; each event must be one line within it")]
     LineTooLong { limit: usize },
     #[error("unknown handoff mode {0:?}: expected \"current_context\" or \"native_clear\"")]
     UnknownHandoffMode(String),
@@ -306,13 +306,23 @@ pub(crate) fn parse_json_object(bytes: &[u8]) -> Result<Map<String, Value>, Obje
     let text = std::str::from_utf8(bytes).map_err(|e| ObjectError::InvalidUtf8 {
         valid_up_to: e.valid_up_to(),
     })?;
-    // serde_json's messages give a position, never the input, so they are safe to show.
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(other) => Err(ObjectError::NotObject {
             found: json_type_name(&other),
         }),
-        Err(e) => Err(ObjectError::NotJson(e.to_string())),
+        Err(e) => Err(ObjectError::NotJson(describe_json_error(&e))),
+    }
+}
+
+/// serde_json's message for an error inside one line. Its messages give a position, never the
+/// input, so they are safe to show; "line 1" is dropped because the caller names the real line.
+fn describe_json_error(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match message.strip_suffix(&position) {
+        Some(what) if e.line() == 1 => format!("{what} at column {}", e.column()),
+        _ => message,
     }
 }
 
