@@ -23,6 +23,6 @@ pub mod script;
 mod server;
 pub mod wire;
 
-pub use script::{Reply, Script, ToolCallSpec, ToolNames, Turn, Usage, When};
+pub use script::{LatestInput, Reply, Script, ToolCallSpec, ToolNames, Turn, Usage, When};
 pub use server::{MockError, MockLlm, RecordedRequest};
 pub use wire::Api;

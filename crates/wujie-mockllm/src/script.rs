@@ -184,11 +184,6 @@ pub enum NoAnswer {
 
 impl When {
     fn holds(&self, latest: &LatestInput, model: Option<&str>) -> bool {
-        if let Some(want) = &self.model {
-            if model != Some(want.as_str()) {
-                return false;
-            }
-        }
         let user = match latest {
             LatestInput::UserText(t) => Some(t.as_str()),
             _ => None,
@@ -197,22 +192,20 @@ impl When {
             LatestInput::ToolResult(t) => Some(t.as_str()),
             _ => None,
         };
-        if let Some(want) = &self.user_contains {
-            if !user.is_some_and(|t| t.contains(want.as_str())) {
-                return false;
-            }
-        }
-        if let Some(want) = &self.user_equals {
-            if user.map(str::trim) != Some(want.trim()) {
-                return false;
-            }
-        }
-        if let Some(want) = &self.tool_result_contains {
-            if !tool.is_some_and(|t| t.contains(want.as_str())) {
-                return false;
-            }
-        }
-        true
+        let model_ok = self.model.as_deref().is_none_or(|want| model == Some(want));
+        let contains_ok = self
+            .user_contains
+            .as_deref()
+            .is_none_or(|want| user.is_some_and(|t| t.contains(want)));
+        let equals_ok = self
+            .user_equals
+            .as_deref()
+            .is_none_or(|want| user.map(str::trim) == Some(want.trim()));
+        let tool_ok = self
+            .tool_result_contains
+            .as_deref()
+            .is_none_or(|want| tool.is_some_and(|t| t.contains(want)));
+        model_ok && contains_ok && equals_ok && tool_ok
     }
 }
 

@@ -1,6 +1,6 @@
 //! The HTTP server: routes, request recording, and the embeddable [`MockLlm`] handle.
 
-use crate::script::{NoAnswer, Script};
+use crate::script::{LatestInput, NoAnswer, Script};
 use crate::wire::{self, Api, Inspected, SseEvent};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -47,6 +47,12 @@ impl RecordedRequest {
     /// Whether this was a model request (chat, responses or messages).
     pub fn is_model_request(&self) -> bool {
         self.api.is_some()
+    }
+
+    /// What the script was matched against: the latest user text or tool result.
+    /// `None` for requests that are not model requests.
+    pub fn latest_input(&self) -> Option<LatestInput> {
+        Some(inspect(self.api?, &self.body).latest)
     }
 }
 
@@ -287,11 +293,7 @@ fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<
             None,
         );
     }
-    let seen: Inspected = match api {
-        Api::OpenaiChat => wire::openai_chat::inspect(body),
-        Api::OpenaiResponses => wire::openai_responses::inspect(body),
-        Api::AnthropicMessages => wire::anthropic::inspect(body),
-    };
+    let seen = inspect(api, body);
     let (turn, answer) = match script.answer(&seen.latest, seen.model.as_deref(), &seen.offered) {
         Ok(found) => found,
         Err(why) => {
@@ -324,6 +326,14 @@ fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<
         axum::Json(json).into_response()
     };
     (response, turn)
+}
+
+fn inspect(api: Api, body: &Value) -> Inspected {
+    match api {
+        Api::OpenaiChat => wire::openai_chat::inspect(body),
+        Api::OpenaiResponses => wire::openai_responses::inspect(body),
+        Api::AnthropicMessages => wire::anthropic::inspect(body),
+    }
 }
 
 /// Sends each event as its own body chunk, as a real server does.

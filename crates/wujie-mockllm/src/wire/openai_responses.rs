@@ -41,13 +41,13 @@ pub fn inspect(body: &Value) -> Inspected {
         .map(Vec::as_slice)
         .unwrap_or_default()
         .iter()
-        .filter_map(|t| {
+        .map(|t| {
             let kind = t["type"].as_str().unwrap_or("function");
             let name = t["name"].as_str().unwrap_or(kind);
-            Some(OfferedTool {
+            OfferedTool {
                 name: name.to_string(),
                 kind: kind.to_string(),
-            })
+            }
         })
         .collect();
     Inspected {
