@@ -289,11 +289,6 @@ async fn anthropic_messages_stream_with_thinking_and_tool_use() {
         "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]});
     let events = post_sse(&mock, "/v1/messages?beta=true", body).await;
     let names: Vec<&str> = events.iter().filter_map(|(n, _)| n.as_deref()).collect();
-    let block = [
-        "content_block_start",
-        "content_block_delta",
-        "content_block_delta",
-    ];
     assert_eq!(names[0], "message_start");
     assert_eq!(&names[names.len() - 2..], ["message_delta", "message_stop"]);
     assert_eq!(
