@@ -102,11 +102,14 @@ impl Agent {
 
     /// Whether `WUJIE_SKIP_AGENTS` asks to skip this agent's tests.
     pub fn is_skipped(self) -> bool {
-        std::env::var(SKIP_ENV).is_ok_and(|list| {
-            list.split(',')
-                .map(str::trim)
-                .any(|n| n == "all" || n.eq_ignore_ascii_case(self.name()))
-        })
+        std::env::var(SKIP_ENV).is_ok_and(|list| self.is_listed_in(&list))
+    }
+
+    /// Whether a comma-separated list (as in `WUJIE_SKIP_AGENTS`) names this agent or says `all`.
+    pub fn is_listed_in(self, list: &str) -> bool {
+        list.split(',')
+            .map(str::trim)
+            .any(|n| n.eq_ignore_ascii_case("all") || n.eq_ignore_ascii_case(self.name()))
     }
 
     /// A scripted tool call that makes this agent run `command` in a shell, naming the agent's
@@ -312,6 +315,22 @@ impl AgentHome {
         cmd
     }
 
+    /// The agent as an Agent Client Protocol server (JSON-RPC lines on stdin/stdout), for the
+    /// agents that speak it themselves: grok `agent stdio`, opencode `acp`, hermes `acp`.
+    /// `None` for pi, Codex and Claude Code, which need third-party adapters. Stdin is closed in
+    /// the returned command: set it to piped before spawning.
+    pub fn acp(&self) -> Option<Command> {
+        let args: &[&str] = match self.agent {
+            Agent::Grok => &["agent", "stdio"],
+            Agent::Opencode => &["acp"],
+            Agent::Hermes => &["acp"],
+            Agent::Pi | Agent::Codex | Agent::Claude => return None,
+        };
+        let mut cmd = self.command();
+        cmd.args(args);
+        Some(cmd)
+    }
+
     fn create_dir(&self, path: &Path) -> Result<(), AgentError> {
         std::fs::create_dir_all(path).map_err(|source| AgentError::Io {
             path: path.to_path_buf(),
@@ -439,5 +458,53 @@ mod tests {
             assert_eq!(Agent::from_name(agent.name()), Some(agent));
         }
         assert_eq!(Agent::from_name("nope"), None);
+    }
+
+    #[test]
+    fn skip_lists() {
+        assert!(Agent::Codex.is_listed_in("pi, codex"));
+        assert!(Agent::Grok.is_listed_in("all"));
+        assert!(!Agent::Pi.is_listed_in("pipx,codex"));
+        assert!(!Agent::Pi.is_listed_in(""));
+    }
+
+    #[test]
+    fn not_installed_says_what_to_run() {
+        let error = AgentError::NotInstalled {
+            agent: "grok",
+            path: PathBuf::from("/x/bin/grok"),
+        };
+        let text = error.to_string();
+        assert!(
+            text.contains("/x/bin/grok") && text.contains("scripts/agents/install grok"),
+            "{text}"
+        );
+        assert!(text.contains("WUJIE_SKIP_AGENTS=grok"), "{text}");
+    }
+
+    #[test]
+    fn home_points_the_agent_at_the_mock() {
+        // Uses a fake executable so the test does not depend on the installed agents.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("pi");
+        std::fs::write(&fake, "").unwrap();
+        let mut home = AgentHome {
+            agent: Agent::Pi,
+            root: tempfile::tempdir().unwrap(),
+            program: fake,
+            envs: Vec::new(),
+        };
+        home.configure("http://127.0.0.1:9").unwrap();
+        let models = std::fs::read_to_string(home.home().join(".pi/agent/models.json")).unwrap();
+        assert!(models.contains("http://127.0.0.1:9/v1"), "{models}");
+        let cmd = home.headless("hi");
+        let envs: Vec<_> = cmd.get_envs().collect();
+        assert!(envs.iter().any(|(k, v)| *k == "PI_OFFLINE" && v.is_some()));
+        assert!(
+            envs.iter()
+                .any(|(k, v)| *k == "HOME" && *v == Some(home.home().as_os_str()))
+        );
+        assert_eq!(cmd.get_current_dir(), Some(home.workdir().as_path()));
+        assert_eq!(cmd.get_args().last().and_then(|a| a.to_str()), Some("hi"));
     }
 }
