@@ -201,6 +201,10 @@ async fn handle(
     let path = uri.path().to_string();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let route = route(&method, &path);
+    let api = match route {
+        Route::Model(api) => Some(api),
+        _ => None,
+    };
     let (response, turn) = respond(&shared.script, route, &body);
     shared.record(RecordedRequest {
         method: method.to_string(),
@@ -217,21 +221,20 @@ async fn handle(
             })
             .collect(),
         body,
-        api: match route {
-            Route::Model(api) => Some(api),
-            _ => None,
-        },
+        api,
         turn,
         status: response.status().as_u16(),
     });
     response
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Route {
     Model(Api),
     CountTokens,
     Models,
+    /// `GET /v1/models/{id}`: one model, if the script lists it.
+    OneModel(String),
     NotFound,
 }
 
@@ -245,6 +248,9 @@ fn route(method: &Method, path: &str) -> Route {
         ("POST", "/messages") => Route::Model(Api::AnthropicMessages),
         ("POST", "/messages/count_tokens") => Route::CountTokens,
         ("GET", "/models") => Route::Models,
+        ("GET", p) if p.starts_with("/models/") => {
+            Route::OneModel(p["/models/".len()..].to_string())
+        }
         _ => Route::NotFound,
     }
 }
@@ -259,18 +265,23 @@ fn respond(script: &Script, route: Route, body: &Value) -> (Response, Option<usi
         Route::Models => {
             let data: Vec<Value> = script
                 .model_ids()
-                .into_iter()
-                .map(|id| {
-                    json!({"id": id, "object": "model", "type": "model", "display_name": id,
-                           "created": 0, "created_at": "1970-01-01T00:00:00Z", "owned_by": "wujie-mockllm"})
-                })
+                .iter()
+                .map(|id| model_object(id))
                 .collect();
-            (
-                axum::Json(json!({"object": "list", "data": data, "has_more": false}))
-                    .into_response(),
-                None,
-            )
+            let list = json!({"object": "list", "data": data, "has_more": false});
+            (axum::Json(list).into_response(), None)
         }
+        Route::OneModel(id) if script.model_ids().contains(&id) => {
+            (axum::Json(model_object(&id)).into_response(), None)
+        }
+        Route::OneModel(id) => (
+            error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                &format!("the script lists no model {id:?}"),
+            ),
+            None,
+        ),
         Route::NotFound => (
             error(
                 StatusCode::NOT_FOUND,
@@ -280,6 +291,12 @@ fn respond(script: &Script, route: Route, body: &Value) -> (Response, Option<usi
             None,
         ),
     }
+}
+
+/// A model entry readable as both an OpenAI and an Anthropic model object.
+fn model_object(id: &str) -> Value {
+    json!({"id": id, "object": "model", "type": "model", "display_name": id, "created": 0,
+           "created_at": "1970-01-01T00:00:00Z", "owned_by": "wujie-mockllm"})
 }
 
 fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<usize>) {

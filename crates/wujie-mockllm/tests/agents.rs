@@ -73,6 +73,26 @@ impl Run {
         )
     }
 
+    /// One line per request, printed with every run so CI logs show what each agent sent.
+    fn summary(&self, agent: Agent) -> String {
+        let lines: Vec<String> = self
+            .requests
+            .iter()
+            .map(|r| {
+                format!(
+                    "  {} {} -> {} (turn {:?})",
+                    r.method, r.path, r.status, r.turn
+                )
+            })
+            .collect();
+        format!(
+            "{} sent {} requests:\n{}",
+            agent.name(),
+            self.requests.len(),
+            lines.join("\n")
+        )
+    }
+
     /// The model requests answered by the scripted turns; agents may send extra side requests
     /// (titles, summaries), which have no turn and are not counted.
     fn scripted_turns(&self) -> Vec<usize> {
@@ -100,12 +120,14 @@ async fn run(agent: Agent) -> Option<Run> {
     let requests = mock.requests();
     mock.shutdown().await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    Some(Run {
+    let run = Run {
         home,
         output,
         stdout,
         requests,
-    })
+    };
+    eprintln!("{}", run.summary(agent));
+    Some(run)
 }
 
 /// Checks what the mock saw: the scripted turns in order, the second carrying the tool's real

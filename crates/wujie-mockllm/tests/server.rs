@@ -400,6 +400,18 @@ async fn requests_are_recorded_without_credentials() {
             .collect();
         assert_eq!(ids, ["m1", "m2"]);
     }
+    let one = client
+        .get(format!("{}/v1/models/m2", mock.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.json::<Value>().await.unwrap()["id"], "m2");
+    let missing = client
+        .get(format!("{}/v1/models/m3", mock.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
     post_json(
         &mock,
         "/v1/chat/completions",
@@ -433,6 +445,8 @@ async fn requests_are_recorded_without_credentials() {
         [
             "/v1/models",
             "/models",
+            "/v1/models/m2",
+            "/v1/models/m3",
             "/v1/chat/completions",
             "/v1/chat/completions"
         ]
