@@ -18,7 +18,7 @@
 //! The child's environment is cleared except `PATH`, `LANG`, `TERM` and `TMPDIR`, so the
 //! developer's API keys and config never reach it.
 
-use crate::script::{ToolCallSpec, ToolNames};
+use crate::script::{Reply, Script, ToolCallSpec, ToolNames, Turn, When};
 use crate::wire::Api;
 use serde_json::{Value, json};
 use std::ffi::OsString;
@@ -110,6 +110,41 @@ impl Agent {
         list.split(',')
             .map(str::trim)
             .any(|n| n.eq_ignore_ascii_case("all") || n.eq_ignore_ascii_case(self.name()))
+    }
+
+    /// A two-turn script: when the user text contains `trigger`, call this agent's shell tool
+    /// with `command`; when a tool result contains `result_contains`, answer `answer`.
+    pub fn shell_script(
+        self,
+        trigger: &str,
+        command: &str,
+        result_contains: &str,
+        answer: &str,
+    ) -> Script {
+        let call = Turn {
+            when: When {
+                user_contains: Some(trigger.to_string()),
+                ..When::default()
+            },
+            reply: Reply {
+                tool_calls: vec![self.shell_call(command)],
+                ..Reply::default()
+            },
+        };
+        let finish = Turn {
+            when: When {
+                tool_result_contains: Some(result_contains.to_string()),
+                ..When::default()
+            },
+            reply: Reply {
+                text: Some(answer.to_string()),
+                ..Reply::default()
+            },
+        };
+        Script {
+            models: Vec::new(),
+            turns: vec![call, finish],
+        }
     }
 
     /// A scripted tool call that makes this agent run `command` in a shell, naming the agent's
@@ -260,25 +295,17 @@ impl AgentHome {
     ///
     /// | agent | arguments | output |
     /// |---|---|---|
-    /// | pi | `--mode json -p --provider mock --model mock-model PROMPT` | JSONL events |
+    /// | pi | `--provider mock --model mock-model --mode json -p PROMPT` | JSONL events |
     /// | codex | `exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox PROMPT` | JSONL events |
     /// | grok | `-p PROMPT --output-format streaming-json --always-approve` | JSONL events |
     /// | claude | `-p PROMPT --output-format stream-json --verbose --allowedTools Bash` | JSONL messages |
-    /// | opencode | `run --format json --model mock/mock-model PROMPT` | JSONL parts |
+    /// | opencode | `run --format json PROMPT` (model from its config) | JSONL parts |
     /// | hermes | `chat -Q -q PROMPT --yolo` | plain text (Hermes has no JSONL mode) |
     pub fn headless(&self, prompt: &str) -> Command {
         let mut cmd = self.command();
+        cmd.args(self.model_args());
         match self.agent {
-            Agent::Pi => cmd.args([
-                "--mode",
-                "json",
-                "-p",
-                "--provider",
-                "mock",
-                "--model",
-                MODEL,
-                prompt,
-            ]),
+            Agent::Pi => cmd.args(["--mode", "json", "-p", prompt]),
             Agent::Codex => cmd.args([
                 "exec",
                 "--json",
@@ -302,17 +329,23 @@ impl AgentHome {
                 "--allowedTools",
                 "Bash",
             ]),
-            Agent::Opencode => cmd.args([
-                "run",
-                "--format",
-                "json",
-                "--model",
-                &format!("mock/{MODEL}"),
-                prompt,
-            ]),
+            Agent::Opencode => cmd.args(["run", "--format", "json", prompt]),
             Agent::Hermes => cmd.args(["chat", "-Q", "-q", prompt, "--yolo"]),
         };
         cmd
+    }
+
+    /// Command-line arguments selecting the mock model, for agents whose config file alone does
+    /// not select it: pi `--provider mock --model mock-model`; none for the others.
+    /// [`AgentHome::headless`] adds them; callers building their own arguments on
+    /// [`AgentHome::command`] (e.g. pi's `--mode rpc`) should add them too.
+    pub fn model_args(&self) -> Vec<String> {
+        match self.agent {
+            Agent::Pi => ["--provider", "mock", "--model", MODEL]
+                .map(String::from)
+                .to_vec(),
+            _ => Vec::new(),
+        }
     }
 
     /// The agent as an Agent Client Protocol server (JSON-RPC lines on stdin/stdout), for the

@@ -5,42 +5,19 @@
 //! An agent that is not installed fails its test with the install command to run, unless
 //! `WUJIE_SKIP_AGENTS` lists it (or says `all`).
 
-use serde_json::Value;
-use std::process::Output;
+use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 use wujie_mockllm::agents::{Agent, AgentHome};
-use wujie_mockllm::{LatestInput, MockLlm, RecordedRequest, Reply, Script, Turn, When};
+use wujie_mockllm::{LatestInput, MockLlm, RecordedRequest, Script};
 
 const PROMPT: &str = "Run the shell command `echo hello`, then say done.";
 /// Only there so a hung agent cannot hang the test run; never a performance assertion.
 const DEADLINE: Duration = Duration::from_secs(300);
 
 fn script(agent: Agent) -> Script {
-    Script {
-        models: Vec::new(),
-        turns: vec![
-            Turn {
-                when: When {
-                    user_contains: Some("echo hello".into()),
-                    ..When::default()
-                },
-                reply: Reply {
-                    tool_calls: vec![agent.shell_call("echo hello")],
-                    ..Reply::default()
-                },
-            },
-            Turn {
-                when: When {
-                    tool_result_contains: Some("hello".into()),
-                    ..When::default()
-                },
-                reply: Reply {
-                    text: Some("done".into()),
-                    ..Reply::default()
-                },
-            },
-        ],
-    }
+    agent.shell_script("echo hello", "echo hello", "hello", "done")
 }
 
 /// What one run produced.
@@ -111,12 +88,18 @@ async fn run(agent: Agent) -> Option<Run> {
         Ok(home) => home,
         Err(error) => panic!("{error}"),
     };
-    let mut cmd = tokio::process::Command::from(home.headless(PROMPT));
-    cmd.kill_on_drop(true);
-    let output = tokio::time::timeout(DEADLINE, cmd.output())
+    let mut cmd = home.headless(PROMPT);
+    cmd.process_group(0);
+    let child = tokio::process::Command::from(cmd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent");
+    let _group = GroupKiller(child.id());
+    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("{} did not finish within {DEADLINE:?}", agent.name()))
-        .expect("spawn agent");
+        .expect("wait for agent");
     let requests = mock.requests();
     mock.shutdown().await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -341,17 +324,170 @@ async fn opencode() {
     );
 }
 
+/// Hermes has no JSONL output mode; its structured interface is ACP (`hermes acp`), driven here
+/// by a minimal client: initialize, session/new, session/prompt, allowing every permission request.
 #[tokio::test(flavor = "multi_thread")]
 async fn hermes() {
-    let Some(run) = run(Agent::Hermes).await else {
+    let Some(run) = run_acp(Agent::Hermes).await else {
         return;
     };
     assert_mock_saw_the_turn(&run);
+    let messages = run.events();
+    let updates: Vec<Value> = messages
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| m["params"]["update"].clone())
+        .collect();
     assert!(
-        run.stdout.contains("done"),
-        "no final text done\n{}",
+        has(&updates, |u| u["sessionUpdate"] == "tool_call"
+            && u.to_string().contains("echo hello")),
+        "no tool_call of echo hello\n{}",
         run.describe()
     );
+    assert!(
+        has(&updates, |u| u["sessionUpdate"] == "tool_call_update"
+            && u["status"] == "completed"
+            && u.to_string().contains("hello")),
+        "no completed tool_call_update with hello\n{}",
+        run.describe()
+    );
+    let text: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text.trim(), "done", "{}", run.describe());
+    let prompt_response = messages
+        .iter()
+        .find(|m| m["id"] == 3 && m["method"].is_null());
+    assert_eq!(
+        prompt_response.map(|m| &m["result"]["stopReason"]),
+        Some(&json!("end_turn")),
+        "{}",
+        run.describe()
+    );
+}
+
+/// Runs one prompt over ACP. The returned run's `stdout` holds every line the agent sent.
+async fn run_acp(agent: Agent) -> Option<Run> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    if agent.is_skipped() {
+        eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
+        return None;
+    }
+    let mock = MockLlm::start(script(agent)).await.expect("start mock");
+    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = home.acp().expect("the agent speaks ACP");
+    cmd.process_group(0);
+    let mut child = tokio::process::Command::from(cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent");
+    let _group = GroupKiller(child.id());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let workdir = home.workdir().to_string_lossy().into_owned();
+    let mut transcript = String::new();
+    let exchange = async {
+        let mut outbox = vec![
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false}}}),
+        ];
+        loop {
+            for message in outbox.drain(..) {
+                let line = format!("{message}\n");
+                stdin
+                    .write_all(line.as_bytes())
+                    .await
+                    .expect("write to agent");
+            }
+            let Some(line) = lines.next_line().await.expect("read from agent") else {
+                panic!(
+                    "{} closed its stdout before answering the prompt",
+                    agent.name()
+                );
+            };
+            transcript.push_str(&line);
+            transcript.push('\n');
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let id = message["id"].clone();
+            match message["method"].as_str() {
+                Some("session/request_permission") => {
+                    let options = message["params"]["options"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    let allow = options
+                        .iter()
+                        .find(|o| o["kind"] == "allow_once")
+                        .or_else(|| options.iter().find(|o| o["kind"] == "allow_always"))
+                        .map(|o| o["optionId"].clone())
+                        .expect("the permission request offers an allow option");
+                    outbox.push(json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"outcome": {"outcome": "selected", "optionId": allow}}}));
+                }
+                Some(_) if !id.is_null() => {
+                    outbox.push(json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32601, "message": "not supported by this test client"}}));
+                }
+                Some(_) => {}
+                None if id == 1 => outbox.push(json!({"jsonrpc": "2.0", "id": 2,
+                    "method": "session/new", "params": {"cwd": workdir, "mcpServers": []}})),
+                None if id == 2 => outbox.push(json!({"jsonrpc": "2.0", "id": 3,
+                    "method": "session/prompt", "params": {
+                        "sessionId": message["result"]["sessionId"],
+                        "prompt": [{"type": "text", "text": PROMPT}]}})),
+                None if id == 3 => break,
+                None => {}
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, exchange)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{} did not answer over ACP within {DEADLINE:?}",
+                agent.name()
+            )
+        });
+    // Closing stdin ends the ACP connection: the agent should exit by itself.
+    drop(stdin);
+    drop(lines);
+    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{} did not exit after its stdin closed", agent.name()))
+        .expect("wait for agent");
+    let requests = mock.requests();
+    mock.shutdown().await;
+    let run = Run {
+        home,
+        output,
+        stdout: transcript,
+        requests,
+    };
+    eprintln!("{}", run.summary(agent));
+    Some(run)
+}
+
+/// Kills the agent's whole process group when dropped (normal end, deadline or failed
+/// assertion), so no tool process or helper the agent started outlives the test.
+struct GroupKiller(Option<u32>);
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            // Usually the group is already gone (ESRCH), which is fine.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 /// The file `name` in a directory `dir_name` somewhere below `root`.
