@@ -433,7 +433,6 @@ impl AgentHome {
             }
             Agent::Opencode => {
                 let config = json!({
-                    "$schema": "https://opencode.ai/config.json",
                     "model": format!("mock/{MODEL}"),
                     "small_model": format!("mock/{MODEL}"),
                     "autoupdate": false,
