@@ -1,8 +1,9 @@
 //! A scripted mock model server for offline tests of real coding-agent CLIs.
 //!
 //! It speaks OpenAI Chat Completions (`POST /v1/chat/completions`), OpenAI Responses
-//! (`POST /v1/responses`) and Anthropic Messages (`POST /v1/messages`), streaming (SSE) and not,
-//! and lists models at `GET /v1/models`. What it answers comes from a [`Script`]; every request is
+//! (`POST /v1/responses`), Anthropic Messages (`POST /v1/messages`) and Gemini
+//! (`POST /v1beta/models/{model}:streamGenerateContent`), streaming (SSE) and not, and lists
+//! models at `GET /v1/models`. What it answers comes from a [`Script`]; every request is
 //! recorded ([`MockLlm::requests`], or `GET /_mock/requests` over HTTP).
 //!
 //! ```no_run

@@ -205,7 +205,7 @@ async fn handle(
         Route::Model(api) => Some(api),
         _ => None,
     };
-    let (response, turn) = respond(&shared.script, route, &body);
+    let (response, turn) = respond(&shared.script, route, &path, &body);
     shared.record(RecordedRequest {
         method: method.to_string(),
         path,
@@ -240,8 +240,14 @@ enum Route {
 
 fn route(method: &Method, path: &str) -> Route {
     let path = path.trim_end_matches('/');
-    // Clients differ in whether their base URL carries `/v1`; accept both spellings.
-    let path = path.strip_prefix("/v1").unwrap_or(path);
+    if method == Method::POST && wire::gemini::target(path).is_some() {
+        return Route::Model(Api::GeminiGenerateContent);
+    }
+    // Clients differ in whether their base URL carries `/v1` (Gemini: `/v1beta`); accept all.
+    let path = ["/v1beta", "/v1"]
+        .iter()
+        .find_map(|p| path.strip_prefix(p))
+        .unwrap_or(path);
     match (method.as_str(), path) {
         ("POST", "/chat/completions") => Route::Model(Api::OpenaiChat),
         ("POST", "/responses") => Route::Model(Api::OpenaiResponses),
@@ -255,9 +261,9 @@ fn route(method: &Method, path: &str) -> Route {
     }
 }
 
-fn respond(script: &Script, route: Route, body: &Value) -> (Response, Option<usize>) {
+fn respond(script: &Script, route: Route, path: &str, body: &Value) -> (Response, Option<usize>) {
     match route {
-        Route::Model(api) => model_response(script, api, body),
+        Route::Model(api) => model_response(script, api, path, body),
         Route::CountTokens => (
             axum::Json(json!({"input_tokens": 10})).into_response(),
             None,
@@ -268,7 +274,12 @@ fn respond(script: &Script, route: Route, body: &Value) -> (Response, Option<usi
                 .iter()
                 .map(|id| model_object(id))
                 .collect();
-            let list = json!({"object": "list", "data": data, "has_more": false});
+            let gemini: Vec<Value> = script
+                .model_ids()
+                .iter()
+                .map(|id| json!({"name": format!("models/{id}"), "displayName": id}))
+                .collect();
+            let list = json!({"object": "list", "data": data, "has_more": false, "models": gemini});
             (axum::Json(list).into_response(), None)
         }
         Route::OneModel(id) if script.model_ids().contains(&id) => {
@@ -286,7 +297,7 @@ fn respond(script: &Script, route: Route, body: &Value) -> (Response, Option<usi
             error(
                 StatusCode::NOT_FOUND,
                 "not_found",
-                "the mock model server serves POST /v1/chat/completions, /v1/responses, /v1/messages and GET /v1/models",
+                "the mock model server serves POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:streamGenerateContent and GET /v1/models",
             ),
             None,
         ),
@@ -299,7 +310,12 @@ fn model_object(id: &str) -> Value {
            "created_at": "1970-01-01T00:00:00Z", "owned_by": "wujie-mockllm"})
 }
 
-fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<usize>) {
+fn model_response(
+    script: &Script,
+    api: Api,
+    path: &str,
+    body: &Value,
+) -> (Response, Option<usize>) {
     if !body.is_object() {
         return (
             error(
@@ -310,7 +326,11 @@ fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<
             None,
         );
     }
-    let seen = inspect(api, body);
+    let mut seen = inspect(api, body);
+    if let Some((model, stream)) = wire::gemini::target(path) {
+        seen.model = Some(model);
+        seen.stream = stream;
+    }
     let (turn, answer) = match script.answer(&seen.latest, seen.model.as_deref(), &seen.offered) {
         Ok(found) => found,
         Err(why) => {
@@ -332,6 +352,7 @@ fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<
             }
             Api::OpenaiResponses => wire::openai_responses::render_stream(&answer, &model),
             Api::AnthropicMessages => wire::anthropic::render_stream(&answer, &model),
+            Api::GeminiGenerateContent => wire::gemini::render_stream(&answer, &model),
         };
         sse(events)
     } else {
@@ -339,6 +360,7 @@ fn model_response(script: &Script, api: Api, body: &Value) -> (Response, Option<
             Api::OpenaiChat => wire::openai_chat::render_json(&answer, &model),
             Api::OpenaiResponses => wire::openai_responses::render_json(&answer, &model),
             Api::AnthropicMessages => wire::anthropic::render_json(&answer, &model),
+            Api::GeminiGenerateContent => wire::gemini::render_json(&answer, &model),
         };
         axum::Json(json).into_response()
     };
@@ -350,6 +372,7 @@ fn inspect(api: Api, body: &Value) -> Inspected {
         Api::OpenaiChat => wire::openai_chat::inspect(body),
         Api::OpenaiResponses => wire::openai_responses::inspect(body),
         Api::AnthropicMessages => wire::anthropic::inspect(body),
+        Api::GeminiGenerateContent => wire::gemini::inspect(body),
     }
 }
 

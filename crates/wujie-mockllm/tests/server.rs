@@ -518,3 +518,68 @@ async fn the_binary_rejects_a_bad_script_with_its_path() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn gemini_generate_content_json_and_stream() {
+    let mock = MockLlm::start(tool_script()).await.unwrap();
+    let ask = json!({"contents": [{"role": "user", "parts": [{"text": "list files"}]}],
+                     "tools": [{"functionDeclarations": [{"name": "shell"}]}]});
+    let events = post_sse(
+        &mock,
+        "/v1beta/models/m1:streamGenerateContent?alt=sse",
+        ask.clone(),
+    )
+    .await;
+    let parts: Vec<&Value> = events
+        .iter()
+        .flat_map(|(_, d)| {
+            d["candidates"][0]["content"]["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+        })
+        .collect();
+    let text = |thought: bool| -> String {
+        parts
+            .iter()
+            .filter(|p| p["thought"].as_bool().unwrap_or(false) == thought)
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    };
+    assert_eq!(text(true), "I should look");
+    assert_eq!(text(false), "Let me look.");
+    let call = parts.iter().find_map(|p| p.get("functionCall")).unwrap();
+    assert_eq!(
+        call,
+        &json!({"name": "shell", "args": {"command": "ls -la"}})
+    );
+    let last = &events.last().unwrap().1;
+    assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(last["usageMetadata"]["promptTokenCount"], 30);
+    assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 7);
+
+    let result = json!({"contents": [
+        {"role": "user", "parts": [{"text": "list files"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "shell", "response": {"output": "total 0"}}}]}]});
+    let (status, reply) = post_json(&mock, "/v1beta/models/m1:generateContent", result).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        reply["candidates"][0]["content"]["parts"],
+        json!([{"text": "empty dir"}])
+    );
+    let recorded = mock.model_requests();
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        recorded[0].api,
+        Some(wujie_mockllm::Api::GeminiGenerateContent)
+    );
+    let models: Value = reqwest::get(format!("{}/v1beta/models", mock.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["models"][0]["name"], "models/m1");
+    mock.shutdown().await;
+}

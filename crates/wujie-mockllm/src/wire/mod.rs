@@ -3,6 +3,7 @@
 //! body or as a server-sent-event stream.
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 
@@ -17,6 +18,7 @@ pub enum Api {
     OpenaiChat,
     OpenaiResponses,
     AnthropicMessages,
+    GeminiGenerateContent,
 }
 
 /// What a request asks, independent of its wire format.
