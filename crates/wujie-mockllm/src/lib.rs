@@ -22,7 +22,7 @@
 pub mod agents;
 pub mod script;
 mod server;
-pub mod wire;
+mod wire;
 
 pub use script::{LatestInput, Reply, Script, ToolCallSpec, ToolNames, Turn, Usage, When};
 pub use server::{MockError, MockLlm, RecordedRequest};

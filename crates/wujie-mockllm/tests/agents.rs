@@ -368,6 +368,23 @@ async fn hermes() {
     );
 }
 
+/// `AgentHome::headless` for Hermes: `hermes chat -Q -q`, plain text (the answer, then
+/// `session_id: …`), so only the final text and the mock's view are checked.
+#[tokio::test(flavor = "multi_thread")]
+async fn hermes_chat_plain_text() {
+    let Some(run) = run(Agent::Hermes).await else {
+        return;
+    };
+    assert_mock_saw_the_turn(&run);
+    // Hermes may print warnings (e.g. about optional scanners) before the answer.
+    assert!(
+        run.stdout.lines().any(|l| l.trim() == "done"),
+        "no line `done`
+{}",
+        run.describe()
+    );
+}
+
 /// Runs one prompt over ACP. The returned run's `stdout` holds every line the agent sent.
 async fn run_acp(agent: Agent) -> Option<Run> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
