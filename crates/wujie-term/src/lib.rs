@@ -28,7 +28,7 @@ pub use menu::{
     CREATE_ISSUE, MENU_MAX_ROWS, Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands,
 };
 pub use overlay::{
-    CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, TermSize,
+    CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement, TermSize,
 };
 pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,

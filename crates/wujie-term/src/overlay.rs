@@ -12,9 +12,11 @@
 //! 5. Restore the cursor (DECRC `ESC 8`), so the terminal cursor stays where the adapter left it.
 //!
 //! Closing goes back to the same anchor row, deletes the inserted lines (DL `CSI n M`) so the
-//! pushed rows return, and restores the cursor again. Rows pushed off the bottom by IL are lost;
-//! in the intended layout (the adapter's input box and its margin at the bottom of its output)
-//! those rows are blank.
+//! pushed rows return, and restores the cursor again. IL discards the rows it pushes off the
+//! bottom, so the screen is scrolled far enough that those rows are blank: the host says in
+//! [`Placement::used_rows`] how far down the adapter has drawn. When even scrolling cannot make
+//! room (the cursor reached the top row), the area gets fewer lines; only a screen that is full
+//! below the margin loses its last row to the single line the area needs.
 //!
 //! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. The renderer
 //! assumes no scroll region (DECSTBM) or origin mode is active, which holds for inline TUIs.
@@ -36,6 +38,35 @@ pub struct TermSize {
 pub struct CursorPos {
     pub row: u16,
     pub col: u16,
+}
+
+/// Where the adapter's cursor and content are when the overlay opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub size: TermSize,
+    /// The adapter's cursor (its input line), from the host's shadow screen.
+    pub cursor: CursorPos,
+    /// How many rows from the top hold adapter content: 1 + the index of the last non-blank
+    /// row of the shadow screen. Rows below the margin up to here are kept on screen (the
+    /// screen scrolls further instead of letting IL push them off the bottom).
+    pub used_rows: u16,
+}
+
+impl Placement {
+    /// A placement where nothing is drawn below the cursor's two margin rows (the usual inline
+    /// TUI layout: the input box and its hints are the last thing on screen).
+    pub fn new(size: TermSize, cursor: CursorPos) -> Self {
+        Self {
+            size,
+            cursor,
+            used_rows: 0,
+        }
+    }
+
+    /// The same placement, keeping `used_rows` rows of adapter content.
+    pub fn with_used_rows(self, used_rows: u16) -> Self {
+        Self { used_rows, ..self }
+    }
 }
 
 /// How one overlay line looks.
@@ -100,20 +131,18 @@ impl Overlay {
         size.rows.saturating_sub(1 + MARGIN_ROWS)
     }
 
-    /// Lines that fit below the cursor without scrolling.
-    pub fn room_below(size: TermSize, cursor: CursorPos) -> u16 {
-        let row = cursor.row.min(size.rows.saturating_sub(1));
-        Self::capacity(size).saturating_sub(row)
-    }
-
     /// Opens an area for `lines` (at least one line, at most [`Overlay::capacity`]; extra lines
     /// are not drawn) and appends the bytes to write to the real terminal to `out`.
     pub fn open(
-        size: TermSize,
-        cursor: CursorPos,
+        place: Placement,
         lines: &[OverlayLine],
         out: &mut Vec<u8>,
     ) -> Result<Overlay, OverlayError> {
+        let Placement {
+            size,
+            cursor,
+            used_rows,
+        } = place;
         let capacity = Self::capacity(size);
         if capacity == 0 {
             return Err(OverlayError::TooSmall {
@@ -124,9 +153,12 @@ impl Overlay {
         }
         let row = cursor.row.min(size.rows - 1);
         let wanted = clamp_lines(lines.len(), capacity);
-        // Rows missing below the cursor for its line, the margin and the area.
-        let needed = u32::from(row) + 1 + u32::from(MARGIN_ROWS) + u32::from(wanted);
-        let missing = needed.saturating_sub(u32::from(size.rows));
+        // The adapter's rows: up to its margin, or further down when it drew more below.
+        let bottom =
+            (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
+        // Scroll so the inserted lines push only blank rows off the bottom (as far as the
+        // cursor can move up).
+        let missing = (bottom + u32::from(wanted)).saturating_sub(u32::from(size.rows));
         let scrolled = u16::try_from(missing).unwrap_or(u16::MAX).min(row);
         if scrolled > 0 {
             out.extend_from_slice(b"\x1b7\x1b[0m");
@@ -137,8 +169,15 @@ impl Overlay {
         }
         let row = row - scrolled;
         let top = row + 1 + MARGIN_ROWS;
-        let max_height = size.rows - top;
-        let height = wanted.min(max_height);
+        // Blank rows left at the bottom. When scrolling could not free enough of them (the
+        // cursor reached the top row), the area shrinks rather than push adapter rows off;
+        // only a screen full below the margin loses its last row to the one line needed.
+        let bottom_now = u16::try_from(bottom)
+            .unwrap_or(u16::MAX)
+            .saturating_sub(scrolled);
+        let free = size.rows.saturating_sub(bottom_now);
+        let height = wanted.min(size.rows - top).min(free.max(1));
+        let max_height = free.max(height);
         out.extend_from_slice(b"\x1b7\x1b[0m");
         csi(out, &[top + 1, 1], b'H');
         csi(out, &[height], b'L');
