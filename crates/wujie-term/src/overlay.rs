@@ -1,0 +1,308 @@
+//! The insertion area below the adapter's input line, drawn with plain escape sequences.
+//!
+//! Never uses the alternate screen. Opening:
+//! 1. If the area does not fit below the cursor, scroll the whole screen up by the missing number
+//!    of lines first (`LF` on the bottom row), then move the cursor up by the same amount so it
+//!    stays on the adapter's input line. The adapter's content moves up intact (the top lines go
+//!    to the terminal's scrollback); [`Overlay::scrolled`] reports by how much.
+//! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours).
+//! 3. Move to the row below the two margin rows that belong to the adapter
+//!    ([`MARGIN_ROWS`]); they are never drawn on or deleted.
+//! 4. Insert the area's lines there (IL `CSI n L`), pushing the rows below down, and draw.
+//! 5. Restore the cursor (DECRC `ESC 8`), so the terminal cursor stays where the adapter left it.
+//!
+//! Closing goes back to the same anchor row, deletes the inserted lines (DL `CSI n M`) so the
+//! pushed rows return, and restores the cursor again. IL discards the rows it pushes off the
+//! bottom, so the screen is scrolled far enough that those rows are blank: the host says in
+//! [`Placement::used_rows`] how far down the adapter has drawn. When even scrolling cannot make
+//! room (the cursor reached the top row), the area gets fewer lines; only a screen that is full
+//! below the margin loses its last row to the single line the area needs.
+//!
+//! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. The renderer
+//! assumes no scroll region (DECSTBM) or origin mode is active, which holds for inline TUIs.
+
+use crate::text;
+
+/// Rows below the cursor's row that belong to the adapter (its input box border, hints).
+pub const MARGIN_ROWS: u16 = 2;
+
+/// Terminal size in cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermSize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// A cursor position, 0-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CursorPos {
+    pub row: u16,
+    pub col: u16,
+}
+
+/// Where the adapter's cursor and content are when the overlay opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub size: TermSize,
+    /// The adapter's cursor (its input line), from the host's shadow screen.
+    pub cursor: CursorPos,
+    /// How many rows from the top hold adapter content: 1 + the index of the last non-blank
+    /// row of the shadow screen. Rows below the margin up to here are kept on screen (the
+    /// screen scrolls further instead of letting IL push them off the bottom).
+    pub used_rows: u16,
+}
+
+impl Placement {
+    /// A placement where nothing is drawn below the cursor's two margin rows (the usual inline
+    /// TUI layout: the input box and its hints are the last thing on screen).
+    pub fn new(size: TermSize, cursor: CursorPos) -> Self {
+        Self {
+            size,
+            cursor,
+            used_rows: 0,
+        }
+    }
+
+    /// The same placement, keeping `used_rows` rows of adapter content.
+    pub fn with_used_rows(self, used_rows: u16) -> Self {
+        Self { used_rows, ..self }
+    }
+}
+
+/// How one overlay line looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStyle {
+    Plain,
+    /// Bold (titles).
+    Title,
+    /// Dim (descriptions, hints).
+    Dim,
+    /// Reverse video over the full width (the selected entry).
+    Selected,
+}
+
+/// One line of overlay content. The text is sanitised and cut to the terminal width when drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlayLine {
+    pub text: String,
+    pub style: LineStyle,
+}
+
+impl OverlayLine {
+    pub fn new(text: impl Into<String>, style: LineStyle) -> Self {
+        Self {
+            text: text.into(),
+            style,
+        }
+    }
+}
+
+/// Why no overlay could be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OverlayError {
+    #[error(
+        "the terminal is {cols}x{rows}; the menu needs at least 1 column and {min_rows} rows \
+         (the input line, two margin rows and one line); enlarge the terminal and try again"
+    )]
+    TooSmall { cols: u16, rows: u16, min_rows: u16 },
+}
+
+/// An open insertion area. Dropping it without [`Overlay::close`] leaves the lines on screen.
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    size: TermSize,
+    /// First inserted row.
+    top: u16,
+    /// Inserted rows.
+    height: u16,
+    /// Most rows the area may grow to without scrolling again.
+    max_height: u16,
+    scrolled: u16,
+    drawn: Vec<OverlayLine>,
+}
+
+impl Overlay {
+    /// Most lines an area can ever have on a terminal of this size (when the cursor is at the
+    /// top): the rows minus the cursor's row and the two margin rows.
+    pub fn capacity(size: TermSize) -> u16 {
+        if size.cols == 0 {
+            return 0;
+        }
+        size.rows.saturating_sub(1 + MARGIN_ROWS)
+    }
+
+    /// Opens an area for `lines` (at least one line, at most [`Overlay::capacity`]; extra lines
+    /// are not drawn) and appends the bytes to write to the real terminal to `out`.
+    pub fn open(
+        place: Placement,
+        lines: &[OverlayLine],
+        out: &mut Vec<u8>,
+    ) -> Result<Overlay, OverlayError> {
+        let Placement {
+            size,
+            cursor,
+            used_rows,
+        } = place;
+        let capacity = Self::capacity(size);
+        if capacity == 0 {
+            return Err(OverlayError::TooSmall {
+                cols: size.cols,
+                rows: size.rows,
+                min_rows: MARGIN_ROWS + 2,
+            });
+        }
+        let row = cursor.row.min(size.rows - 1);
+        let wanted = clamp_lines(lines.len(), capacity);
+        // The adapter's rows: up to its margin, or further down when it drew more below.
+        let bottom =
+            (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
+        // Scroll so the inserted lines push only blank rows off the bottom (as far as the
+        // cursor can move up).
+        let missing = (bottom + u32::from(wanted)).saturating_sub(u32::from(size.rows));
+        let scrolled = u16::try_from(missing).unwrap_or(u16::MAX).min(row);
+        if scrolled > 0 {
+            out.extend_from_slice(b"\x1b7\x1b[0m");
+            csi(out, &[size.rows, 1], b'H');
+            out.extend(std::iter::repeat_n(b'\n', usize::from(scrolled)));
+            out.extend_from_slice(b"\x1b8");
+            csi(out, &[scrolled], b'A');
+        }
+        let row = row - scrolled;
+        let top = row + 1 + MARGIN_ROWS;
+        // Blank rows left at the bottom. When scrolling could not free enough of them (the
+        // cursor reached the top row), the area shrinks rather than push adapter rows off;
+        // only a screen full below the margin loses its last row to the one line needed.
+        let bottom_now = u16::try_from(bottom)
+            .unwrap_or(u16::MAX)
+            .saturating_sub(scrolled);
+        let free = size.rows.saturating_sub(bottom_now);
+        let height = wanted.min(size.rows - top).min(free.max(1));
+        let max_height = free.max(height);
+        out.extend_from_slice(b"\x1b7\x1b[0m");
+        csi(out, &[top + 1, 1], b'H');
+        csi(out, &[height], b'L');
+        let mut overlay = Overlay {
+            size,
+            top,
+            height,
+            max_height,
+            scrolled,
+            drawn: Vec::new(),
+        };
+        overlay.draw(lines, out);
+        out.extend_from_slice(b"\x1b8");
+        Ok(overlay)
+    }
+
+    /// Redraws with new content. Only changed lines are rewritten; lines are inserted or deleted
+    /// at the end of the area only when the number of lines changed.
+    pub fn redraw(&mut self, lines: &[OverlayLine], out: &mut Vec<u8>) {
+        let height = clamp_lines(lines.len(), self.max_height);
+        if height == self.height && padded(lines, height) == self.drawn {
+            return;
+        }
+        out.extend_from_slice(b"\x1b[0m");
+        if height > self.height {
+            csi(out, &[self.top + self.height + 1, 1], b'H');
+            csi(out, &[height - self.height], b'L');
+        } else if height < self.height {
+            csi(out, &[self.top + height + 1, 1], b'H');
+            csi(out, &[self.height - height], b'M');
+        }
+        self.height = height;
+        self.draw(lines, out);
+        out.extend_from_slice(b"\x1b8");
+    }
+
+    /// Removes the area: deletes the inserted lines and restores the adapter's cursor.
+    pub fn close(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\x1b[0m");
+        csi(out, &[self.top + 1, 1], b'H');
+        csi(out, &[self.height], b'M');
+        out.extend_from_slice(b"\x1b8");
+    }
+
+    /// Lines the adapter's content was scrolled up by when opening (0 when it fitted). The host
+    /// should tell its shadow screen (feeding it the same bytes does that) and may ask the
+    /// adapter to redraw, since the adapter's idea of its cursor row is now off by this much.
+    pub fn scrolled(&self) -> u16 {
+        self.scrolled
+    }
+
+    /// Rows currently inserted.
+    pub fn height(&self) -> u16 {
+        self.height
+    }
+
+    /// Most rows the content may have now (without scrolling the adapter again).
+    pub fn max_height(&self) -> u16 {
+        self.max_height
+    }
+
+    /// First inserted row (0-based).
+    pub fn top(&self) -> u16 {
+        self.top
+    }
+
+    /// Terminal size the overlay was opened for (on resize: close, then open again).
+    pub fn size(&self) -> TermSize {
+        self.size
+    }
+
+    fn draw(&mut self, lines: &[OverlayLine], out: &mut Vec<u8>) {
+        let cols = usize::from(self.size.cols);
+        let shown = padded(lines, self.height);
+        for (i, line) in shown.iter().enumerate() {
+            if self.drawn.get(i) == Some(line) {
+                continue;
+            }
+            let row = self
+                .top
+                .saturating_add(u16::try_from(i).unwrap_or(u16::MAX));
+            csi(out, &[row + 1, 1], b'H');
+            out.extend_from_slice(b"\x1b[2K");
+            let mut visible = text::fit(&line.text, cols);
+            let sgr: &[u8] = match line.style {
+                LineStyle::Plain => b"",
+                LineStyle::Title => b"\x1b[1m",
+                LineStyle::Dim => b"\x1b[2m",
+                LineStyle::Selected => {
+                    let pad = cols.saturating_sub(text::width(&visible));
+                    visible.extend(std::iter::repeat_n(' ', pad));
+                    b"\x1b[7m"
+                }
+            };
+            out.extend_from_slice(sgr);
+            out.extend_from_slice(visible.as_bytes());
+            if !sgr.is_empty() {
+                out.extend_from_slice(b"\x1b[0m");
+            }
+        }
+        self.drawn = shown;
+    }
+}
+
+/// Exactly `height` lines: `lines` cut or padded with blank lines.
+fn padded(lines: &[OverlayLine], height: u16) -> Vec<OverlayLine> {
+    let height = usize::from(height);
+    let mut shown: Vec<OverlayLine> = lines.iter().take(height).cloned().collect();
+    shown.resize(height, OverlayLine::new("", LineStyle::Plain));
+    shown
+}
+
+/// At least one line (an empty area still needs a row to exist), at most `max`.
+fn clamp_lines(len: usize, max: u16) -> u16 {
+    u16::try_from(len).unwrap_or(u16::MAX).clamp(1, max.max(1))
+}
+
+/// Appends `CSI p1;p2… final`.
+fn csi(out: &mut Vec<u8>, params: &[u16], final_byte: u8) {
+    out.extend_from_slice(b"\x1b[");
+    for (i, p) in params.iter().enumerate() {
+        if i > 0 {
+            out.push(b';');
+        }
+        out.extend_from_slice(p.to_string().as_bytes());
+    }
+    out.push(final_byte);
+}

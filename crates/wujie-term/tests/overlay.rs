@@ -1,0 +1,448 @@
+//! The overlay applied to a vt100 model of the real terminal: the adapter's rows, margin rows,
+//! cursor and colours survive open, redraw and close.
+
+use proptest::prelude::*;
+use std::num::NonZeroU16;
+use wujie_term::{
+    CursorPos, IssueCard, LineStyle, MARGIN_ROWS, Menu, MenuItem, Overlay, OverlayError,
+    OverlayLine, Placement, TermSize, default_commands,
+};
+
+fn parser(rows: u16, cols: u16) -> vt100::Parser {
+    let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
+    vt100::Parser::new(nz(rows), nz(cols), 100)
+}
+
+/// A terminal showing an adapter: `lines` from the top, the cursor at `cursor` and a red
+/// drawing colour left active (DECRC must bring it back).
+fn adapter_screen(rows: u16, cols: u16, lines: &[&str], cursor: (u16, u16)) -> vt100::Parser {
+    let mut p = parser(rows, cols);
+    for (i, line) in lines.iter().enumerate() {
+        p.process(format!("\x1b[{};1H\x1b[3{}m{line}", i + 1, i % 7 + 1).as_bytes());
+    }
+    p.process(format!("\x1b[{};{}H\x1b[0;31;1m", cursor.0 + 1, cursor.1 + 1).as_bytes());
+    p
+}
+
+fn rows_text(s: &vt100::Screen) -> Vec<String> {
+    let (_, cols) = s.size();
+    s.rows(0, cols.get()).collect()
+}
+
+fn rows_formatted(s: &vt100::Screen) -> Vec<String> {
+    let (_, cols) = s.size();
+    s.rows_formatted(0, cols.get()).collect()
+}
+
+/// Screen text with row numbers and the cursor, for snapshots.
+fn render(p: &vt100::Screen) -> String {
+    let mut out = String::new();
+    for (i, row) in rows_text(p).iter().enumerate() {
+        out.push_str(&format!("{i:2}|{}|\n", row));
+    }
+    let (row, col) = p.cursor_position();
+    out.push_str(&format!("cursor: {row},{col}"));
+    out
+}
+
+fn size_of(p: &vt100::Parser) -> TermSize {
+    let (rows, cols) = p.screen().size();
+    TermSize {
+        cols: cols.get(),
+        rows: rows.get(),
+    }
+}
+
+/// What the host passes: size, cursor and how far down the adapter has drawn.
+fn place(s: &vt100::Screen) -> Placement {
+    let (rows, cols) = s.size();
+    let (row, col) = s.cursor_position();
+    let used = rows_text(s)
+        .iter()
+        .rposition(|r| !r.trim().is_empty())
+        .map_or(0, |i| i + 1);
+    Placement::new(
+        TermSize {
+            cols: cols.get(),
+            rows: rows.get(),
+        },
+        CursorPos { row, col },
+    )
+    .with_used_rows(u16::try_from(used).unwrap())
+}
+
+fn menu_lines(size: TermSize, query: &str) -> Vec<OverlayLine> {
+    let mut items = default_commands();
+    items.push(MenuItem::new("/wujiestatus", "show the discussion status"));
+    items.push(MenuItem::new("/wujiecancel", "cancel"));
+    Menu::new(items, query).lines(size.cols, Overlay::capacity(size).min(6))
+}
+
+/// Checks the state after close equals the state before, with the adapter's content moved up by
+/// `scrolled` rows.
+fn assert_restored(before: &vt100::Screen, after: &vt100::Screen, scrolled: u16) {
+    let keep = rows_text(before).len() - usize::from(scrolled);
+    assert_restored_rows(before, after, scrolled, keep);
+}
+
+/// The first `keep` rows after close equal the adapter's rows before (moved up by `scrolled`),
+/// the rest is blank, and the cursor and drawing attributes are back.
+fn assert_restored_rows(before: &vt100::Screen, after: &vt100::Screen, scrolled: u16, keep: usize) {
+    let s = usize::from(scrolled);
+    let b = rows_formatted(before);
+    let a = rows_formatted(after);
+    let (brow, bcol) = before.cursor_position();
+    assert_eq!(
+        a[..keep],
+        b[s..s + keep],
+        "adapter rows changed\nbefore:\n{}\nafter:\n{}",
+        render(before),
+        render(after)
+    );
+    assert!(
+        rows_text(after)[keep..].iter().all(|r| r.trim().is_empty()),
+        "rows after the shifted content are not blank:\n{}",
+        render(after)
+    );
+    assert_eq!(
+        after.cursor_position(),
+        (brow - scrolled, bcol),
+        "cursor not restored"
+    );
+    assert_eq!(
+        after.attributes_formatted(),
+        before.attributes_formatted(),
+        "drawing attributes not restored"
+    );
+}
+
+const ADAPTER: &[&str] = &[
+    "$ wujie discuss",
+    "assistant: let us plan the change",
+    "  1. parse input",
+    "  2. draw the menu",
+    "╭──────────────────────────────╮",
+    "│ > /wujie                     │",
+    "╰──────────────────────────────╯",
+    "  ? for shortcuts",
+];
+
+#[test]
+fn open_and_close_in_the_middle_of_the_screen() {
+    let mut term = adapter_screen(14, 40, ADAPTER, (5, 10));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    assert!(
+        !out.windows(6)
+            .any(|w| w == b"\x1b[?104" || w == b"\x1b[?47" || w == b"\x1b[?10"),
+        "alternate screen used"
+    );
+    term.process(&out);
+    assert_eq!(overlay.scrolled(), 0);
+    assert_eq!(overlay.top(), 5 + 1 + MARGIN_ROWS);
+    insta::assert_snapshot!("middle_before", render(&before));
+    insta::assert_snapshot!("middle_during", render(term.screen()));
+    // Everything up to and including the margin rows is untouched; the cursor stays put.
+    assert_eq!(
+        rows_formatted(term.screen())[..8],
+        rows_formatted(&before)[..8]
+    );
+    assert_eq!(term.screen().cursor_position(), (5, 10));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    insta::assert_snapshot!("middle_after", render(term.screen()));
+    assert_restored(&before, term.screen(), 0);
+}
+
+#[test]
+fn rows_below_the_margin_are_pushed_down_and_come_back() {
+    let mut lines = ADAPTER.to_vec();
+    lines.extend(["below one", "below two"]);
+    let mut term = adapter_screen(16, 30, &lines, (5, 10));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    term.process(&out);
+    insta::assert_snapshot!("pushed_during", render(term.screen()));
+    assert_eq!(rows_text(term.screen())[8 + 3], "below one");
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+}
+
+#[test]
+fn near_the_bottom_the_screen_scrolls_up_first() {
+    // Margins on rows 4 and 5 leave two free rows for three lines: scroll by one.
+    let mut term = adapter_screen(8, 40, &ADAPTER[2..], (3, 10));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let lines = menu_lines(size, "");
+    assert_eq!(lines.len(), 3);
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &lines, &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.scrolled(), 1);
+    assert_eq!(overlay.height(), 3);
+    insta::assert_snapshot!("bottom_before", render(&before));
+    insta::assert_snapshot!("bottom_during", render(term.screen()));
+    assert_eq!(term.screen().cursor_position(), (2, 10));
+    // The adapter's rows moved up intact, margin included.
+    assert_eq!(
+        rows_formatted(term.screen())[..5],
+        rows_formatted(&before)[1..6]
+    );
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    insta::assert_snapshot!("bottom_after", render(term.screen()));
+    assert_restored(&before, term.screen(), 1);
+}
+
+#[test]
+fn cursor_on_the_last_row_scrolls_its_margin_into_view() {
+    let mut term = adapter_screen(
+        10,
+        30,
+        &["a", "b", "c", "d", "e", "f", "g", "h", "i", "> /wujie"],
+        (9, 8),
+    );
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.scrolled(), 5);
+    assert_eq!(overlay.top(), 4 + 1 + MARGIN_ROWS);
+    insta::assert_snapshot!("last_row_during", render(term.screen()));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 5);
+}
+
+#[test]
+fn redraw_changes_only_what_changed() {
+    let mut term = adapter_screen(14, 40, ADAPTER, (5, 10));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let mut overlay = Overlay::open(place(term.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    term.process(&out);
+
+    // Same line count, one line changed: no insert or delete, one line rewritten.
+    let mut menu = Menu::new(default_commands(), "");
+    let mut lines = menu_lines(size, "");
+    lines[1].style = LineStyle::Selected;
+    out.clear();
+    overlay.redraw(&lines, &mut out);
+    assert!(
+        !has_insert_or_delete(&out),
+        "{:?}",
+        String::from_utf8_lossy(&out)
+    );
+    assert_eq!(count(&out, b"\x1b[2K"), 1);
+    term.process(&out);
+
+    // Unchanged content writes nothing.
+    out.clear();
+    overlay.redraw(&lines, &mut out);
+    assert!(out.is_empty());
+
+    // Narrowing to one line deletes two lines at the end of the area; widening inserts them.
+    menu.handle_key(wujie_term::Key::Char('c'));
+    out.clear();
+    overlay.redraw(&menu.lines(size.cols, 6), &mut out);
+    assert!(has_insert_or_delete(&out));
+    term.process(&out);
+    assert_eq!(overlay.height(), 1);
+    insta::assert_snapshot!("redraw_narrowed", render(term.screen()));
+    out.clear();
+    overlay.redraw(&menu_lines(size, ""), &mut out);
+    term.process(&out);
+    assert_eq!(overlay.height(), 3);
+    assert_eq!(term.screen().cursor_position(), (5, 10));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+}
+
+fn count(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+/// Whether the bytes contain IL (`CSI n L`) or DL (`CSI n M`).
+fn has_insert_or_delete(bytes: &[u8]) -> bool {
+    bytes.windows(2).enumerate().any(|(i, w)| {
+        w == b"\x1b[" && {
+            let rest = &bytes[i + 2..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            matches!(rest.get(digits), Some(b'L' | b'M'))
+        }
+    })
+}
+
+#[test]
+fn cjk_text_is_measured_by_display_width() {
+    let mut term = adapter_screen(12, 21, &["讨论：计划", "> /wujie"], (1, 8));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let card = IssueCard::create_issue(
+        "把讨论变成一个问题单",
+        "第一步：解析输入。第二步：绘制菜单，中文宽字符占两列。",
+    );
+    let lines = card.lines(size.cols, Overlay::capacity(size));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &lines, &mut out).unwrap();
+    term.process(&out);
+    insta::assert_snapshot!("cjk_card", render(term.screen()));
+    for row in overlay.top()..overlay.top() + overlay.height() {
+        // No wide character was split at the right edge.
+        let last = term.screen().cell(row, size.cols - 1).unwrap();
+        assert!(
+            !last.is_wide(),
+            "row {row} ends in the left half of a wide character"
+        );
+    }
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+}
+
+#[test]
+fn terminals_too_small_are_refused() {
+    for (cols, rows) in [(10, 3), (0, 24), (80, 0), (1, 1)] {
+        let mut out = Vec::new();
+        let placement = Placement::new(TermSize { cols, rows }, CursorPos { row: 0, col: 0 });
+        let err = Overlay::open(placement, &[], &mut out).unwrap_err();
+        assert!(matches!(err, OverlayError::TooSmall { .. }));
+        assert!(out.is_empty());
+    }
+}
+
+#[test]
+fn ten_by_four_terminal_gets_one_line() {
+    let mut term = adapter_screen(4, 10, &["> /wujie", "m1", "m2"], (0, 8));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.height(), 1);
+    insta::assert_snapshot!("ten_by_four", render(term.screen()));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+}
+
+fn text_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("中文宽字符".to_owned()),
+        Just("\x1b[2Jinjected\r\n\x07".to_owned()),
+        Just("/wujiecreateissue  create an issue".to_owned()),
+        "[a-z 中é\u{301}]{0,30}",
+    ]
+}
+
+fn style_strategy() -> impl Strategy<Value = LineStyle> {
+    prop_oneof![
+        Just(LineStyle::Plain),
+        Just(LineStyle::Title),
+        Just(LineStyle::Dim),
+        Just(LineStyle::Selected)
+    ]
+}
+
+fn lines_strategy() -> impl Strategy<Value = Vec<OverlayLine>> {
+    proptest::collection::vec(
+        (text_strategy(), style_strategy()).prop_map(|(t, s)| OverlayLine::new(t, s)),
+        0..12,
+    )
+}
+
+proptest! {
+    #[test]
+    fn any_size_cursor_and_content_restores_the_screen(
+        rows in 1u16..12,
+        cols in 1u16..16,
+        row in 0u16..12,
+        col in 0u16..16,
+        used in 0u16..12,
+        first in lines_strategy(),
+        second in lines_strategy(),
+    ) {
+        let (row, col) = (row.min(rows - 1), col.min(cols - 1));
+        let filler: Vec<String> = (0..used.min(rows)).map(|i| format!("r{i}-{}", "x".repeat(usize::from(i)))).collect();
+        let filler: Vec<&str> = filler.iter().map(String::as_str).collect();
+        let mut term = adapter_screen(rows, cols, &filler, (row, col));
+        let before = term.screen().clone();
+        let mut out = Vec::new();
+        let placement = place(&before);
+        match Overlay::open(placement, &first, &mut out) {
+            Err(OverlayError::TooSmall { .. }) => prop_assert!(rows < 4 && out.is_empty()),
+            Ok(mut overlay) => {
+                prop_assert!(overlay.height() >= 1);
+                prop_assert!(overlay.top() + overlay.height() <= rows);
+                term.process(&out);
+                let shifted = row - overlay.scrolled();
+                prop_assert_eq!(term.screen().cursor_position(), (shifted, col));
+                // Margin rows and everything above are the adapter's, shifted intact.
+                let keep = usize::from(shifted + 1 + MARGIN_ROWS).min(usize::from(rows));
+                let s = usize::from(overlay.scrolled());
+                let during = rows_formatted(term.screen());
+                let original = rows_formatted(&before);
+                for r in 0..keep {
+                    if r + s < original.len() {
+                        prop_assert_eq!(&during[r], &original[r + s]);
+                    }
+                }
+                out.clear();
+                overlay.redraw(&second, &mut out);
+                term.process(&out);
+                prop_assert_eq!(term.screen().cursor_position(), (shifted, col));
+                // Rows IL pushed off the bottom: at most the last one, only when the cursor
+                // reached the top row and the screen is full below the margin.
+                let bottom = (shifted + 1 + MARGIN_ROWS).max(placement.used_rows.saturating_sub(overlay.scrolled()));
+                let lost = (bottom + overlay.max_height()).saturating_sub(rows);
+                prop_assert!(lost <= 1);
+                if lost > 0 {
+                    prop_assert_eq!(shifted, 0);
+                }
+                let keep = if lost == 0 { rows - overlay.scrolled() } else { bottom - lost };
+                let scrolled = overlay.scrolled();
+                out.clear();
+                overlay.close(&mut out);
+                term.process(&out);
+                assert_restored_rows(&before, term.screen(), scrolled, usize::from(keep));
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_positions_never_panic(
+        used in any::<u16>(),
+        rows in any::<u16>(),
+        cols in any::<u16>(),
+        row in any::<u16>(),
+        col in any::<u16>(),
+        first in lines_strategy(),
+    ) {
+        let mut out = Vec::new();
+        let placement = Placement::new(TermSize { cols, rows }, CursorPos { row, col }).with_used_rows(used);
+        if let Ok(mut overlay) = Overlay::open(placement, &first, &mut out) {
+            overlay.redraw(&[], &mut out);
+            overlay.close(&mut out);
+        }
+    }
+}
