@@ -47,7 +47,7 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
-    /// Whether this was a model request (chat, responses or messages).
+    /// Whether this was a model request (chat, responses, messages or Gemini generate).
     pub fn is_model_request(&self) -> bool {
         self.api.is_some()
     }
@@ -155,7 +155,7 @@ impl MockLlm {
         self.shared.requests()
     }
 
-    /// Only the model requests (chat, responses, messages), in arrival order.
+    /// Only the model requests (chat, responses, messages, Gemini generate), in arrival order.
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.requests()
             .into_iter()
