@@ -165,7 +165,7 @@ impl Agent {
                 &["bash"],
                 json!({"command": command, "description": "Run the command"}),
             ),
-            Agent::Hermes => (&["terminal", "shell", "bash"], json!({"command": command})),
+            Agent::Hermes => (&["terminal"], json!({"command": command})),
         };
         ToolCallSpec {
             tool: ToolNames::AnyOf(names.iter().map(|n| n.to_string()).collect()),

@@ -25,6 +25,9 @@ const SECRET_HEADERS: &[&str] = &[
     "proxy-authorization",
 ];
 
+/// The largest request body accepted.
+const BODY_LIMIT: usize = 64 * 1024 * 1024;
+
 /// One request the mock received (all paths except `/_mock/*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedRequest {
@@ -44,7 +47,7 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
-    /// Whether this was a model request (chat, responses or messages).
+    /// Whether this was a model request (chat, responses, messages or Gemini generate).
     pub fn is_model_request(&self) -> bool {
         self.api.is_some()
     }
@@ -152,7 +155,7 @@ impl MockLlm {
         self.shared.requests()
     }
 
-    /// Only the model requests (chat, responses, messages), in arrival order.
+    /// Only the model requests (chat, responses, messages, Gemini generate), in arrival order.
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.requests()
             .into_iter()
@@ -183,6 +186,9 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/_mock/requests", axum::routing::get(list_requests))
         .fallback(handle)
+        // Agents send their whole conversation and tool schemas each turn; axum's 2 MB default
+        // would cut long sessions off.
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(shared)
 }
 

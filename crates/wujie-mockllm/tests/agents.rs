@@ -77,25 +77,35 @@ impl Run {
     }
 }
 
-/// Runs the agent against a fresh mock, or returns None when the agent is to be skipped.
-async fn run(agent: Agent) -> Option<Run> {
+/// A fresh mock with the agent's script and a home pointing at it, or None when the agent is to
+/// be skipped. Panics with the install command when the agent is not installed.
+async fn prepare(agent: Agent) -> Option<(MockLlm, AgentHome)> {
     if agent.is_skipped() {
         eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
         return None;
     }
     let mock = MockLlm::start(script(agent)).await.expect("start mock");
-    let home = match AgentHome::new(agent, &mock.url()) {
-        Ok(home) => home,
-        Err(error) => panic!("{error}"),
-    };
-    let mut cmd = home.headless(PROMPT);
+    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|error| panic!("{error}"));
+    Some((mock, home))
+}
+
+/// Spawns the agent in its own process group, stdout and stderr piped.
+fn spawn(mut cmd: std::process::Command, stdin: Stdio) -> (tokio::process::Child, GroupKiller) {
     cmd.process_group(0);
     let child = tokio::process::Command::from(cmd)
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn agent");
-    let _group = GroupKiller(child.id());
+    let group = GroupKiller(child.id());
+    (child, group)
+}
+
+/// Runs the agent's one-shot headless command against a fresh mock.
+async fn run(agent: Agent) -> Option<Run> {
+    let (mock, home) = prepare(agent).await?;
+    let (child, _group) = spawn(home.headless(PROMPT), Stdio::null());
     let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("{} did not finish within {DEADLINE:?}", agent.name()))
@@ -388,21 +398,8 @@ async fn hermes_chat_plain_text() {
 /// Runs one prompt over ACP. The returned run's `stdout` holds every line the agent sent.
 async fn run_acp(agent: Agent) -> Option<Run> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    if agent.is_skipped() {
-        eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
-        return None;
-    }
-    let mock = MockLlm::start(script(agent)).await.expect("start mock");
-    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|e| panic!("{e}"));
-    let mut cmd = home.acp().expect("the agent speaks ACP");
-    cmd.process_group(0);
-    let mut child = tokio::process::Command::from(cmd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent");
-    let _group = GroupKiller(child.id());
+    let (mock, home) = prepare(agent).await?;
+    let (mut child, _group) = spawn(home.acp().expect("the agent speaks ACP"), Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let workdir = home.workdir().to_string_lossy().into_owned();

@@ -583,3 +583,15 @@ async fn gemini_generate_content_json_and_stream() {
     assert_eq!(models["models"][0]["name"], "models/m1");
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn large_conversations_are_accepted() {
+    let mock = MockLlm::start(Script::default()).await.unwrap();
+    let big = "x".repeat(5 * 1024 * 1024);
+    let body = json!({"model": "m", "messages": [{"role": "system", "content": big},
+                                                 {"role": "user", "content": "hi"}]});
+    let (status, reply) = post_json(&mock, "/v1/chat/completions", body).await;
+    assert_eq!(status, 200);
+    assert_eq!(reply["choices"][0]["message"]["content"], "pong");
+    mock.shutdown().await;
+}
