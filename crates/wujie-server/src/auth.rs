@@ -72,4 +72,16 @@ impl Caller {
             ))),
         }
     }
+
+    /// Users, or the discussion's own token.
+    pub(crate) fn require_discussion(&self, discussion_id: &str) -> Result<(), Failure> {
+        match &self.0 {
+            Principal::User { .. } => Ok(()),
+            Principal::Discussion { discussion_id: own } if own == discussion_id => Ok(()),
+            _ => Err(Failure::forbidden(format!(
+                "this token is not allowed to access discussion {discussion_id}; \
+                 a discussion token only reaches its own discussion"
+            ))),
+        }
+    }
 }

@@ -5,7 +5,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use wujie_protocol::api;
 
-use crate::routes::{issues, meta, runs, tokens};
+use crate::routes::{discussions, issues, meta, runs, tokens};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -16,6 +16,8 @@ use crate::routes::{issues, meta, runs, tokens};
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
         runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
         tokens::create_token,
+        discussions::create_discussion, discussions::list_discussions,
+        discussions::get_discussion, discussions::ingest_events, discussions::promote,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,

@@ -79,6 +79,10 @@ const RUN_USAGE_INSERT: &str = "INSERT INTO run_usage (run_id, source, source_ke
      model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at) \
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
+pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (discussion_id, \
+     source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
+     cache_write_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+
 struct PendingMessage<'a> {
     index: usize,
     item: &'a IngestItem,

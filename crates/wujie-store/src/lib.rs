@@ -4,6 +4,7 @@
 //! (run, source, source_key), a discussion entry, usage row or session id once per
 //! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
 
+mod discussions;
 mod error;
 mod ingest;
 mod issues;

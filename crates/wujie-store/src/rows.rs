@@ -84,6 +84,10 @@ pub(crate) async fn load_usage(
 pub(crate) const RUN_USAGE_SQL: &str = "SELECT provider, model, input_tokens, output_tokens, \
      cache_read_tokens, cache_write_tokens FROM run_usage WHERE run_id = ? ORDER BY seq";
 
+pub(crate) const DISCUSSION_USAGE_SQL: &str = "SELECT provider, model, input_tokens, \
+     output_tokens, cache_read_tokens, cache_write_tokens FROM discussion_usage \
+     WHERE discussion_id = ? ORDER BY seq";
+
 type MessageRow = (
     String,
     Option<String>,

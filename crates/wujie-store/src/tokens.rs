@@ -22,6 +22,7 @@ pub enum Principal {
 pub(crate) enum TokenKind {
     User,
     Run,
+    Discussion,
 }
 
 impl TokenKind {
@@ -29,6 +30,7 @@ impl TokenKind {
         match self {
             TokenKind::User => "user",
             TokenKind::Run => "run",
+            TokenKind::Discussion => "discussion",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Route table of `/api/v1` and the JSON body extractor shared by the handlers.
 
+pub(crate) mod discussions;
 pub(crate) mod issues;
 pub(crate) mod meta;
 pub(crate) mod runs;
@@ -30,7 +31,14 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/runs/{id}/events", post(runs::ingest_events))
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))
-        .route("/tokens", post(tokens::create_token));
+        .route("/tokens", post(tokens::create_token))
+        .route(
+            "/discussions",
+            post(discussions::create_discussion).get(discussions::list_discussions),
+        )
+        .route("/discussions/{id}", get(discussions::get_discussion))
+        .route("/discussions/{id}/events", post(discussions::ingest_events))
+        .route("/discussions/{id}/promote", post(discussions::promote));
     Router::new()
         .nest("/api/v1", api)
         .fallback(no_route)

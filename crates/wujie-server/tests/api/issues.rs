@@ -207,6 +207,11 @@ async fn openapi_document_lists_the_routes() {
         ("/api/v1/runs/{id}/heartbeat", "post"),
         ("/api/v1/runs/{id}/finish", "post"),
         ("/api/v1/tokens", "post"),
+        ("/api/v1/discussions", "post"),
+        ("/api/v1/discussions", "get"),
+        ("/api/v1/discussions/{id}", "get"),
+        ("/api/v1/discussions/{id}/events", "post"),
+        ("/api/v1/discussions/{id}/promote", "post"),
     ] {
         assert!(
             paths.get(path).and_then(|p| p.get(method)).is_some(),

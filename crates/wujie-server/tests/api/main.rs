@@ -2,6 +2,7 @@
 //! driven through the real typed client.
 
 mod auth;
+mod discussions;
 mod harness;
 mod ingest;
 mod issues;
