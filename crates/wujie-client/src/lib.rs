@@ -1,1 +1,430 @@
-//! Typed HTTP client of the Wujie API.
+//! Typed HTTP client of the Wujie API (`/api/v1`). One async method per route; errors name the
+//! route's path and the server's message, never the token.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use wujie_protocol::api::{
+    ApiError, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun, CreateToken,
+    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, FinishRun, IngestBatch, IngestResult,
+    IssueDetail, IssueSummary, PromoteDiscussion, Promoted, Run, Workspace,
+};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A bearer token. Its `Debug` and `Display` never show the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(secret: impl Into<String>) -> Token {
+        Token(secret.into())
+    }
+
+    /// The secret itself, for handing to a child process's environment.
+    pub fn expose_secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Token {
+    fn from(secret: String) -> Token {
+        Token(secret)
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted token>")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("invalid server URL {url:?}: {reason}")]
+    InvalidUrl { url: String, reason: String },
+    #[error("cannot build the HTTP client: {0}")]
+    Build(String),
+    /// The request did not get an answer (connection refused, reset, timed out). Retryable.
+    #[error("{method} {path}: {message}")]
+    Network {
+        method: Method,
+        path: String,
+        message: String,
+        timeout: bool,
+    },
+    /// The server answered with an error status and its `error` message.
+    #[error("{method} {path}: server answered {status}: {message}")]
+    Status {
+        method: Method,
+        path: String,
+        status: StatusCode,
+        message: String,
+    },
+    /// The server answered 2xx with a body that is not the expected JSON.
+    #[error("{method} {path}: cannot read the server's answer: {message}")]
+    Decode {
+        method: Method,
+        path: String,
+        message: String,
+    },
+}
+
+impl ClientError {
+    /// Whether trying the same request again later may succeed: network failures, timeouts,
+    /// 5xx and 429. Other 4xx answers and undecodable answers will not change by retrying.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ClientError::Network { .. } => true,
+            ClientError::Status { status, .. } => {
+                status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
+            }
+            _ => false,
+        }
+    }
+
+    /// The HTTP status the server answered with, if it answered with an error.
+    pub fn status(&self) -> Option<StatusCode> {
+        match self {
+            ClientError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// Client of one server with one token.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Token,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.base)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+/// Encodes one path segment (keys and ids are plain, but a user may type anything).
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Client {
+    /// `base_url` is the server's root, e.g. `http://127.0.0.1:7070`.
+    pub fn new(base_url: &str, token: Token) -> Result<Client, ClientError> {
+        let base = base_url.trim_end_matches('/').to_string();
+        let parsed = reqwest::Url::parse(&base).map_err(|e| ClientError::InvalidUrl {
+            url: base_url.to_string(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ClientError::InvalidUrl {
+                url: base_url.to_string(),
+                reason: "the scheme must be http or https".into(),
+            });
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| ClientError::Build(e.to_string()))?;
+        Ok(Client { http, base, token })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(dyn ErasedBody + Sync)>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let url = format!("{}/api/v1{path}", self.base);
+        let mut req = self
+            .http
+            .request(method.clone(), &url)
+            .bearer_auth(&self.token.0);
+        if let Some(body) = body {
+            let bytes = body.to_json().map_err(|e| ClientError::Decode {
+                method: method.clone(),
+                path: path.to_string(),
+                message: format!("cannot encode the request: {e}"),
+            })?;
+            req = req
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(bytes);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| network_error(&method, path, e))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        let text = resp.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<ApiError>(&text)
+            .map(|e| e.error)
+            .unwrap_or_else(|_| {
+                if text.trim().is_empty() {
+                    status
+                        .canonical_reason()
+                        .unwrap_or("no message")
+                        .to_string()
+                } else {
+                    text.chars().take(500).collect()
+                }
+            });
+        Err(ClientError::Status {
+            method,
+            path: path.to_string(),
+            status,
+            message,
+        })
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(dyn ErasedBody + Sync)>,
+    ) -> Result<T, ClientError> {
+        let resp = self.send(method.clone(), path, body).await?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| network_error(&method, path, e))?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
+            method,
+            path: path.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `GET /health`; needs no valid token.
+    pub async fn health(&self) -> Result<(), ClientError> {
+        let _: serde_json::Value = self.call(Method::GET, "/health", None).await?;
+        Ok(())
+    }
+
+    pub async fn workspace(&self) -> Result<Workspace, ClientError> {
+        self.call(Method::GET, "/workspace", None).await
+    }
+
+    pub async fn create_issue(&self, req: &CreateIssue) -> Result<IssueDetail, ClientError> {
+        self.call(Method::POST, "/issues", Some(req)).await
+    }
+
+    pub async fn list_issues(&self) -> Result<Vec<IssueSummary>, ClientError> {
+        self.call(Method::GET, "/issues", None).await
+    }
+
+    /// By key (`WUJ-3`, any case) or id.
+    pub async fn get_issue(&self, key_or_id: &str) -> Result<IssueDetail, ClientError> {
+        self.call(
+            Method::GET,
+            &format!("/issues/{}", segment(key_or_id)),
+            None,
+        )
+        .await
+    }
+
+    pub async fn add_comment(
+        &self,
+        key_or_id: &str,
+        req: &CreateComment,
+    ) -> Result<Comment, ClientError> {
+        let path = format!("/issues/{}/comments", segment(key_or_id));
+        self.call(Method::POST, &path, Some(req)).await
+    }
+
+    pub async fn create_run(
+        &self,
+        key_or_id: &str,
+        req: &CreateRun,
+    ) -> Result<CreatedRun, ClientError> {
+        let path = format!("/issues/{}/runs", segment(key_or_id));
+        self.call(Method::POST, &path, Some(req)).await
+    }
+
+    pub async fn get_run(&self, run_id: &str) -> Result<Run, ClientError> {
+        self.call(Method::GET, &format!("/runs/{}", segment(run_id)), None)
+            .await
+    }
+
+    pub async fn ingest_run_events(
+        &self,
+        run_id: &str,
+        batch: &IngestBatch,
+    ) -> Result<IngestResult, ClientError> {
+        let path = format!("/runs/{}/events", segment(run_id));
+        self.call(Method::POST, &path, Some(batch)).await
+    }
+
+    pub async fn heartbeat(&self, run_id: &str) -> Result<(), ClientError> {
+        let path = format!("/runs/{}/heartbeat", segment(run_id));
+        self.send(Method::POST, &path, None).await?;
+        Ok(())
+    }
+
+    pub async fn finish_run(&self, run_id: &str, req: &FinishRun) -> Result<Run, ClientError> {
+        let path = format!("/runs/{}/finish", segment(run_id));
+        self.call(Method::POST, &path, Some(req)).await
+    }
+
+    pub async fn create_token(&self, req: &CreateToken) -> Result<CreatedToken, ClientError> {
+        self.call(Method::POST, "/tokens", Some(req)).await
+    }
+
+    pub async fn create_discussion(
+        &self,
+        req: &CreateDiscussion,
+    ) -> Result<CreatedDiscussion, ClientError> {
+        self.call(Method::POST, "/discussions", Some(req)).await
+    }
+
+    /// Newest first.
+    pub async fn list_discussions(&self) -> Result<Vec<Discussion>, ClientError> {
+        self.call(Method::GET, "/discussions", None).await
+    }
+
+    pub async fn get_discussion(&self, id: &str) -> Result<Discussion, ClientError> {
+        self.call(Method::GET, &format!("/discussions/{}", segment(id)), None)
+            .await
+    }
+
+    /// Discussions of `provider` that recorded the native session id `native_session_id`.
+    pub async fn find_discussions_by_native_session(
+        &self,
+        provider: &str,
+        native_session_id: &str,
+    ) -> Result<Vec<Discussion>, ClientError> {
+        let path = format!(
+            "/discussions?provider={}&native_session_id={}",
+            segment(provider),
+            segment(native_session_id)
+        );
+        self.call(Method::GET, &path, None).await
+    }
+
+    pub async fn ingest_discussion_events(
+        &self,
+        id: &str,
+        batch: &IngestBatch,
+    ) -> Result<IngestResult, ClientError> {
+        let path = format!("/discussions/{}/events", segment(id));
+        self.call(Method::POST, &path, Some(batch)).await
+    }
+
+    pub async fn promote_discussion(
+        &self,
+        id: &str,
+        req: &PromoteDiscussion,
+    ) -> Result<Promoted, ClientError> {
+        let path = format!("/discussions/{}/promote", segment(id));
+        self.call(Method::POST, &path, Some(req)).await
+    }
+}
+
+fn network_error(method: &Method, path: &str, e: reqwest::Error) -> ClientError {
+    let timeout = e.is_timeout();
+    let connect = e.is_connect();
+    // The path is named separately; the full URL adds nothing and the chain's innermost
+    // cause ("Connection refused") is what a user can act on.
+    let e = e.without_url();
+    let mut cause = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(inner) = source {
+        cause = format!("{cause}: {inner}");
+        source = inner.source();
+    }
+    let message = if timeout {
+        format!(
+            "timed out waiting for the server ({cause}); check that it is running and reachable"
+        )
+    } else if connect {
+        format!(
+            "cannot connect to the server ({cause}); check the server URL and that it is running"
+        )
+    } else {
+        format!("request failed: {cause}")
+    };
+    ClientError::Network {
+        method: method.clone(),
+        path: path.to_string(),
+        message,
+        timeout,
+    }
+}
+
+/// Request bodies, type-erased so `send` is not generic (one copy of the request code).
+trait ErasedBody {
+    fn to_json(&self) -> Result<Vec<u8>, serde_json::Error>;
+}
+
+impl<T: Serialize> ErasedBody for T {
+    fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_never_printed() {
+        let t = Token::new("wjt_secretsecret");
+        assert!(!format!("{t:?}").contains("secret"));
+        assert!(!format!("{t}").contains("secret"));
+        let c = Client::new("http://127.0.0.1:1", t).expect("client");
+        assert!(!format!("{c:?}").contains("secretsecret"));
+    }
+
+    #[test]
+    fn path_segments_are_encoded() {
+        assert_eq!(segment("WUJ-3"), "WUJ-3");
+        assert_eq!(segment("a/b c"), "a%2Fb%20c");
+    }
+
+    #[test]
+    fn retryable_statuses() {
+        let status = |s: u16| ClientError::Status {
+            method: Method::GET,
+            path: "/x".into(),
+            status: StatusCode::from_u16(s).expect("status"),
+            message: String::new(),
+        };
+        assert!(status(500).is_retryable());
+        assert!(status(503).is_retryable());
+        assert!(status(429).is_retryable());
+        assert!(!status(400).is_retryable());
+        assert!(!status(401).is_retryable());
+        assert!(!status(409).is_retryable());
+    }
+}

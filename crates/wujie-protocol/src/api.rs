@@ -12,6 +12,7 @@ pub const TOKEN_PREFIX: &str = "wjt_";
 /// Placeholder injected as `WUJIE_TOKEN` when no token can be issued; the server rejects it.
 pub const DISABLED_TOKEN: &str = "wjt_disabled";
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workspace {
     pub id: String,
@@ -19,6 +20,7 @@ pub struct Workspace {
     pub key_prefix: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateIssue {
     pub title: String,
@@ -29,6 +31,7 @@ pub struct CreateIssue {
     pub discussion_id: Option<String>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IssueStatus {
@@ -38,6 +41,7 @@ pub enum IssueStatus {
 }
 
 /// One row of `GET /issues`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IssueSummary {
     pub id: String,
@@ -47,6 +51,7 @@ pub struct IssueSummary {
     pub created_at: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorKind {
@@ -54,6 +59,7 @@ pub enum AuthorKind {
     Agent,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Comment {
     pub id: String,
@@ -64,6 +70,7 @@ pub struct Comment {
     pub created_at: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -85,12 +92,15 @@ impl RunStatus {
 }
 
 /// A message as stored on a run, in arrival order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMessage {
     #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: MessageKind,
     pub content: Option<String>,
     pub tool: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub input: Option<Map<String, Value>>,
     pub output: Option<String>,
     pub source: String,
@@ -98,6 +108,7 @@ pub struct RunMessage {
     pub created_at: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub id: String,
@@ -111,10 +122,12 @@ pub struct Run {
     pub started_at: String,
     pub ended_at: Option<String>,
     pub messages: Vec<RunMessage>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub usage: Vec<Usage>,
 }
 
 /// `GET /issues/{key}` and the body of `wujie issue show --output json`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IssueDetail {
     pub id: String,
@@ -128,6 +141,7 @@ pub struct IssueDetail {
     pub runs: Vec<Run>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateRun {
     pub provider: String,
@@ -135,12 +149,14 @@ pub struct CreateRun {
 }
 
 /// Answer to `POST /issues/{key}/runs`: the run and its run-scoped token (shown only here).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreatedRun {
     pub run: Run,
     pub token: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinishRun {
     pub status: RunStatus,
@@ -150,18 +166,22 @@ pub struct FinishRun {
 
 /// One event to ingest, keyed for idempotency. For messages `source`/`source_key` are the
 /// adapter's own; for usage (which carries none) the reporter assigns a stable key.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IngestItem {
     pub source: String,
     pub source_key: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub event: Event,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IngestBatch {
     pub items: Vec<IngestItem>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IngestOutcome {
@@ -175,6 +195,7 @@ pub enum IngestOutcome {
     Rejected,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IngestItemResult {
     pub outcome: IngestOutcome,
@@ -184,21 +205,25 @@ pub struct IngestItemResult {
 
 /// Answer to an ingest: one result per item, in order. All accepted items of a batch are
 /// committed in one transaction.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IngestResult {
     pub results: Vec<IngestItemResult>,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateComment {
     pub body: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateToken {
     pub name: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreatedToken {
     pub id: String,
@@ -207,6 +232,7 @@ pub struct CreatedToken {
 }
 
 /// Error body of every non-2xx answer.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiError {
     pub error: String,
@@ -214,6 +240,7 @@ pub struct ApiError {
 
 // ---- discussions (protocol v2) ----
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DiscussionStatus {
@@ -221,15 +248,18 @@ pub enum DiscussionStatus {
     Promoted,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateDiscussion {
     pub provider: String,
     pub cwd: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscussionEntry {
     #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: MessageKind,
     pub content: String,
     pub source: String,
@@ -237,6 +267,7 @@ pub struct DiscussionEntry {
     pub created_at: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Discussion {
     pub id: String,
@@ -247,17 +278,20 @@ pub struct Discussion {
     pub issue_key: Option<String>,
     pub native_session_ids: Vec<String>,
     pub entries: Vec<DiscussionEntry>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub usage: Vec<Usage>,
     pub created_at: String,
 }
 
 /// Answer to `POST /discussions`: the discussion and its discussion-scoped token.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreatedDiscussion {
     pub discussion: Discussion,
     pub token: String,
 }
 
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromoteDiscussion {
     pub title: String,
@@ -267,6 +301,7 @@ pub struct PromoteDiscussion {
 }
 
 /// Answer to `POST /discussions/{id}/promote`: issue, run and the run-scoped token.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Promoted {
     pub issue: IssueDetail,

@@ -1,1 +1,144 @@
-//! Persistence behind one API (sqlx, SQLite); idempotency as UNIQUE keys.
+//! Persistence behind one API (sqlx, SQLite). This is the only crate that knows SQL.
+//!
+//! Idempotency lives in the schema as UNIQUE keys: a message or usage row is stored once per
+//! (run, source, source_key), a discussion entry, usage row or session id once per
+//! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
+
+mod discussions;
+mod error;
+mod ingest;
+mod issues;
+mod rows;
+mod runs;
+mod time;
+mod tokens;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+use tokio::sync::{Mutex, MutexGuard};
+
+pub use error::StoreError;
+pub use tokens::{Principal, mint_token_secret};
+
+/// Name and issue-key prefix of the workspace created on first open.
+pub const DEFAULT_WORKSPACE_NAME: &str = "Wujie";
+pub const DEFAULT_KEY_PREFIX: &str = "WUJ";
+
+/// Error text a run gets when the stale-run rule fails it; a late `finish` may still overwrite it.
+pub const REPORTER_STOPPED: &str = "reporter stopped";
+
+/// Handle on the database; cheap to clone, share it between tasks.
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+    /// SQLite has one writer. Serialising writers here (instead of letting deferred transactions
+    /// race for the write lock) avoids SQLITE_BUSY on lock upgrades under concurrent ingest.
+    writer: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+/// A write transaction holding the writer lock for its whole life.
+pub(crate) struct WriteTx<'a> {
+    pub(crate) tx: Transaction<'static, Sqlite>,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl WriteTx<'_> {
+    pub(crate) async fn commit(self) -> Result<(), StoreError> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Opens (creating the file and its parent directories if needed) the SQLite database at
+    /// `path`, applies the embedded migrations and creates the default workspace.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        let store = Store {
+            pool,
+            writer: Arc::new(Mutex::new(())),
+        };
+        store.ensure_default_workspace().await?;
+        Ok(store)
+    }
+
+    /// Closes every connection (checkpointing the WAL); further calls fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
+        let guard = self.writer.lock().await;
+        let tx = self.pool.begin().await?;
+        Ok(WriteTx { tx, _guard: guard })
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn ensure_default_workspace(&self) -> Result<(), StoreError> {
+        let mut w = self.write().await?;
+        sqlx::query(
+            "INSERT INTO workspaces (id, name, key_prefix, created_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (key_prefix) DO NOTHING",
+        )
+        .bind(new_id())
+        .bind(DEFAULT_WORKSPACE_NAME)
+        .bind(DEFAULT_KEY_PREFIX)
+        .bind(time::now())
+        .execute(&mut *w.tx)
+        .await?;
+        w.commit().await
+    }
+
+    /// The default workspace.
+    pub async fn workspace(&self) -> Result<wujie_protocol::api::Workspace, StoreError> {
+        let (id, name, key_prefix): (String, String, String) =
+            sqlx::query_as("SELECT id, name, key_prefix FROM workspaces WHERE key_prefix = ?")
+                .bind(DEFAULT_KEY_PREFIX)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(wujie_protocol::api::Workspace {
+            id,
+            name,
+            key_prefix,
+        })
+    }
+}
+
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}

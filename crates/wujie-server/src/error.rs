@@ -1,0 +1,81 @@
+//! Every non-2xx answer is an `ApiError {error}` with a message a user can act on. Messages
+//! never contain a token: they are built from ids, keys and store errors only.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use wujie_protocol::api::ApiError;
+use wujie_store::StoreError;
+
+#[derive(Debug)]
+pub(crate) struct Failure {
+    status: StatusCode,
+    message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn unauthorized(message: impl Into<String>) -> Self {
+        Failure::new(StatusCode::UNAUTHORIZED, message)
+    }
+
+    pub(crate) fn forbidden(message: impl Into<String>) -> Self {
+        Failure::new(StatusCode::FORBIDDEN, message)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        let status = match &e {
+            StoreError::NotFound(_) => StatusCode::NOT_FOUND,
+            StoreError::Conflict(_) => StatusCode::CONFLICT,
+            StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
+            _ => {
+                tracing::error!(error = %e, "store failure");
+                return Failure::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!(
+                        "the server could not complete the request: {e}; retry later or check the server log"
+                    ),
+                );
+            }
+        };
+        Failure::new(status, e.to_string())
+    }
+}
+
+impl From<JsonRejection> for Failure {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            format!(
+                "request body is larger than the server's limit of {} bytes; send smaller batches",
+                crate::MAX_BODY_BYTES
+            )
+        } else {
+            format!("invalid request body: {}", rejection.body_text())
+        };
+        Failure::new(status, message)
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(ApiError {
+                error: self.message,
+            }),
+        )
+            .into_response()
+    }
+}
+
+pub(crate) type ApiResult<T> = Result<T, Failure>;

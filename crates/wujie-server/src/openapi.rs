@@ -1,0 +1,50 @@
+//! The OpenAPI document of `/api/v1`, generated from the handlers' annotations and the api.rs
+//! types.
+
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use wujie_protocol::api;
+
+use crate::routes::{discussions, issues, meta, runs, tokens};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Wujie API", version = "1", description = "Issues worked on by local coding agents. \
+        Every route but health and this document needs `Authorization: Bearer <token>`."),
+    paths(
+        meta::health, meta::openapi, meta::workspace,
+        issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
+        runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
+        tokens::create_token,
+        discussions::create_discussion, discussions::list_discussions,
+        discussions::get_discussion, discussions::ingest_events, discussions::promote,
+    ),
+    components(schemas(
+        api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,
+        api::Comment, api::RunStatus, api::RunMessage, api::Run, api::IssueDetail, api::CreateRun,
+        api::CreatedRun, api::FinishRun, api::IngestItem, api::IngestBatch, api::IngestOutcome,
+        api::IngestItemResult, api::IngestResult, api::CreateComment, api::CreateToken,
+        api::CreatedToken, api::ApiError, api::DiscussionStatus, api::CreateDiscussion,
+        api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,
+        api::Promoted,
+    )),
+    modifiers(&BearerAuth),
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The OpenAPI document served at `/api/v1/openapi.json`.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}

@@ -1,0 +1,116 @@
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use wujie_protocol::api::{
+    ApiError, CreateDiscussion, CreatedDiscussion, Discussion, IngestBatch, IngestResult,
+    PromoteDiscussion, Promoted,
+};
+
+use super::Body;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiResult, Failure};
+
+/// Filter of `GET /discussions`: both fields together find the discussions that recorded a
+/// provider's native session id.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct DiscussionFilter {
+    provider: Option<String>,
+    native_session_id: Option<String>,
+}
+
+#[utoipa::path(post, path = "/api/v1/discussions", tag = "discussions", security(("bearer" = [])),
+    request_body = CreateDiscussion,
+    responses((status = 201, body = CreatedDiscussion, description = "The discussion and its discussion-scoped token"),
+        (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn create_discussion(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(req): Body<CreateDiscussion>,
+) -> ApiResult<(StatusCode, Json<CreatedDiscussion>)> {
+    caller.require_user("open discussions")?;
+    let created = state.store.create_discussion(&req).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[utoipa::path(get, path = "/api/v1/discussions", tag = "discussions", security(("bearer" = [])),
+    params(DiscussionFilter),
+    responses((status = 200, body = [Discussion], description = "Newest first"),
+        (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn list_discussions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(filter): Query<DiscussionFilter>,
+) -> ApiResult<Json<Vec<Discussion>>> {
+    caller.require_user("list discussions")?;
+    let found = match (filter.provider, filter.native_session_id) {
+        (None, None) => state.store.list_discussions().await?,
+        (Some(provider), Some(native)) => {
+            state
+                .store
+                .find_discussions_by_native_session(&provider, &native)
+                .await?
+        }
+        _ => {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                "give both provider and native_session_id to look a discussion up, or neither",
+            ));
+        }
+    };
+    Ok(Json(found))
+}
+
+#[utoipa::path(get, path = "/api/v1/discussions/{id}", tag = "discussions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    responses((status = 200, body = Discussion), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn get_discussion(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Discussion>> {
+    caller.require_discussion(&id)?;
+    Ok(Json(state.store.discussion(&id).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/discussions/{id}/events", tag = "discussions",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    request_body = IngestBatch,
+    responses((status = 200, body = IngestResult, description = "One result per item, in order"),
+        (status = 404, body = ApiError), (status = 413, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn ingest_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(batch): Body<IngestBatch>,
+) -> ApiResult<Json<IngestResult>> {
+    caller.require_discussion(&id)?;
+    let result = state
+        .store
+        .ingest_discussion_events(&id, &batch.items, state.config.max_event_bytes)
+        .await?;
+    Ok(Json(result))
+}
+
+#[utoipa::path(post, path = "/api/v1/discussions/{id}/promote", tag = "discussions",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    request_body = PromoteDiscussion,
+    responses((status = 201, body = Promoted, description = "The issue, its run and the run-scoped token"),
+        (status = 409, body = ApiError, description = "Already promoted; the message names the issue"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn promote(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(req): Body<PromoteDiscussion>,
+) -> ApiResult<(StatusCode, Json<Promoted>)> {
+    caller.require_user("promote discussions")?;
+    let promoted = state.store.promote_discussion(&id, &req).await?;
+    Ok((StatusCode::CREATED, Json(promoted)))
+}

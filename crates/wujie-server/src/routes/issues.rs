@@ -1,0 +1,68 @@
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use wujie_protocol::api::{
+    ApiError, Comment, CreateComment, CreateIssue, IssueDetail, IssueSummary,
+};
+
+use super::Body;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+
+#[utoipa::path(post, path = "/api/v1/issues", tag = "issues", security(("bearer" = [])),
+    request_body = CreateIssue,
+    responses((status = 201, body = IssueDetail), (status = 400, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn create_issue(
+    State(state): State<AppState>,
+    caller: Caller,
+    Body(req): Body<CreateIssue>,
+) -> ApiResult<(StatusCode, Json<IssueDetail>)> {
+    caller.require_user("create issues")?;
+    Ok((
+        StatusCode::CREATED,
+        Json(state.store.create_issue(&req).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/issues", tag = "issues", security(("bearer" = [])),
+    responses((status = 200, body = [IssueSummary]), (status = 401, body = ApiError)))]
+pub(crate) async fn list_issues(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Vec<IssueSummary>>> {
+    caller.require_user("list issues")?;
+    Ok(Json(state.store.list_issues().await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/issues/{key_or_id}", tag = "issues", security(("bearer" = [])),
+    params(("key_or_id" = String, Path, description = "Issue key such as WUJ-3 (any case) or id")),
+    responses((status = 200, body = IssueDetail), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn get_issue(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key_or_id): Path<String>,
+) -> ApiResult<Json<IssueDetail>> {
+    let issue_id = state.store.resolve_issue(&key_or_id).await?;
+    caller.require_issue_read(&issue_id, &key_or_id)?;
+    Ok(Json(state.store.issue(&issue_id).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/issues/{key_or_id}/comments", tag = "issues",
+    security(("bearer" = [])),
+    params(("key_or_id" = String, Path, description = "Issue key or id")),
+    request_body = CreateComment,
+    responses((status = 201, body = Comment), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn add_comment(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key_or_id): Path<String>,
+    Body(req): Body<CreateComment>,
+) -> ApiResult<(StatusCode, Json<Comment>)> {
+    caller.require_user("add comments")?;
+    let comment = state.store.add_comment(&key_or_id, &req.body).await?;
+    Ok((StatusCode::CREATED, Json(comment)))
+}

@@ -1,0 +1,70 @@
+//! Route table of `/api/v1` and the JSON body extractor shared by the handlers.
+
+pub(crate) mod discussions;
+pub(crate) mod issues;
+pub(crate) mod meta;
+pub(crate) mod runs;
+pub(crate) mod tokens;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
+
+use crate::error::Failure;
+use crate::{AppState, MAX_BODY_BYTES};
+
+pub(crate) fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/health", get(meta::health))
+        .route("/openapi.json", get(meta::openapi))
+        .route("/workspace", get(meta::workspace))
+        .route(
+            "/issues",
+            post(issues::create_issue).get(issues::list_issues),
+        )
+        .route("/issues/{key_or_id}", get(issues::get_issue))
+        .route("/issues/{key_or_id}/comments", post(issues::add_comment))
+        .route("/issues/{key_or_id}/runs", post(runs::create_run))
+        .route("/runs/{id}", get(runs::get_run))
+        .route("/runs/{id}/events", post(runs::ingest_events))
+        .route("/runs/{id}/heartbeat", post(runs::heartbeat))
+        .route("/runs/{id}/finish", post(runs::finish_run))
+        .route("/tokens", post(tokens::create_token))
+        .route(
+            "/discussions",
+            post(discussions::create_discussion).get(discussions::list_discussions),
+        )
+        .route("/discussions/{id}", get(discussions::get_discussion))
+        .route("/discussions/{id}/events", post(discussions::ingest_events))
+        .route("/discussions/{id}/promote", post(discussions::promote));
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(no_route)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn no_route() -> Failure {
+    Failure::new(
+        StatusCode::NOT_FOUND,
+        "no such API route; /api/v1/openapi.json lists the routes",
+    )
+}
+
+/// `Json<T>` whose rejections are `ApiError` bodies like every other error.
+pub(crate) struct Body<T>(pub(crate) T);
+
+impl<S, T> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Failure;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Failure> {
+        let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
+        Ok(Body(value))
+    }
+}

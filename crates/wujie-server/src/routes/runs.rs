@@ -1,0 +1,90 @@
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use wujie_protocol::api::{
+    ApiError, CreateRun, CreatedRun, FinishRun, IngestBatch, IngestResult, Run,
+};
+
+use super::Body;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+
+#[utoipa::path(post, path = "/api/v1/issues/{key_or_id}/runs", tag = "runs",
+    security(("bearer" = [])),
+    params(("key_or_id" = String, Path, description = "Issue key or id")),
+    request_body = CreateRun,
+    responses((status = 201, body = CreatedRun, description = "The run and its run-scoped token"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn create_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key_or_id): Path<String>,
+    Body(req): Body<CreateRun>,
+) -> ApiResult<(StatusCode, Json<CreatedRun>)> {
+    caller.require_user("start runs")?;
+    let created = state.store.create_run(&key_or_id, &req).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 200, body = Run), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Run>> {
+    caller.require_run(&id)?;
+    Ok(Json(state.store.run(&id).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/runs/{id}/events", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    request_body = IngestBatch,
+    responses((status = 200, body = IngestResult, description = "One result per item, in order"),
+        (status = 404, body = ApiError), (status = 413, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn ingest_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(batch): Body<IngestBatch>,
+) -> ApiResult<Json<IngestResult>> {
+    caller.require_run(&id)?;
+    let result = state
+        .store
+        .ingest_run_events(&id, &batch.items, state.config.max_event_bytes)
+        .await?;
+    Ok(Json(result))
+}
+
+#[utoipa::path(post, path = "/api/v1/runs/{id}/heartbeat", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 204, description = "Recorded"), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn heartbeat(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_run(&id)?;
+    state.store.heartbeat(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/v1/runs/{id}/finish", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    request_body = FinishRun,
+    responses((status = 200, body = Run), (status = 409, body = ApiError),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn finish_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(req): Body<FinishRun>,
+) -> ApiResult<Json<Run>> {
+    caller.require_run(&id)?;
+    Ok(Json(state.store.finish_run(&id, &req).await?))
+}

@@ -1,0 +1,166 @@
+use wujie_client::{Client, ClientError, Token};
+use wujie_protocol::api::{CreateIssue, CreateToken, IngestBatch};
+use wujie_protocol::event::MessageKind;
+
+use crate::harness::{Harness, message, status_of};
+
+#[tokio::test]
+async fn missing_unknown_and_revoked_tokens_get_401() {
+    let h = Harness::start().await;
+    let http = reqwest::Client::new();
+    let resp = http
+        .get(format!("{}/api/v1/workspace", h.url()))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(resp.status().as_u16(), 401);
+
+    let bad_secret = "wjt_0000000000000000000000000000000000000000000000000000000000000000";
+    let bad = h.client(bad_secret);
+    bad.health().await.expect("health is public");
+    let e = bad.workspace().await.expect_err("bad token");
+    assert_eq!(status_of(&e), 401);
+    assert!(!e.is_retryable());
+    assert!(!e.to_string().contains(bad_secret));
+    assert!(!format!("{e:?}").contains(bad_secret));
+
+    let created = h
+        .admin
+        .create_token(&CreateToken {
+            name: "laptop".into(),
+        })
+        .await
+        .expect("token");
+    let user = h.client(&created.token);
+    user.workspace().await.expect("new token works");
+    h.store.revoke_token(&created.id).await.expect("revoke");
+    assert_eq!(
+        status_of(&user.workspace().await.expect_err("revoked")),
+        401
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_run_token_reaches_only_its_own_run_and_issue() {
+    let h = Harness::start().await;
+    let mine = h.issue("mine").await;
+    let theirs = h.issue("theirs").await;
+    let my_run = h.run_on(&mine.key).await;
+    let other_run = h.run_on(&theirs.key).await;
+    let reporter = h.client(&my_run.token);
+
+    reporter.get_run(&my_run.run.id).await.expect("own run");
+    reporter
+        .heartbeat(&my_run.run.id)
+        .await
+        .expect("own heartbeat");
+    let b = IngestBatch {
+        items: vec![message(MessageKind::Text, "k", "hi")],
+    };
+    reporter
+        .ingest_run_events(&my_run.run.id, &b)
+        .await
+        .expect("own events");
+    assert_eq!(
+        reporter.get_issue(&mine.key).await.expect("own issue").key,
+        mine.key
+    );
+
+    let denied: Vec<ClientError> = vec![
+        reporter
+            .get_run(&other_run.run.id)
+            .await
+            .expect_err("other run"),
+        reporter
+            .ingest_run_events(&other_run.run.id, &b)
+            .await
+            .expect_err("other events"),
+        reporter
+            .heartbeat(&other_run.run.id)
+            .await
+            .expect_err("other heartbeat"),
+        reporter
+            .get_issue(&theirs.key)
+            .await
+            .expect_err("other issue"),
+        reporter
+            .create_issue(&CreateIssue {
+                title: "x".into(),
+                description: String::new(),
+                discussion_id: None,
+            })
+            .await
+            .expect_err("create issue"),
+        reporter.list_issues().await.expect_err("list"),
+        reporter
+            .create_token(&CreateToken {
+                name: "escalate".into(),
+            })
+            .await
+            .expect_err("token"),
+    ];
+    for e in &denied {
+        assert_eq!(status_of(e), 403, "{e}");
+        assert!(!e.to_string().contains(&my_run.token));
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_are_stored_hashed() {
+    let h = Harness::start().await;
+    let issue = h.issue("hashed").await;
+    let run = h.run_on(&issue.key).await;
+    let user = h
+        .admin
+        .create_token(&CreateToken { name: "ci".into() })
+        .await
+        .expect("token");
+    for secret in [&h.admin_token, &run.token, &user.token] {
+        assert!(secret.starts_with("wjt_"), "token prefix");
+        assert_eq!(secret.len(), 4 + 64);
+    }
+    h.store.close().await;
+    let mut haystack = Vec::new();
+    for entry in std::fs::read_dir(h.db_path.parent().expect("dir")).expect("read dir") {
+        haystack.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
+    }
+    assert!(haystack.len() > 1000, "database files were read");
+    for secret in [&h.admin_token, &run.token, &user.token] {
+        let plain = secret.trim_start_matches("wjt_");
+        assert!(
+            !haystack.windows(plain.len()).any(|w| w == plain.as_bytes()),
+            "plaintext token in the database"
+        );
+    }
+    // What is stored instead: the SHA-256 hex of each token.
+    let pool = h.db().await;
+    let hashes: Vec<(String,)> = sqlx::query_as("SELECT hash FROM tokens")
+        .fetch_all(&pool)
+        .await
+        .expect("hashes");
+    assert_eq!(hashes.len(), 3);
+    assert!(
+        hashes
+            .iter()
+            .all(|(h,)| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()))
+    );
+}
+
+#[tokio::test]
+async fn client_errors_say_what_failed_and_whether_to_retry() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    let client =
+        Client::new(&format!("http://127.0.0.1:{port}"), Token::new("wjt_x")).expect("client");
+    let e = client
+        .get_issue("WUJ-1")
+        .await
+        .expect_err("nothing listens");
+    assert!(e.is_retryable(), "{e}");
+    assert!(e.to_string().contains("/issues/WUJ-1"), "{e}");
+    assert!(!e.to_string().contains("wjt_x"));
+    assert!(Client::new("not a url", Token::new("t")).is_err());
+}

@@ -1,0 +1,9 @@
+//! The API end to end: a real server on 127.0.0.1:0 over a real SQLite file in a temp dir,
+//! driven through the real typed client.
+
+mod auth;
+mod discussions;
+mod harness;
+mod ingest;
+mod issues;
+mod runs;

@@ -1,0 +1,341 @@
+//! Pre-issue discussions (protocol v2): only user_input, question, plan and final messages are
+//! kept as entries; usage is recorded against the discussion; native session ids are kept in
+//! order so a later native resume finds the discussion; promotion turns it into an issue with a
+//! run in one transaction.
+
+use sqlx::SqliteConnection;
+use wujie_protocol::api::{
+    CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, Discussion, DiscussionEntry,
+    DiscussionStatus, IngestItem, IngestOutcome, IngestResult, PromoteDiscussion, Promoted,
+};
+use wujie_protocol::event::Event;
+
+use crate::ingest::{DISCUSSION_USAGE_INSERT, insert_usage, outcome, precheck, rejected};
+use crate::issues::insert_issue;
+use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_usage, parse_kind};
+use crate::runs::insert_run;
+use crate::tokens::{TokenKind, insert_token};
+use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
+
+fn discussion_not_found(id: &str) -> StoreError {
+    StoreError::NotFound(format!(
+        "discussion {id} not found; `wujie discuss list` shows the existing discussions"
+    ))
+}
+
+type DiscussionRow = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    String,
+);
+
+const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.issue_id, i.seq, \
+     w.key_prefix, d.created_at FROM discussions d \
+     LEFT JOIN issues i ON i.id = d.issue_id LEFT JOIN workspaces w ON w.id = i.workspace_id";
+
+async fn discussion_from_row(
+    conn: &mut SqliteConnection,
+    row: DiscussionRow,
+) -> Result<Discussion, StoreError> {
+    let (id, status, provider, cwd, issue_id, seq, prefix, created_at) = row;
+    let native: Vec<(String,)> = sqlx::query_as(
+        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = ? ORDER BY seq",
+    )
+    .bind(&id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let entries: Vec<(String, String, String, String, String)> = sqlx::query_as(
+        "SELECT kind, content, source, source_key, created_at FROM discussion_entries \
+         WHERE discussion_id = ? ORDER BY seq",
+    )
+    .bind(&id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let entries = entries
+        .into_iter()
+        .map(|(kind, content, source, source_key, created_at)| {
+            Ok(DiscussionEntry {
+                kind: parse_kind(&kind)?,
+                content,
+                source,
+                source_key,
+                created_at,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let usage = load_usage(conn, DISCUSSION_USAGE_SQL, &id).await?;
+    Ok(Discussion {
+        status: if status == "promoted" {
+            DiscussionStatus::Promoted
+        } else {
+            DiscussionStatus::Open
+        },
+        provider,
+        cwd,
+        issue_key: match (prefix, seq) {
+            (Some(prefix), Some(seq)) => Some(issue_key(&prefix, seq)),
+            _ => None,
+        },
+        issue_id,
+        native_session_ids: native.into_iter().map(|(n,)| n).collect(),
+        entries,
+        usage,
+        created_at,
+        id,
+    })
+}
+
+async fn load_discussion(conn: &mut SqliteConnection, id: &str) -> Result<Discussion, StoreError> {
+    let row: Option<DiscussionRow> = sqlx::query_as(&format!("{DISCUSSION_SELECT} WHERE d.id = ?"))
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let row = row.ok_or_else(|| discussion_not_found(id))?;
+    discussion_from_row(conn, row).await
+}
+
+async fn load_discussions(
+    conn: &mut SqliteConnection,
+    rows: Vec<DiscussionRow>,
+) -> Result<Vec<Discussion>, StoreError> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        out.push(discussion_from_row(conn, row).await?);
+    }
+    Ok(out)
+}
+
+impl Store {
+    /// Opens a discussion and mints its discussion-scoped token (returned only here).
+    pub async fn create_discussion(
+        &self,
+        req: &CreateDiscussion,
+    ) -> Result<CreatedDiscussion, StoreError> {
+        if req.provider.trim().is_empty() {
+            return Err(StoreError::Invalid(
+                "a discussion needs a provider name".into(),
+            ));
+        }
+        let mut w = self.write().await?;
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO discussions (id, workspace_id, provider, cwd, status, created_at) \
+             SELECT ?, id, ?, ?, 'open', ? FROM workspaces WHERE key_prefix = ?",
+        )
+        .bind(&id)
+        .bind(&req.provider)
+        .bind(&req.cwd)
+        .bind(time::now())
+        .bind(DEFAULT_KEY_PREFIX)
+        .execute(&mut *w.tx)
+        .await?;
+        let (_, token) = insert_token(
+            &mut w.tx,
+            TokenKind::Discussion,
+            &format!("discussion {id}"),
+            Some(&id),
+        )
+        .await?;
+        let discussion = load_discussion(&mut w.tx, &id).await?;
+        w.commit().await?;
+        Ok(CreatedDiscussion { discussion, token })
+    }
+
+    pub async fn discussion(&self, id: &str) -> Result<Discussion, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        load_discussion(&mut conn, id).await
+    }
+
+    /// All discussions, newest first.
+    pub async fn list_discussions(&self) -> Result<Vec<Discussion>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let rows: Vec<DiscussionRow> = sqlx::query_as(&format!(
+            "{DISCUSSION_SELECT} ORDER BY d.created_at DESC, d.id DESC"
+        ))
+        .fetch_all(&mut *conn)
+        .await?;
+        load_discussions(&mut conn, rows).await
+    }
+
+    /// Discussions of `provider` that recorded `native_session_id`, newest first (for resuming
+    /// a provider's native session into the same discussion).
+    pub async fn find_discussions_by_native_session(
+        &self,
+        provider: &str,
+        native_session_id: &str,
+    ) -> Result<Vec<Discussion>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let rows: Vec<DiscussionRow> = sqlx::query_as(&format!(
+            "{DISCUSSION_SELECT} WHERE d.provider = ? AND d.id IN \
+             (SELECT discussion_id FROM discussion_sessions WHERE native_session_id = ?) \
+             ORDER BY d.created_at DESC, d.id DESC"
+        ))
+        .bind(provider)
+        .bind(native_session_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        load_discussions(&mut conn, rows).await
+    }
+
+    /// Stores a batch of events on a discussion; one result per item, in order. Also accepted
+    /// after promotion, so that late retries of the reporter succeed.
+    pub async fn ingest_discussion_events(
+        &self,
+        discussion_id: &str,
+        items: &[IngestItem],
+        max_event_bytes: usize,
+    ) -> Result<IngestResult, StoreError> {
+        let now = time::now();
+        let mut w = self.write().await?;
+        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM discussions WHERE id = ?")
+            .bind(discussion_id)
+            .fetch_optional(&mut *w.tx)
+            .await?;
+        if exists.is_none() {
+            return Err(discussion_not_found(discussion_id));
+        }
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            if let Some(refused) = precheck(item, max_event_bytes) {
+                results.push(refused);
+                continue;
+            }
+            let stored = match &item.event {
+                Event::Message(m) if m.kind.is_discussion_entry() => {
+                    let Some(content) = m.content.as_deref() else {
+                        results.push(rejected(format!(
+                            "a {} message needs content",
+                            m.kind.as_str()
+                        )));
+                        continue;
+                    };
+                    sqlx::query(
+                        "INSERT INTO discussion_entries (discussion_id, kind, content, source, \
+                         source_key, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(discussion_id)
+                    .bind(m.kind.as_str())
+                    .bind(content)
+                    .bind(&item.source)
+                    .bind(&item.source_key)
+                    .bind(&now)
+                    .execute(&mut *w.tx)
+                    .await?
+                    .rows_affected()
+                        == 1
+                }
+                Event::Usage(usage) => {
+                    insert_usage(
+                        &mut w.tx,
+                        DISCUSSION_USAGE_INSERT,
+                        discussion_id,
+                        item,
+                        usage,
+                        &now,
+                    )
+                    .await?
+                }
+                Event::Session { session_id } => {
+                    append_native_session(&mut w.tx, discussion_id, item, session_id, &now).await?
+                }
+                Event::Message(_) | Event::HandoffReady { .. } => {
+                    results.push(outcome(IngestOutcome::Filtered));
+                    continue;
+                }
+            };
+            results.push(outcome(if stored {
+                IngestOutcome::Stored
+            } else {
+                IngestOutcome::Duplicate
+            }));
+        }
+        w.commit().await?;
+        Ok(IngestResult { results })
+    }
+
+    /// Turns an open discussion into an issue (linked to it) with a running run and that run's
+    /// token, all in one transaction.
+    pub async fn promote_discussion(
+        &self,
+        discussion_id: &str,
+        req: &PromoteDiscussion,
+    ) -> Result<Promoted, StoreError> {
+        let mut w = self.write().await?;
+        let current = load_discussion(&mut w.tx, discussion_id).await?;
+        if current.status == DiscussionStatus::Promoted {
+            let key = current.issue_key.unwrap_or_else(|| "an issue".into());
+            return Err(StoreError::Conflict(format!(
+                "discussion {discussion_id} was already promoted to {key}; continue there \
+                 (`wujie issue show {key}`)"
+            )));
+        }
+        let issue_id = insert_issue(
+            &mut w.tx,
+            &CreateIssue {
+                title: req.title.clone(),
+                description: req.description.clone(),
+                discussion_id: Some(discussion_id.to_string()),
+            },
+        )
+        .await?;
+        let created = insert_run(
+            &mut w.tx,
+            &issue_id,
+            &CreateRun {
+                provider: req.provider.clone(),
+                cwd: req.cwd.clone(),
+            },
+        )
+        .await?;
+        sqlx::query("UPDATE discussions SET status = 'promoted', issue_id = ? WHERE id = ?")
+            .bind(&issue_id)
+            .bind(discussion_id)
+            .execute(&mut *w.tx)
+            .await?;
+        let issue = load_issue(&mut w.tx, &issue_id).await?;
+        w.commit().await?;
+        Ok(Promoted {
+            issue,
+            run: created.run,
+            token: created.token,
+        })
+    }
+}
+
+/// Appends a native session id unless this item was stored before or the id is already the
+/// latest one (an adapter may repeat it after a resume); true when appended.
+async fn append_native_session(
+    conn: &mut SqliteConnection,
+    discussion_id: &str,
+    item: &IngestItem,
+    session_id: &str,
+    now: &str,
+) -> Result<bool, StoreError> {
+    let latest: Option<(String,)> = sqlx::query_as(
+        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = ? \
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(discussion_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if latest.is_some_and(|(id,)| id == session_id) {
+        return Ok(false);
+    }
+    let done = sqlx::query(
+        "INSERT INTO discussion_sessions (discussion_id, native_session_id, source, source_key, \
+         created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    )
+    .bind(discussion_id)
+    .bind(session_id)
+    .bind(&item.source)
+    .bind(&item.source_key)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

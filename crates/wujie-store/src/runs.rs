@@ -1,0 +1,154 @@
+//! Local runs: creation (with their run-scoped token), heartbeats, finishing and the stale-run
+//! rule.
+
+use std::time::Duration;
+
+use sqlx::SqliteConnection;
+use wujie_protocol::api::{CreateRun, CreatedRun, FinishRun, IssueStatus, Run, RunStatus};
+
+use crate::issues::resolve_issue;
+use crate::rows::{issue_status_str, load_run, parse_run_status, run_not_found};
+use crate::tokens::{TokenKind, insert_token};
+use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
+
+/// Creates a running run on `issue_id` and its token inside the caller's transaction.
+pub(crate) async fn insert_run(
+    conn: &mut SqliteConnection,
+    issue_id: &str,
+    req: &CreateRun,
+) -> Result<CreatedRun, StoreError> {
+    if req.provider.trim().is_empty() {
+        return Err(StoreError::Invalid("a run needs a provider name".into()));
+    }
+    let id = new_id();
+    let now = time::now();
+    sqlx::query(
+        "INSERT INTO runs (id, issue_id, provider, cwd, status, started_at, last_heartbeat) \
+         VALUES (?, ?, ?, ?, 'running', ?, ?)",
+    )
+    .bind(&id)
+    .bind(issue_id)
+    .bind(&req.provider)
+    .bind(&req.cwd)
+    .bind(&now)
+    .bind(&now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status = 'open'")
+        .bind(issue_status_str(IssueStatus::InProgress))
+        .bind(issue_id)
+        .execute(&mut *conn)
+        .await?;
+    let (_, token) = insert_token(conn, TokenKind::Run, &format!("run {id}"), Some(&id)).await?;
+    let run = load_run(conn, &id).await?;
+    Ok(CreatedRun { run, token })
+}
+
+impl Store {
+    /// Starts a run on an issue and mints its run-scoped token (returned only here).
+    pub async fn create_run(
+        &self,
+        issue_key_or_id: &str,
+        req: &CreateRun,
+    ) -> Result<CreatedRun, StoreError> {
+        let mut w = self.write().await?;
+        let issue_id = resolve_issue(&mut w.tx, issue_key_or_id).await?;
+        let created = insert_run(&mut w.tx, &issue_id, req).await?;
+        w.commit().await?;
+        Ok(created)
+    }
+
+    /// A run with its messages (arrival order) and usage.
+    pub async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        load_run(&mut conn, run_id).await
+    }
+
+    /// Records that the run's reporter is alive. A run failed by the stale-run rule is running
+    /// again: its reporter was only paused (e.g. a suspended laptop), not gone.
+    pub async fn heartbeat(&self, run_id: &str) -> Result<(), StoreError> {
+        let mut w = self.write().await?;
+        let done = sqlx::query(
+            "UPDATE runs SET last_heartbeat = ?1, \
+               status = CASE WHEN status = 'failed' AND error = ?2 THEN 'running' ELSE status END, \
+               ended_at = CASE WHEN status = 'failed' AND error = ?2 THEN NULL ELSE ended_at END, \
+               error = CASE WHEN status = 'failed' AND error = ?2 THEN NULL ELSE error END \
+             WHERE id = ?3",
+        )
+        .bind(time::now())
+        .bind(REPORTER_STOPPED)
+        .bind(run_id)
+        .execute(&mut *w.tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(run_not_found(run_id));
+        }
+        w.commit().await
+    }
+
+    /// Records a run's outcome. Allowed while running, and over a failure recorded by the
+    /// stale-run rule (a late reporter knows the real outcome). Finishing again with the same
+    /// outcome is a no-op; with another one it is a conflict.
+    pub async fn finish_run(&self, run_id: &str, req: &FinishRun) -> Result<Run, StoreError> {
+        if req.status == RunStatus::Running {
+            return Err(StoreError::Invalid(
+                "a run cannot be finished with status running; use succeeded, failed or cancelled"
+                    .into(),
+            ));
+        }
+        let mut w = self.write().await?;
+        let row: Option<(String, Option<i64>, Option<String>)> =
+            sqlx::query_as("SELECT status, exit_code, error FROM runs WHERE id = ?")
+                .bind(run_id)
+                .fetch_optional(&mut *w.tx)
+                .await?;
+        let (status, exit_code, error) = row.ok_or_else(|| run_not_found(run_id))?;
+        let status = parse_run_status(&status)?;
+        let stale_failure =
+            status == RunStatus::Failed && error.as_deref() == Some(REPORTER_STOPPED);
+        if status == RunStatus::Running || stale_failure {
+            sqlx::query(
+                "UPDATE runs SET status = ?, exit_code = ?, error = ?, ended_at = ? WHERE id = ?",
+            )
+            .bind(req.status.as_str())
+            .bind(req.exit_code)
+            .bind(&req.error)
+            .bind(time::now())
+            .bind(run_id)
+            .execute(&mut *w.tx)
+            .await?;
+        } else if !(status == req.status
+            && exit_code == req.exit_code.map(i64::from)
+            && error == req.error)
+        {
+            return Err(StoreError::Conflict(format!(
+                "run {run_id} already finished as {}{}; a run's outcome is recorded once",
+                status.as_str(),
+                exit_code
+                    .map(|c| format!(" (exit code {c})"))
+                    .unwrap_or_default()
+            )));
+        }
+        let run = load_run(&mut w.tx, run_id).await?;
+        w.commit().await?;
+        Ok(run)
+    }
+
+    /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,
+    /// with error "reporter stopped". Returns how many runs it failed.
+    pub async fn mark_stale_runs(&self, older_than: Duration) -> Result<u64, StoreError> {
+        let cutoff = time::before_now(older_than);
+        let mut w = self.write().await?;
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'failed', error = ?, ended_at = ? \
+             WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < ?",
+        )
+        .bind(REPORTER_STOPPED)
+        .bind(time::now())
+        .bind(cutoff)
+        .execute(&mut *w.tx)
+        .await?;
+        w.commit().await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,139 @@
+//! Bearer tokens: minted as `wjt_` + 64 hex digits, stored only as their SHA-256.
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use sqlx::SqliteConnection;
+use wujie_protocol::api::{CreatedToken, TOKEN_PREFIX};
+
+use crate::{Store, StoreError, new_id, time};
+
+/// Who a verified token speaks for, and so what it may touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// May do everything.
+    User { token_id: String },
+    /// May report events for, and read, one run and read its issue.
+    Run { run_id: String, issue_id: String },
+    /// May report events for, and read, one discussion.
+    Discussion { discussion_id: String },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TokenKind {
+    User,
+    Run,
+    Discussion,
+}
+
+impl TokenKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::User => "user",
+            TokenKind::Run => "run",
+            TokenKind::Discussion => "discussion",
+        }
+    }
+}
+
+/// A fresh secret: `wjt_` followed by the hex of 32 random bytes.
+pub fn mint_token_secret() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{TOKEN_PREFIX}{}", hex::encode(bytes))
+}
+
+fn hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// Mints a token inside the caller's transaction; returns (token id, secret).
+pub(crate) async fn insert_token(
+    conn: &mut SqliteConnection,
+    kind: TokenKind,
+    name: &str,
+    subject_id: Option<&str>,
+) -> Result<(String, String), StoreError> {
+    let id = new_id();
+    let secret = mint_token_secret();
+    sqlx::query(
+        "INSERT INTO tokens (id, hash, name, kind, subject_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(hash(&secret))
+    .bind(name)
+    .bind(kind.as_str())
+    .bind(subject_id)
+    .bind(time::now())
+    .execute(conn)
+    .await?;
+    Ok((id, secret))
+}
+
+impl Store {
+    /// Mints a user token (full access). The secret is only in the answer, never stored.
+    pub async fn create_user_token(&self, name: &str) -> Result<CreatedToken, StoreError> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(StoreError::Invalid(
+                "a token needs a name (e.g. the machine or person it is for)".into(),
+            ));
+        }
+        let mut w = self.write().await?;
+        let (id, token) = insert_token(&mut w.tx, TokenKind::User, name, None).await?;
+        w.commit().await?;
+        Ok(CreatedToken {
+            id,
+            name: name.to_string(),
+            token,
+        })
+    }
+
+    /// Whom `secret` speaks for; `None` if it is unknown or revoked.
+    pub async fn verify_token(&self, secret: &str) -> Result<Option<Principal>, StoreError> {
+        let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT t.id, t.kind, t.subject_id, r.issue_id FROM tokens t \
+             LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id \
+             WHERE t.hash = ? AND t.revoked = 0",
+        )
+        .bind(hash(secret))
+        .fetch_optional(self.pool())
+        .await?;
+        let Some((token_id, kind, subject, issue_id)) = row else {
+            return Ok(None);
+        };
+        Ok(match (kind.as_str(), subject, issue_id) {
+            ("user", _, _) => Some(Principal::User { token_id }),
+            ("run", Some(run_id), Some(issue_id)) => Some(Principal::Run { run_id, issue_id }),
+            ("discussion", Some(discussion_id), _) => Some(Principal::Discussion { discussion_id }),
+            _ => None,
+        })
+    }
+
+    /// Revokes a token by id; later verifications fail.
+    pub async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError> {
+        let mut w = self.write().await?;
+        let done = sqlx::query("UPDATE tokens SET revoked = 1 WHERE id = ?")
+            .bind(token_id)
+            .execute(&mut *w.tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("token {token_id} not found")));
+        }
+        w.commit().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_have_the_prefix_and_64_hex_digits() {
+        let s = mint_token_secret();
+        let hex_part = s.strip_prefix(TOKEN_PREFIX).expect("prefix");
+        assert_eq!(hex_part.len(), 64);
+        assert!(hex_part.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(s, mint_token_secret());
+        assert_eq!(hash(&s).len(), 64);
+    }
+}
