@@ -341,6 +341,13 @@ impl Client {
         self.call(Method::POST, &path, Some(batch)).await
     }
 
+    /// A new discussion-scoped token for resuming an open discussion; returns the secret.
+    pub async fn discussion_token(&self, id: &str) -> Result<String, ClientError> {
+        let path = format!("/discussions/{}/tokens", segment(id));
+        let created: CreatedToken = self.call(Method::POST, &path, None).await?;
+        Ok(created.token)
+    }
+
     pub async fn promote_discussion(
         &self,
         id: &str,

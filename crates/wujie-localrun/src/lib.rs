@@ -1,1 +1,19 @@
-//! Provider registry, supervisor, event reader, reporter with durable outbox, discussions.
+//! Local runs: the provider registry (built-in → config → installed), plugin installation,
+//! the supervisor that spawns adapters, the event reader and the reporter with its durable
+//! outbox.
+
+pub mod connection;
+pub mod discuss;
+pub mod error;
+pub mod events;
+pub mod install;
+pub mod profile;
+pub mod promotion;
+pub mod registry;
+pub mod reporter;
+pub mod run;
+pub mod session;
+pub mod supervisor;
+pub mod sync;
+
+pub use error::LocalRunError;

@@ -5,8 +5,9 @@
 
 use sqlx::SqliteConnection;
 use wujie_protocol::api::{
-    CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, Discussion, DiscussionEntry,
-    DiscussionStatus, IngestItem, IngestOutcome, IngestResult, PromoteDiscussion, Promoted,
+    CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, CreatedToken, Discussion,
+    DiscussionEntry, DiscussionStatus, IngestItem, IngestOutcome, IngestResult, PromoteDiscussion,
+    Promoted,
 };
 use wujie_protocol::event::Event;
 
@@ -144,6 +145,28 @@ impl Store {
         let discussion = load_discussion(&mut w.tx, &id).await?;
         w.commit().await?;
         Ok(CreatedDiscussion { discussion, token })
+    }
+
+    /// Mints another discussion-scoped token, for resuming an open discussion in a new
+    /// adapter process (the first token was only ever shown to the first one).
+    pub async fn create_discussion_token(&self, id: &str) -> Result<CreatedToken, StoreError> {
+        let mut w = self.write().await?;
+        let current = load_discussion(&mut w.tx, id).await?;
+        if current.status == DiscussionStatus::Promoted {
+            let key = current.issue_key.unwrap_or_else(|| "an issue".into());
+            return Err(StoreError::Conflict(format!(
+                "discussion {id} was already promoted to {key}; continue there"
+            )));
+        }
+        let name = format!("discussion {id}");
+        let (token_id, token) =
+            insert_token(&mut w.tx, TokenKind::Discussion, &name, Some(id)).await?;
+        w.commit().await?;
+        Ok(CreatedToken {
+            id: token_id,
+            name,
+            token,
+        })
     }
 
     pub async fn discussion(&self, id: &str) -> Result<Discussion, StoreError> {

@@ -8,6 +8,7 @@ mod discussions;
 mod error;
 mod ingest;
 mod issues;
+pub mod outbox;
 mod rows;
 mod runs;
 mod time;

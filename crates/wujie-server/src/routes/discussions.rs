@@ -3,8 +3,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use wujie_protocol::api::{
-    ApiError, CreateDiscussion, CreatedDiscussion, Discussion, IngestBatch, IngestResult,
-    PromoteDiscussion, Promoted,
+    ApiError, CreateDiscussion, CreatedDiscussion, CreatedToken, Discussion, IngestBatch,
+    IngestResult, PromoteDiscussion, Promoted,
 };
 
 use super::Body;
@@ -61,6 +61,22 @@ pub(crate) async fn list_discussions(
         }
     };
     Ok(Json(found))
+}
+
+#[utoipa::path(post, path = "/api/v1/discussions/{id}/tokens", tag = "discussions",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    responses((status = 201, body = CreatedToken, description = "A new discussion-scoped token, shown only here"),
+        (status = 404, body = ApiError), (status = 409, body = ApiError, description = "Already promoted"),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn create_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
+    caller.require_user("mint discussion tokens")?;
+    let created = state.store.create_discussion_token(&id).await?;
+    Ok((StatusCode::CREATED, Json(created)))
 }
 
 #[utoipa::path(get, path = "/api/v1/discussions/{id}", tag = "discussions", security(("bearer" = [])),

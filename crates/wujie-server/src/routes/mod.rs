@@ -38,6 +38,7 @@ pub(crate) fn router(state: AppState) -> Router {
         )
         .route("/discussions/{id}", get(discussions::get_discussion))
         .route("/discussions/{id}/events", post(discussions::ingest_events))
+        .route("/discussions/{id}/tokens", post(discussions::create_token))
         .route("/discussions/{id}/promote", post(discussions::promote));
     Router::new()
         .nest("/api/v1", api)

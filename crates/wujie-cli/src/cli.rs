@@ -1,0 +1,198 @@
+//! Command-line definitions (the only module that knows clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wujie",
+    version,
+    about = "An issue tracker whose issues are worked on by coding agents in your own terminal",
+    after_help = "Start with `wujie demo`. Everything lives in the profile's files (WUJIE_HOME when set)."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Output format: text for people, json for scripts (one JSON document on stdout).
+    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Profile to use (its own config, credentials and database).
+    #[arg(long, global = true, env = "WUJIE_PROFILE", default_value = "default")]
+    pub profile: String,
+    /// Talk to this Wujie server instead of the profile's default.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, list and show issues.
+    #[command(subcommand)]
+    Issue(IssueCommand),
+    /// Run a provider (agent adapter) on an issue and sync what it does into the issue.
+    #[command(after_help = "Example: wujie run WUJ-12 -- fake-provider --model demo")]
+    Run(RunArgs),
+    /// Plan with a v2 provider before an issue exists; promote the plan into an issue in place.
+    #[command(after_help = "Example: wujie discuss -- grok")]
+    Discuss(DiscussArgs),
+    /// List, show and promote discussions.
+    #[command(subcommand)]
+    Discussion(DiscussionCommand),
+    /// Local-run providers and the delivery outbox.
+    #[command(name = "local-run", subcommand)]
+    LocalRun(LocalRunCommand),
+    /// Serve the profile's database over HTTP (loopback by default).
+    Server(ServerArgs),
+    /// Mint API tokens for other machines.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Store a remote server and its token in the profile.
+    Login(LoginArgs),
+    /// Create an issue, install the bundled fake provider, run it and show the synced transcript.
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IssueCommand {
+    /// Create an issue.
+    Create {
+        #[arg(long)]
+        title: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// List issues.
+    List,
+    /// Show an issue with its comments and runs.
+    Show { key: String },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The issue key (e.g. WUJ-12) or id.
+    pub issue: String,
+    /// Give up waiting for undelivered events after this many seconds without progress; they
+    /// stay in the outbox for `wujie local-run sync`.
+    #[arg(long, default_value_t = 15)]
+    pub drain_timeout: u64,
+    /// The provider, then the arguments passed to its adapter.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub provider_and_args: Vec<String>,
+    /// Write delivery statistics (JSON) to this file when done (used by benchmarks).
+    #[arg(long, hide = true)]
+    pub stats_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiscussArgs {
+    /// Continue this open discussion (its id stays the adapter's WUJIE_LOCALRUN_SESSION_ID).
+    #[arg(long)]
+    pub resume: Option<String>,
+    /// How to answer a provider's native plan handoff: ask on the terminal, or decide up front.
+    #[arg(long, value_enum, default_value_t = Confirm::Ask)]
+    pub confirm: Confirm,
+    /// Give up waiting for undelivered events after this many seconds without progress.
+    #[arg(long, default_value_t = 15)]
+    pub drain_timeout: u64,
+    /// The provider (v2), then the arguments passed to its adapter.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub provider_and_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Confirm {
+    Ask,
+    Accept,
+    Reject,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DiscussionCommand {
+    /// List discussions, newest first.
+    List,
+    /// Show a discussion with its entries and native session ids.
+    Show { id: String },
+    /// Turn a discussion whose adapter is no longer running into an issue.
+    Promote {
+        id: String,
+        /// Use this title instead of the one taken from the plan.
+        #[arg(long)]
+        title: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LocalRunCommand {
+    /// Install, list, enable, disable and remove providers.
+    #[command(subcommand)]
+    Provider(ProviderCommand),
+    /// Deliver every pending outbox event of this profile (all runs).
+    Sync {
+        /// Also retry events the server refused before.
+        #[arg(long)]
+        retry_failed: bool,
+        /// Give up after this many seconds without progress.
+        #[arg(long, default_value_t = 30)]
+        idle_timeout: u64,
+    },
+    /// Show runs with undelivered or refused events.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Validate a plugin directory and copy it into the profile.
+    Install { dir: PathBuf },
+    /// List built-in and plugin providers.
+    List,
+    /// Enable a plugin.
+    Enable { name: String },
+    /// Disable a plugin (kept installed).
+    Disable { name: String },
+    /// Remove a plugin (its installed copy is deleted).
+    Remove { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on. Binding beyond loopback exposes the API: use a token-protected
+    /// network you trust.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub listen: String,
+    /// Mark runs whose reporter has been silent this long (seconds) as failed.
+    #[arg(long, default_value_t = 600)]
+    pub stale_after: u64,
+    /// Refuse single events larger than this many bytes.
+    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    pub max_event_bytes: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Mint a user token (shown once) for `wujie login` on another machine.
+    Create {
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+/// `wujie login --server URL --token TOKEN` (the URL comes from the global `--server`).
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The token (or set WUJIE_LOGIN_TOKEN to keep it out of shell history).
+    #[arg(long, env = "WUJIE_LOGIN_TOKEN", hide_env_values = true)]
+    pub token: String,
+}

@@ -1,0 +1,202 @@
+//! `wujie discuss` and `wujie discussion list | show | promote`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+use wujie_localrun::discuss::{ConfirmMode, DiscussRequest, discuss as run_discussion};
+use wujie_localrun::promotion;
+use wujie_localrun::sync::reporter_alive;
+use wujie_protocol::api::{Discussion, DiscussionStatus, FinishRun, RunStatus};
+
+use super::run::StderrNotice;
+use crate::cli::{Confirm, DiscussArgs, DiscussionCommand};
+use crate::context::Context;
+use crate::output::{one_line, print_json};
+
+#[derive(Serialize)]
+struct DiscussReport<'a> {
+    discussion_id: &'a str,
+    resumed: bool,
+    cancelled: bool,
+    issue_key: Option<&'a str>,
+    run_id: Option<&'a str>,
+    exit_code: i32,
+    delivered: u64,
+    pending: i64,
+}
+
+pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
+    let (provider_arg, adapter_args) = args
+        .provider_and_args
+        .split_first()
+        .context("name a provider after `--`, e.g. `wujie discuss -- grok`")?;
+    let provider = ctx.registry()?.resolve(provider_arg)?;
+    wujie_localrun::discuss::require_v2(&provider)?;
+    let exe = std::env::current_exe().context("locating the wujie executable")?;
+    let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
+    let conn = ctx.connect().await?;
+    let outbox = ctx.outbox().await?;
+    let outcome = run_discussion(
+        &conn,
+        outbox,
+        &provider,
+        command,
+        DiscussRequest {
+            provider_arg: provider_arg.clone(),
+            args: adapter_args.to_vec(),
+            cwd: std::env::current_dir()?,
+            resume: args.resume,
+            confirm: match args.confirm {
+                Confirm::Ask => ConfirmMode::Ask,
+                Confirm::Accept => ConfirmMode::Accept,
+                Confirm::Reject => ConfirmMode::Reject,
+            },
+            stdin_is_terminal: std::io::stdin().is_terminal(),
+            drain_timeout: Duration::from_secs(args.drain_timeout),
+        },
+        StderrNotice::new(),
+    )
+    .await;
+    conn.close().await;
+    let o = outcome?;
+    if ctx.json() {
+        print_json(&DiscussReport {
+            discussion_id: &o.discussion_id,
+            resumed: o.resumed,
+            cancelled: o.cancelled,
+            issue_key: o.promoted.as_ref().map(|p| p.issue_key.as_str()),
+            run_id: o.promoted.as_ref().map(|p| p.run_id.as_str()),
+            exit_code: o.exit_code,
+            delivered: o.summary.stats.delivered,
+            pending: o.summary.pending,
+        });
+    } else {
+        match &o.promoted {
+            Some(p) => eprintln!(
+                "wujie: discussion {} became {}; its run {} {}. See `wujie issue show {}`.",
+                o.discussion_id,
+                p.issue_key,
+                p.run_id,
+                p.status.as_str(),
+                p.issue_key
+            ),
+            None => eprintln!(
+                "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
+                o.discussion_id, o.discussion_id, o.provider, o.discussion_id
+            ),
+        }
+    }
+    if o.summary.pending > 0 {
+        eprintln!(
+            "wujie: {} events are not delivered yet; deliver them with `wujie local-run sync`.",
+            o.summary.pending
+        );
+    }
+    Ok(o.exit_code)
+}
+
+pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
+    let conn = ctx.connect().await?;
+    let result = async {
+        match cmd {
+            DiscussionCommand::List => {
+                let list = conn.client.list_discussions().await?;
+                if ctx.json() {
+                    print_json(&list);
+                } else if list.is_empty() {
+                    println!("No discussions yet. Start one with `wujie discuss -- PROVIDER`.");
+                } else {
+                    for d in &list {
+                        println!(
+                            "{}  {:<9} {:<16} {:<8} {}",
+                            d.id,
+                            status_str(d),
+                            d.provider,
+                            d.issue_key.as_deref().unwrap_or("-"),
+                            one_line(&first_words(d), 60)
+                        );
+                    }
+                }
+            }
+            DiscussionCommand::Show { id } => {
+                let d = conn.client.get_discussion(&id).await?;
+                if ctx.json() {
+                    print_json(&d);
+                } else {
+                    print_discussion(&d);
+                }
+            }
+            DiscussionCommand::Promote { id, title } => {
+                let outbox = ctx.outbox().await?;
+                if let Some(t) = outbox.targets().await?.iter().find(|t| t.id == id) {
+                    if reporter_alive(t) {
+                        bail!(
+                            "discussion {id} is still running in wujie (pid {}); promote it there, or stop it first",
+                            t.reporter_pid.unwrap_or(0)
+                        );
+                    }
+                }
+                let d = conn.client.get_discussion(&id).await?;
+                if d.status == DiscussionStatus::Promoted {
+                    let key = d.issue_key.unwrap_or_default();
+                    bail!("discussion {id} is already issue {key}; continue with `wujie run {key} -- {}`", d.provider);
+                }
+                let draft = promotion::draft_from(&d, title.as_deref());
+                let promoted = promotion::promote(&conn.client, &d, &draft, &d.cwd).await?;
+                // No adapter is attached: the run records the promotion and ends here.
+                conn.client
+                    .finish_run(
+                        &promoted.run.id,
+                        &FinishRun {
+                            status: RunStatus::Succeeded,
+                            exit_code: None,
+                            error: None,
+                        },
+                    )
+                    .await?;
+                let issue = conn.client.get_issue(&promoted.issue.key).await?;
+                if ctx.json() {
+                    print_json(&issue);
+                } else {
+                    println!(
+                        "Created {} “{}” from discussion {id}. Continue the work with `wujie run {} -- {}`.",
+                        issue.key, issue.title, issue.key, d.provider
+                    );
+                }
+            }
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    conn.close().await;
+    result
+}
+
+fn status_str(d: &Discussion) -> &'static str {
+    match d.status {
+        DiscussionStatus::Open => "open",
+        DiscussionStatus::Promoted => "promoted",
+    }
+}
+
+fn first_words(d: &Discussion) -> String {
+    d.entries
+        .first()
+        .map(|e| e.content.clone())
+        .unwrap_or_default()
+}
+
+fn print_discussion(d: &Discussion) {
+    println!("Discussion {} — {} — {}", d.id, d.provider, status_str(d));
+    if let Some(key) = &d.issue_key {
+        println!("Issue: {key}");
+    }
+    if !d.native_session_ids.is_empty() {
+        println!("Native sessions: {}", d.native_session_ids.join(", "));
+    }
+    for e in &d.entries {
+        println!("  {:>10}: {}", e.kind.as_str(), one_line(&e.content, 100));
+    }
+}

@@ -1,0 +1,36 @@
+//! One module per command group; each parses nothing, calls the libraries, prints.
+
+mod auth;
+mod demo;
+mod discuss;
+mod issue;
+mod outbox;
+mod provider;
+mod run;
+mod server;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command, LocalRunCommand};
+use crate::context::Context;
+
+/// Run a command; the result is the process exit code.
+pub async fn dispatch(cli: Cli) -> Result<i32> {
+    let ctx = Context::new(&cli.global)?;
+    match cli.command {
+        Command::Issue(cmd) => issue::run(&ctx, cmd).await.map(|()| 0),
+        Command::Run(args) => run::run(&ctx, args).await,
+        Command::LocalRun(LocalRunCommand::Provider(cmd)) => provider::run(&ctx, cmd).map(|()| 0),
+        Command::LocalRun(LocalRunCommand::Sync {
+            retry_failed,
+            idle_timeout,
+        }) => outbox::sync(&ctx, retry_failed, idle_timeout).await,
+        Command::LocalRun(LocalRunCommand::Status) => outbox::status(&ctx).await.map(|()| 0),
+        Command::Server(args) => server::run(&ctx, args).await.map(|()| 0),
+        Command::Token(cmd) => auth::token(&ctx, cmd).await.map(|()| 0),
+        Command::Login(args) => auth::login(&ctx, args).await.map(|()| 0),
+        Command::Demo => demo::run(&ctx).await,
+        Command::Discuss(args) => discuss::discuss(&ctx, args).await,
+        Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
+    }
+}

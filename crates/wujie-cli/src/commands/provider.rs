@@ -1,0 +1,125 @@
+//! `wujie local-run provider install | list | enable | disable | remove`.
+
+use anyhow::Result;
+use serde::Serialize;
+use wujie_localrun::install;
+
+use crate::cli::ProviderCommand;
+use crate::context::{BUILTINS, Context};
+use crate::output::print_json;
+
+#[derive(Serialize)]
+struct ProviderRow {
+    name: String,
+    display_name: String,
+    kind: &'static str,
+    protocol: Option<String>,
+    enabled: bool,
+    manifest_path: Option<String>,
+    /// Why a configured provider cannot be used, when it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+pub fn run(ctx: &Context, cmd: ProviderCommand) -> Result<()> {
+    let profile = &ctx.profile;
+    match cmd {
+        ProviderCommand::Install { dir } => {
+            let installed = install::install(profile, BUILTINS, &dir)?;
+            if ctx.json() {
+                print_json(&serde_json::json!({
+                    "name": installed.name,
+                    "manifest_path": installed.manifest_path,
+                }));
+            } else {
+                println!(
+                    "Installed {} ({}). Run it with `wujie run ISSUE -- {}`.",
+                    installed.name,
+                    installed.manifest_path.display(),
+                    installed.name
+                );
+            }
+        }
+        ProviderCommand::List => list(ctx)?,
+        ProviderCommand::Enable { name } => {
+            install::set_enabled(profile, BUILTINS, &name, true)?;
+            if !ctx.json() {
+                println!("Enabled {name}.");
+            }
+        }
+        ProviderCommand::Disable { name } => {
+            install::set_enabled(profile, BUILTINS, &name, false)?;
+            if !ctx.json() {
+                println!("Disabled {name}.");
+            }
+        }
+        ProviderCommand::Remove { name } => {
+            let path = install::remove(profile, BUILTINS, &name)?;
+            if !ctx.json() {
+                println!("Removed {name} ({}).", path.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn list(ctx: &Context) -> Result<()> {
+    let config = ctx.profile.load_config()?;
+    let registry = ctx.registry()?;
+    let rows: Vec<ProviderRow> = registry
+        .list()
+        .into_iter()
+        .map(|(name, found)| match found {
+            Ok(p) => ProviderRow {
+                display_name: p.manifest.display_name().to_owned(),
+                kind: p.kind(),
+                protocol: Some(p.manifest.protocol.as_str().to_owned()),
+                enabled: p.enabled,
+                manifest_path: p.manifest_path.map(|m| m.to_string_lossy().into_owned()),
+                error: None,
+                name,
+            },
+            Err(e) => ProviderRow {
+                display_name: name.clone(),
+                kind: "plugin",
+                protocol: None,
+                enabled: config
+                    .localrun_providers
+                    .get(&name)
+                    .is_none_or(|entry| entry.enabled),
+                manifest_path: config
+                    .localrun_providers
+                    .get(&name)
+                    .map(|entry| entry.manifest_path.clone()),
+                error: Some(e.to_string()),
+                name,
+            },
+        })
+        .collect();
+    if ctx.json() {
+        print_json(&rows);
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("No providers. Install one with `wujie local-run provider install DIR`.");
+        return Ok(());
+    }
+    println!(
+        "{:<20} {:<8} {:<8} {:<28} {}",
+        "name", "kind", "enabled", "protocol", "display name"
+    );
+    for r in &rows {
+        println!(
+            "{:<20} {:<8} {:<8} {:<28} {}",
+            r.name,
+            r.kind,
+            if r.enabled { "yes" } else { "no" },
+            r.protocol.as_deref().unwrap_or("-"),
+            r.display_name
+        );
+        if let Some(e) = &r.error {
+            println!("  ! {e}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! `wujie run ISSUE -- PROVIDER [ARGS...]`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use wujie_client::ClientError;
+use wujie_localrun::reporter::ReporterNotice;
+use wujie_localrun::run::{RunRequest, run as run_provider};
+use wujie_localrun::sync;
+
+use crate::cli::RunArgs;
+use crate::context::Context;
+use crate::output::{one_line, print_json};
+
+/// Tells the user about delivery trouble on stderr, without flooding it during long outages.
+pub struct StderrNotice {
+    last_retry_note: Mutex<Option<Instant>>,
+}
+
+impl StderrNotice {
+    pub fn new() -> Arc<StderrNotice> {
+        Arc::new(StderrNotice {
+            last_retry_note: Mutex::new(None),
+        })
+    }
+}
+
+impl ReporterNotice for StderrNotice {
+    fn refused(&self, item: &str, reason: &str) {
+        let key = serde_json::from_str::<serde_json::Value>(item)
+            .ok()
+            .and_then(|v| {
+                v.get("source_key")
+                    .and_then(|k| k.as_str())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| one_line(item, 60));
+        eprintln!(
+            "wujie: the server refused event {key:?}: {reason}. It is kept in the outbox; see `wujie local-run status`."
+        );
+    }
+
+    fn retrying(&self, error: &ClientError, pending: i64) {
+        let mut last = self.last_retry_note.lock().expect("notice lock");
+        if last.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+            *last = Some(Instant::now());
+            eprintln!("wujie: cannot deliver events ({error}); retrying, {pending} waiting");
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RunReport<'a> {
+    run_id: &'a str,
+    issue_key: &'a str,
+    status: &'a str,
+    exit_code: i32,
+    error: Option<&'a str>,
+    delivered: u64,
+    pending: i64,
+    failed: i64,
+}
+
+#[derive(Serialize)]
+struct Stats {
+    delivered: u64,
+    first_read_ms: Option<i64>,
+    last_ack_ms: Option<i64>,
+    p50_ms: Option<u64>,
+    p99_ms: Option<u64>,
+    max_ms: Option<u64>,
+}
+
+pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
+    let (provider_arg, adapter_args) = args
+        .provider_and_args
+        .split_first()
+        .context("name a provider after `--`, e.g. `wujie run WUJ-1 -- fake-provider`")?;
+    let provider = ctx.registry()?.resolve(provider_arg)?;
+    let exe = std::env::current_exe().context("locating the wujie executable")?;
+    let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let conn = ctx.connect().await?;
+    let outbox = ctx.outbox().await?;
+    let notice = StderrNotice::new();
+
+    // Older runs' undelivered events go out in the background while this one runs.
+    {
+        let profile = ctx.profile.clone();
+        let outbox = outbox.clone();
+        let notice: Arc<dyn ReporterNotice> = notice.clone();
+        tokio::spawn(async move {
+            let _ = sync::sync(
+                &profile,
+                &outbox,
+                notice,
+                Duration::from_secs(30),
+                &mut |_, _| {},
+            )
+            .await;
+        });
+    }
+
+    let outcome = run_provider(
+        &conn,
+        outbox,
+        &provider,
+        command,
+        RunRequest {
+            issue: args.issue,
+            provider_arg: provider_arg.clone(),
+            args: adapter_args.to_vec(),
+            cwd,
+            drain_timeout: Duration::from_secs(args.drain_timeout),
+        },
+        notice,
+    )
+    .await;
+    conn.close().await;
+    let outcome = outcome?;
+    let s = &outcome.summary;
+    if let Some(path) = &args.stats_file {
+        let stats = Stats {
+            delivered: s.stats.delivered,
+            first_read_ms: s.stats.first_read_ms,
+            last_ack_ms: s.stats.last_ack_ms,
+            p50_ms: s.stats.latency.quantile(0.5),
+            p99_ms: s.stats.latency.quantile(0.99),
+            max_ms: s.stats.latency.quantile(1.0),
+        };
+        std::fs::write(path, serde_json::to_vec_pretty(&stats)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if ctx.json() {
+        print_json(&RunReport {
+            run_id: &outcome.run_id,
+            issue_key: &outcome.issue_key,
+            status: outcome.status.as_str(),
+            exit_code: outcome.exit_code,
+            error: outcome.error.as_deref(),
+            delivered: s.stats.delivered,
+            pending: s.pending,
+            failed: s.failed,
+        });
+    } else {
+        let error = outcome
+            .error
+            .as_deref()
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        eprintln!(
+            "wujie: run {} on {} {}{error}; {} events synced. See it with `wujie issue show {}`.",
+            outcome.run_id,
+            outcome.issue_key,
+            outcome.status.as_str(),
+            s.stats.delivered,
+            outcome.issue_key
+        );
+    }
+    if s.pending > 0 || !s.finish_delivered {
+        eprintln!(
+            "wujie: {} events (and the run's end) are not delivered yet: the server is unreachable. They are kept in {}; deliver them with `wujie local-run sync`.",
+            s.pending,
+            ctx.profile.outbox_path().display()
+        );
+    }
+    if s.failed > 0 {
+        eprintln!(
+            "wujie: {} events were refused by the server; see `wujie local-run status`.",
+            s.failed
+        );
+    }
+    Ok(outcome.exit_code)
+}

@@ -1,0 +1,44 @@
+//! `wujie server`: serve the profile's database standalone.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use wujie_localrun::connection::{local_token, open_store};
+use wujie_server::ServerConfig;
+
+use crate::cli::ServerArgs;
+use crate::context::Context;
+
+pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
+    let store = open_store(&ctx.profile).await?;
+    // Mint the profile's token if needed, so the CLI on this profile can talk to this server
+    // without any step.
+    local_token(&ctx.profile, &store).await?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "wujie: warning: listening on {addr}, reachable from other machines; every request still needs a token"
+        );
+    }
+    println!("Wujie server listening on http://{addr}");
+    println!("Database: {}", ctx.profile.database_path().display());
+    let config = ServerConfig {
+        stale_after: Duration::from_secs(args.stale_after),
+        max_event_bytes: args.max_event_bytes,
+    };
+    let shutdown = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+    };
+    wujie_server::serve(listener, store, config, shutdown)
+        .await
+        .context("serving")?;
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! What every command needs: the profile, the output format, and a way to reach a server.
+
+use anyhow::{Context as _, Result};
+use wujie_localrun::connection::Connection;
+use wujie_localrun::profile::{Profile, Roots};
+use wujie_localrun::registry::{Builtin, ProviderRegistry};
+use wujie_store::outbox::Outbox;
+
+use crate::cli::{Global, Output};
+
+/// Providers compiled into `wujie` (their adapters are `wujie adapter <name>`).
+pub const BUILTINS: &[Builtin] = &[];
+
+pub struct Context {
+    pub profile: Profile,
+    pub output: Output,
+    pub server_flag: Option<String>,
+}
+
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl Context {
+    pub fn new(global: &Global) -> Result<Context> {
+        let roots = Roots::from_env()?;
+        let profile = roots.profile(&global.profile)?;
+        Ok(Context {
+            profile,
+            output: global.output,
+            server_flag: global.server.clone(),
+        })
+    }
+
+    pub fn json(&self) -> bool {
+        self.output == Output::Json
+    }
+
+    pub async fn connect(&self) -> Result<Connection> {
+        Ok(Connection::open(&self.profile, self.server_flag.as_deref(), &env_var).await?)
+    }
+
+    pub async fn outbox(&self) -> Result<Outbox> {
+        let path = self.profile.outbox_path();
+        Outbox::open(&path)
+            .await
+            .with_context(|| format!("opening the outbox {}", path.display()))
+    }
+
+    pub fn registry(&self) -> Result<ProviderRegistry<'_>> {
+        let config = self.profile.load_config()?;
+        Ok(ProviderRegistry::new(
+            &self.profile,
+            config,
+            BUILTINS,
+            &env_var,
+        ))
+    }
+}

@@ -1,0 +1,198 @@
+//! Shared helpers for the CLI integration tests: a private profile per test (WUJIE_HOME in a
+//! temp dir), the real `wujie` binary, and plugin directories written on the fly.
+
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use tempfile::TempDir;
+
+pub const WUJIE: &str = env!("CARGO_BIN_EXE_wujie");
+
+pub struct Env {
+    pub home: TempDir,
+    pub work: TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            home: tempfile::tempdir().expect("temp home"),
+            work: tempfile::tempdir().expect("temp work dir"),
+        }
+    }
+
+    /// `wujie` with this test's profile, run in the work dir, with no inherited run context.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(WUJIE);
+        cmd.env("WUJIE_HOME", self.home.path())
+            .current_dir(self.work.path())
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WUJIE_") && k != "WUJIE_HOME" {
+                cmd.env_remove(k);
+            }
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("wujie runs")
+    }
+
+    /// Run and require success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "wujie {args:?} failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Run and require failure; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            !out.status.success(),
+            "wujie {args:?} unexpectedly succeeded\nstdout:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stderr).expect("utf-8 stderr")
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--output", "json"];
+        all.extend_from_slice(args);
+        let out = self.ok(&all);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    pub fn create_issue(&self, title: &str) -> String {
+        let issue = self.json(&["issue", "create", "--title", title]);
+        issue["key"].as_str().expect("issue key").to_owned()
+    }
+
+    pub fn issue(&self, key: &str) -> serde_json::Value {
+        self.json(&["issue", "show", key])
+    }
+
+    /// Write a plugin dir named `name` with a shell adapter `body` and return its path.
+    pub fn plugin(&self, name: &str, protocol: &str, body: &str) -> PathBuf {
+        let dir = self.work.path().join("plugins").join(name);
+        write_plugin(&dir, name, protocol, body);
+        dir
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.home.path().join("config").join("config.json")
+    }
+}
+
+pub fn write_plugin(dir: &Path, name: &str, protocol: &str, body: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "name": name,
+        "display_name": format!("{name} (test)"),
+        "command": "./adapter",
+        "protocol": protocol,
+        "capabilities": {"structured_events": true, "issue_context": "env", "usage": true}
+    });
+    std::fs::write(dir.join("provider.json"), manifest.to_string()).unwrap();
+    let script = dir.join("adapter");
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+pub const V1: &str = "wujie-localrun-provider.v1";
+pub const V2: &str = "wujie-localrun-provider.v2";
+
+/// The repository's examples directory.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// One message line as an adapter prints it.
+pub fn msg(kind: &str, content: &str, key: &str) -> String {
+    serde_json::json!({"type": kind, "content": content, "source": "t", "source_key": key})
+        .to_string()
+}
+
+/// A standalone `wujie server` on 127.0.0.1 with an ephemeral port, killed on drop.
+pub struct Server {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Server {
+    /// Start on an ephemeral loopback port.
+    pub fn start(env: &Env, extra: &[&str]) -> Server {
+        let mut args = vec!["--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Server::start_args(env, &args)
+    }
+
+    /// Start with exactly these `wujie server` arguments.
+    pub fn start_args(env: &Env, args: &[&str]) -> Server {
+        use std::io::BufRead;
+        let mut child = env
+            .cmd()
+            .arg("server")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("server starts");
+        let stdout = child.stdout.take().expect("server stdout");
+        let mut first = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .expect("server prints its address");
+        let url = first
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {first:?}"))
+            .to_owned();
+        Server { child, url }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Wait (bounded) until `cond` holds; panics with `what` after `secs` seconds.
+pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether a process id is still alive (and not a zombie we could reap).
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,340 @@
+//! Exactly-once delivery under faults: a server killed mid-run, a server down, `wujie` killed
+//! with SIGKILL, a lost response, and a permanent refusal of one event.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::*;
+
+/// An adapter printing `count` text events and one usage event (1 input token) per 10 of them;
+/// after `pause_after` events it touches `<dir>/paused` and waits for `<dir>/go`.
+fn counting_adapter(dir: &std::path::Path, count: usize, pause_after: usize) -> String {
+    format!(
+        r#"i=0
+while [ $i -lt {count} ]; do
+  if [ $i -eq {pause_after} ]; then touch {d}/paused; while [ ! -e {d}/go ]; do sleep 0.05; done; fi
+  printf '{{"type":"text","content":"event %d","source":"count","source_key":"e%d"}}\n' $i $i
+  if [ $((i % 10)) -eq 0 ]; then printf '{{"usage":{{"provider":"p","model":"m","input_tokens":1,"output_tokens":2}}}}\n'; fi
+  i=$((i+1))
+done"#,
+        d = dir.display()
+    )
+}
+
+/// The team server (profile A) and a laptop profile B logged in to it.
+fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
+    let team = Env::new();
+    let server = Server::start(&team, server_args);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &server.url, "--token", &token]);
+    (team, server, laptop)
+}
+
+/// Restart the team server on the same address (the laptop's profile points at it).
+fn restart(team: &Env, old: &mut Server, extra: &[&str]) -> Server {
+    old.kill();
+    let addr = old.url.trim_start_matches("http://").to_owned();
+    let mut args = vec!["--listen", addr.as_str()];
+    args.extend_from_slice(extra);
+    Server::start_args(team, &args)
+}
+
+fn assert_exact(issue: &serde_json::Value, count: usize) {
+    let run = &issue["runs"][0];
+    let messages = run["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), count, "every event stored exactly once");
+    let mut keys: Vec<&str> = messages
+        .iter()
+        .map(|m| m["source_key"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), count, "no duplicates");
+    // Arrival order is the adapter's order.
+    for (i, m) in messages.iter().enumerate() {
+        assert_eq!(m["content"], format!("event {i}"));
+    }
+    let usage = run["usage"].as_array().unwrap();
+    let input: u64 = usage
+        .iter()
+        .map(|u| u["input_tokens"].as_u64().unwrap())
+        .sum();
+    let output: u64 = usage
+        .iter()
+        .map(|u| u["output_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(input, count.div_ceil(10) as u64, "usage totals exact");
+    assert_eq!(output, 2 * count.div_ceil(10) as u64);
+}
+
+#[test]
+fn server_killed_mid_run_then_restarted() {
+    let (team, mut server, laptop) = team_and_laptop(&[]);
+    let dir = laptop.work.path().to_path_buf();
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop
+            .plugin("count", V1, &counting_adapter(&dir, 10_000, 5_000))
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = laptop.create_issue("server dies");
+    let mut run = laptop
+        .cmd()
+        .args(["run", &key, "--drain-timeout", "2", "--", "count"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    server.kill();
+    std::fs::write(dir.join("go"), "").unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the adapter's status, not the server's"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("local-run sync"),
+        "tells how to deliver: {stderr}"
+    );
+
+    let status = laptop.json(&["local-run", "status"]);
+    assert!(status[0]["pending"].as_i64().unwrap() > 0, "{status}");
+
+    let _server = restart(&team, &mut server, &[]);
+    let report = laptop.json(&["local-run", "sync"]);
+    assert_eq!(report["pending"], 0, "{report}");
+    let issue = laptop.issue(&key);
+    assert_exact(&issue, 10_000);
+    assert_eq!(
+        issue["runs"][0]["status"], "succeeded",
+        "the run's real end was delivered too"
+    );
+    assert_eq!(laptop.json(&["local-run", "status"]), serde_json::json!([]));
+}
+
+#[test]
+fn server_down_while_the_adapter_runs_then_sync() {
+    let (team, mut server, laptop) = team_and_laptop(&[]);
+    let dir = laptop.work.path().to_path_buf();
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop
+            .plugin("count", V1, &counting_adapter(&dir, 2_000, 0))
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = laptop.create_issue("server down");
+    let mut run = laptop
+        .cmd()
+        .args(["run", &key, "--drain-timeout", "1", "--", "count"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run exists; from the first event on, the server is gone.
+    wait_until(60, "the adapter to start", || dir.join("paused").exists());
+    server.kill();
+    std::fs::write(dir.join("go"), "").unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not delivered") && stderr.contains("local-run sync"),
+        "{stderr}"
+    );
+
+    // Sync while still down fails clearly and keeps everything.
+    let out = laptop.run(&["local-run", "sync", "--idle-timeout", "1"]);
+    assert!(!out.status.success());
+    let _server = restart(&team, &mut server, &[]);
+    laptop.ok(&["local-run", "sync"]);
+    assert_exact(&laptop.issue(&key), 2_000);
+}
+
+#[test]
+fn sigkilled_wujie_loses_nothing_it_had_read() {
+    let (_team, _server, laptop) = team_and_laptop(&[]);
+    let dir = laptop.work.path().to_path_buf();
+    let body = format!(
+        "echo $$ > {d}/adapter.pid\n{}",
+        counting_adapter(&dir, 3_000, 3_000 - 1),
+        d = dir.display()
+    );
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop.plugin("count", V1, &body).to_str().unwrap(),
+    ]);
+    let key = laptop.create_issue("wujie dies");
+    let mut run = laptop
+        .cmd()
+        .args(["run", &key, "--", "count"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    // Everything printed so far was read and committed once the outbox holds it or the server
+    // has it; give the reader a moment, then kill without warning.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let adapter: i32 = std::fs::read_to_string(dir.join("adapter.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &format!("-{adapter}")])
+        .status();
+
+    laptop.ok(&["local-run", "sync"]);
+    let issue = laptop.issue(&key);
+    assert_exact(&issue, 2_999);
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "reporter stopped");
+}
+
+/// Forwards to the server, but swallows the response to the first event batch: the request is
+/// stored, the reporter never hears so and sends it again.
+fn lossy_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { break };
+            let upstream = upstream.trim_start_matches("http://").to_owned();
+            let flag = flag.clone();
+            std::thread::spawn(move || relay(client, &upstream, &flag));
+        }
+    });
+    (url, dropped)
+}
+
+fn relay(mut client: TcpStream, upstream: &str, dropped: &AtomicBool) {
+    let Ok(mut server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let mut to_server = server.try_clone().unwrap();
+    let mut from_client = client.try_clone().unwrap();
+    let saw_events = Arc::new(AtomicBool::new(false));
+    let saw = saw_events.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = from_client.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if String::from_utf8_lossy(&buf[..n]).contains("/events HTTP/1.1") {
+                saw.store(true, Ordering::SeqCst);
+            }
+            if to_server.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = server.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        if saw_events.load(Ordering::SeqCst) && !dropped.swap(true, Ordering::SeqCst) {
+            // Let the server finish storing, then vanish without answering.
+            let _ = client.shutdown(std::net::Shutdown::Both);
+            let _ = server.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        if client.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+}
+
+#[test]
+fn a_lost_response_does_not_duplicate() {
+    let team = Env::new();
+    let server = Server::start(&team, &[]);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    let (proxy, dropped) = lossy_proxy(server.url.clone());
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &proxy, "--token", &token]);
+    let dir = laptop.work.path().to_path_buf();
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop
+            .plugin("count", V1, &counting_adapter(&dir, 1_000, 0))
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = laptop.create_issue("lost response");
+    std::fs::write(dir.join("go"), "").unwrap();
+    laptop.ok(&["run", &key, "--", "count"]);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the proxy did drop a response"
+    );
+    assert_exact(&team.issue(&key), 1_000);
+}
+
+#[test]
+fn a_permanently_refused_event_is_kept_and_reported() {
+    let (_team, _server, laptop) = team_and_laptop(&["--max-event-bytes", "2000"]);
+    let big = "y".repeat(5000);
+    let body = format!(
+        "echo '{}'\necho '{}'\necho '{}'",
+        msg("text", "before", "a"),
+        msg("text", &big, "too-big"),
+        msg("final", "after", "b")
+    );
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop.plugin("big", V1, &body).to_str().unwrap(),
+    ]);
+    let key = laptop.create_issue("refusal");
+    let out = laptop.run(&["run", &key, "--", "big"]);
+    assert!(
+        out.status.success(),
+        "the adapter succeeded; delivery trouble is reported, not fatal"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refused") && stderr.contains("too-big"),
+        "{stderr}"
+    );
+    let issue = laptop.issue(&key);
+    let contents: Vec<_> = issue["runs"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(contents, ["before", "after"]);
+    let status = laptop.json(&["local-run", "status"]);
+    assert_eq!(status[0]["failed"], 1, "{status}");
+    let text = laptop.ok(&["local-run", "status"]);
+    assert!(
+        text.contains("too-big") || text.contains("refused"),
+        "{text}"
+    );
+}

@@ -1,0 +1,137 @@
+//! Which server a command talks to, and with which token.
+//!
+//! In order: `--server URL` (token from `WUJIE_TOKEN` or the profile's login), the run context
+//! (`WUJIE_SERVER_URL` + `WUJIE_TOKEN`, so an agent can call `wujie issue show $WUJIE_ISSUE_ID`),
+//! the profile's configured server, and otherwise the embedded default: an in-process server on
+//! 127.0.0.1 over the profile's own SQLite database, with the profile's local token (minted on
+//! first use, shared with `wujie server` on the same profile).
+
+use wujie_client::{Client, Token};
+use wujie_server::{EmbeddedServer, ServerConfig};
+use wujie_store::Store;
+
+use crate::error::LocalRunError;
+use crate::profile::Profile;
+
+/// The outbox names the embedded server this way, since its port changes on every start.
+pub const LOCAL_SERVER: &str = "local";
+
+pub struct Connection {
+    pub client: Client,
+    /// Base URL the adapter is given (`WUJIE_SERVER_URL`).
+    pub url: String,
+    /// `local` for the profile's own database, else the remote URL.
+    pub server_label: String,
+    embedded: Option<EmbeddedServer>,
+}
+
+impl Connection {
+    pub async fn open(
+        profile: &Profile,
+        server_flag: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Connection, LocalRunError> {
+        let creds = profile.load_credentials()?;
+        if let Some(url) = server_flag {
+            let token = env("WUJIE_TOKEN").or(creds.remote_token).ok_or_else(|| {
+                LocalRunError::Invalid(format!(
+                    "no token for {url}: run `wujie login --server {url} --token TOKEN` or set WUJIE_TOKEN"
+                ))
+            })?;
+            return Connection::remote(url, token);
+        }
+        if let (Some(url), Some(token)) = (env("WUJIE_SERVER_URL"), env("WUJIE_TOKEN")) {
+            return Connection::remote(&url, token);
+        }
+        if let Some(server) = profile.load_config()?.server {
+            let token = creds.remote_token.ok_or_else(|| {
+                LocalRunError::Invalid(format!(
+                    "profile {:?} points at {} but has no token: run `wujie login --server {} --token TOKEN`",
+                    profile.name, server.url, server.url
+                ))
+            })?;
+            return Connection::remote(&server.url, token);
+        }
+        Connection::embedded(profile).await
+    }
+
+    fn remote(url: &str, token: String) -> Result<Connection, LocalRunError> {
+        let url = url.trim_end_matches('/').to_owned();
+        let client = Client::new(&url, Token::new(token))
+            .map_err(|e| LocalRunError::Invalid(format!("cannot use server {url}: {e}")))?;
+        Ok(Connection {
+            client,
+            server_label: url.clone(),
+            url,
+            embedded: None,
+        })
+    }
+
+    /// Start the in-process server over the profile's database.
+    pub async fn embedded(profile: &Profile) -> Result<Connection, LocalRunError> {
+        let store = open_store(profile).await?;
+        let token = local_token(profile, &store).await?;
+        let server = EmbeddedServer::start(store, ServerConfig::default())
+            .await
+            .map_err(|e| {
+                LocalRunError::Invalid(format!("could not start the embedded server: {e}"))
+            })?;
+        let url = server.url();
+        let client = Client::new(&url, Token::new(token))
+            .map_err(|e| LocalRunError::Invalid(format!("embedded server client: {e}")))?;
+        Ok(Connection {
+            client,
+            url,
+            server_label: LOCAL_SERVER.to_owned(),
+            embedded: Some(server),
+        })
+    }
+
+    /// A connection for delivering to a server recorded in the outbox.
+    pub async fn for_label(profile: &Profile, label: &str) -> Result<Connection, LocalRunError> {
+        if label == LOCAL_SERVER {
+            return Connection::embedded(profile).await;
+        }
+        let creds = profile.load_credentials()?;
+        let token = std::env::var("WUJIE_TOKEN")
+            .ok()
+            .or(creds.remote_token)
+            .ok_or_else(|| {
+                LocalRunError::Invalid(format!(
+                    "no token for {label}: run `wujie login --server {label} --token TOKEN`"
+                ))
+            })?;
+        Connection::remote(label, token)
+    }
+
+    pub async fn close(self) {
+        if let Some(server) = self.embedded {
+            server.shutdown().await;
+        }
+    }
+}
+
+pub async fn open_store(profile: &Profile) -> Result<Store, LocalRunError> {
+    let path = profile.database_path();
+    Store::open(&path).await.map_err(|e| {
+        LocalRunError::Invalid(format!("cannot open database {}: {e}", path.display()))
+    })
+}
+
+/// The profile's own user token: reused while the database still knows it, minted otherwise.
+pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, LocalRunError> {
+    let mut creds = profile.load_credentials()?;
+    if let Some(token) = &creds.local_token {
+        if store.verify_token(token).await.ok().flatten().is_some() {
+            return Ok(token.clone());
+        }
+    }
+    let minted = store
+        .create_user_token(&format!("profile {}", profile.name))
+        .await
+        .map_err(|e| LocalRunError::Invalid(format!("cannot mint a local token: {e}")))?
+        .token;
+    creds.local_token = Some(minted.clone());
+    profile.save_credentials(&creds)?;
+    Ok(minted)
+}

@@ -1,0 +1,569 @@
+//! `wujie discuss -- PROVIDER [ARGS...]`: plan with a v2 provider before an issue exists, then
+//! promote the conversation into an issue in place, keeping the agent's context.
+//!
+//! The adapter reports into a discussion (only user input, questions, plans and finals become
+//! entries; the server filters). A native `handoff_ready` is confirmed (`--confirm`), the issue
+//! and run are created through the promotion state machine, the reporter switches to the run,
+//! and exactly one `handoff_decision` frame answers the adapter on its stdin.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
+use wujie_protocol::control::HandoffDecision;
+use wujie_protocol::event::{Event, HandoffMode};
+use wujie_protocol::manifest::ProtocolVersion;
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+
+use crate::connection::Connection;
+use crate::error::LocalRunError;
+use crate::events::items_for_line;
+use crate::promotion::{self, IssueDraft};
+use crate::registry::{AdapterCommand, Provider};
+use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
+use crate::run::STOP_GRACE;
+use crate::session::{
+    AdapterStdin, Binding, StdoutEvents, StopSignals, adapter_env, spawn_stdin_reader,
+};
+use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+
+/// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
+const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
+
+/// How a native handoff is confirmed when no terminal card is available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmMode {
+    /// Ask on the terminal; without a terminal the answer is "no".
+    Ask,
+    Accept,
+    Reject,
+}
+
+#[derive(Debug, Clone)]
+pub struct DiscussRequest {
+    pub provider_arg: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub resume: Option<String>,
+    pub confirm: ConfirmMode,
+    pub stdin_is_terminal: bool,
+    pub drain_timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct PromotedRun {
+    pub issue_key: String,
+    pub run_id: String,
+    pub status: RunStatus,
+}
+
+#[derive(Debug)]
+pub struct DiscussOutcome {
+    pub discussion_id: String,
+    pub provider: String,
+    pub resumed: bool,
+    pub promoted: Option<PromotedRun>,
+    pub cancelled: bool,
+    pub exit_code: i32,
+    pub summary: CloseSummary,
+}
+
+/// Where a `wujie discuss` lands: a new discussion, or an open one being resumed.
+pub async fn find_or_create(
+    conn: &Connection,
+    provider: &Provider,
+    req: &DiscussRequest,
+) -> Result<(Discussion, String, bool), LocalRunError> {
+    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
+    let existing = match &req.resume {
+        Some(id) => Some(conn.client.get_discussion(id).await.map_err(api)?),
+        None => {
+            let mut found = None;
+            for arg in req
+                .args
+                .iter()
+                .filter(|a| !a.starts_with('-') && !a.is_empty())
+            {
+                let hits = conn
+                    .client
+                    .find_discussions_by_native_session(&provider.name, arg)
+                    .await
+                    .map_err(api)?;
+                if let Some(d) = hits.into_iter().next() {
+                    found = Some(d);
+                    break;
+                }
+            }
+            found
+        }
+    };
+    match existing {
+        Some(d) if d.status == DiscussionStatus::Promoted => {
+            let key = d.issue_key.clone().unwrap_or_default();
+            Err(LocalRunError::Invalid(format!(
+                "discussion {} was already turned into issue {key}; continue there with `wujie run {key} -- {}`",
+                d.id, d.provider
+            )))
+        }
+        Some(d) => {
+            if d.provider != provider.name {
+                return Err(LocalRunError::Invalid(format!(
+                    "discussion {} belongs to provider {:?}, not {:?}; resume it with `wujie discuss --resume {} -- {}`",
+                    d.id, d.provider, provider.name, d.id, d.provider
+                )));
+            }
+            let token = conn.client.discussion_token(&d.id).await.map_err(api)?;
+            Ok((d, token, true))
+        }
+        None => {
+            let created = conn
+                .client
+                .create_discussion(&CreateDiscussion {
+                    provider: provider.name.clone(),
+                    cwd: req.cwd.to_string_lossy().into_owned(),
+                })
+                .await
+                .map_err(api)?;
+            Ok((created.discussion, created.token, false))
+        }
+    }
+}
+
+/// Refuse v1 providers with the seed's answer.
+pub fn require_v2(provider: &Provider) -> Result<(), LocalRunError> {
+    if provider.manifest.protocol == ProtocolVersion::V2 {
+        return Ok(());
+    }
+    Err(LocalRunError::Invalid(format!(
+        "provider {:?} speaks wujie-localrun-provider.v1, which keeps the Issue-first contract: run it on an issue with `wujie run ISSUE -- {}`, or upgrade its adapter and manifest to wujie-localrun-provider.v2 to discuss before an issue exists",
+        provider.name, provider.name
+    )))
+}
+
+struct Pending {
+    request_id: String,
+    mode: HandoffMode,
+    draft: IssueDraft,
+    discussion: Discussion,
+}
+
+pub async fn discuss(
+    conn: &Connection,
+    outbox: Outbox,
+    provider: &Provider,
+    command: AdapterCommand,
+    req: DiscussRequest,
+    notice: Arc<dyn ReporterNotice>,
+) -> Result<DiscussOutcome, LocalRunError> {
+    require_v2(provider)?;
+    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
+    let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
+    let workspace = conn.client.workspace().await.map_err(api)?;
+    let outbox_err = |e: wujie_store::outbox::OutboxError| LocalRunError::Invalid(e.to_string());
+    outbox
+        .add_target(&NewTarget {
+            id: &discussion.id,
+            kind: TargetKind::Discussion,
+            server_url: &conn.server_label,
+            label: "discussion",
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .map_err(outbox_err)?;
+    let reporter = Reporter::start(
+        outbox.clone(),
+        conn.client.clone(),
+        TargetRef {
+            id: discussion.id.clone(),
+            kind: TargetKind::Discussion,
+        },
+        notice,
+    );
+    let binding = Binding {
+        session_id: Some(discussion.id.clone()),
+        ..Binding::default()
+    };
+    let env = adapter_env(
+        &binding,
+        &workspace.id,
+        &conn.url,
+        &token,
+        provider,
+        &req.provider_arg,
+        &req.args,
+    );
+    let mut args = command.leading_args.clone();
+    args.extend(req.args.iter().cloned());
+    let mut adapter = Adapter::spawn(&SpawnSpec {
+        program: command.program.clone(),
+        args,
+        cwd: req.cwd.clone(),
+        env,
+    })?;
+    let mut flow = Flow {
+        conn,
+        outbox: &outbox,
+        reporter: &reporter,
+        provider,
+        req: &req,
+        target: TargetRef {
+            id: discussion.id.clone(),
+            kind: TargetKind::Discussion,
+        },
+        to_adapter: AdapterStdin::spawn(adapter.stdin.take()),
+        pending: None,
+        promoted: None,
+    };
+    let end = flow.pump(&mut adapter).await?;
+    let cancelled = matches!(end, End::Cancelled);
+    let (exit_code, error) = match end {
+        End::Eof => {
+            let status = adapter
+                .wait()
+                .await
+                .map_err(|e| LocalRunError::Invalid(format!("waiting for the adapter: {e}")))?;
+            (exit_code_of(status), None)
+        }
+        // A cancelled adapter's signal exit is the normal end of a cancellation.
+        End::Cancelled => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            (130, None)
+        }
+        End::Invalid(message) => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            eprintln!("wujie: {message}");
+            (1, Some(message))
+        }
+    };
+    let promoted = flow.promoted.take();
+    let promoted_run = match promoted {
+        Some((issue_key, run_id)) => {
+            let status = if cancelled {
+                RunStatus::Cancelled
+            } else if exit_code == 0 {
+                RunStatus::Succeeded
+            } else {
+                RunStatus::Failed
+            };
+            let error = match status {
+                RunStatus::Cancelled => Some("cancelled by the user".to_owned()),
+                RunStatus::Failed => {
+                    error.or(Some(format!("adapter exited with code {exit_code}")))
+                }
+                _ => None,
+            };
+            reporter
+                .finish(
+                    &run_id,
+                    FinishRun {
+                        status,
+                        exit_code: Some(exit_code),
+                        error,
+                    },
+                )
+                .await
+                .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+            Some(PromotedRun {
+                issue_key,
+                run_id,
+                status,
+            })
+        }
+        None => None,
+    };
+    let summary = reporter
+        .close(req.drain_timeout, |left| {
+            eprintln!("wujie: delivering discussion events… {left} left");
+        })
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    if summary.pending == 0 {
+        // A discussion has no end to record; once delivered it leaves the outbox.
+        let _ = outbox.finish_delivered(&discussion.id).await;
+    }
+    Ok(DiscussOutcome {
+        discussion_id: discussion.id,
+        provider: provider.name.clone(),
+        resumed,
+        promoted: promoted_run,
+        cancelled,
+        exit_code,
+        summary,
+    })
+}
+
+/// How reading the adapter's stdout ended.
+enum End {
+    Eof,
+    Cancelled,
+    Invalid(String),
+}
+
+struct Flow<'a> {
+    conn: &'a Connection,
+    outbox: &'a Outbox,
+    reporter: &'a Reporter,
+    provider: &'a Provider,
+    req: &'a DiscussRequest,
+    /// Where events go now: the discussion, then the run once promoted.
+    target: TargetRef,
+    to_adapter: AdapterStdin,
+    /// A handoff waiting for the user's answer on the terminal.
+    pending: Option<Pending>,
+    /// (issue key, run id) once promoted.
+    promoted: Option<(String, String)>,
+}
+
+impl Flow<'_> {
+    async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
+        let stdout = adapter
+            .stdout
+            .take()
+            .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+        let mut events = StdoutEvents::new(stdout);
+        let mut signals = StopSignals::install()?;
+        let mut from_user = spawn_stdin_reader();
+        let mut user_open = true;
+        let mut answer = String::new();
+        loop {
+            tokio::select! {
+                read = events.next() => {
+                    let Some(read) = read? else { return Ok(End::Eof) };
+                    let mut items = Vec::new();
+                    for line in read.lines {
+                        let line = match line {
+                            Ok(line) => line,
+                            Err(e) => {
+                                self.record(std::mem::take(&mut items)).await?;
+                                self.cancel_pending("the adapter printed an invalid line").await;
+                                return Ok(End::Invalid(e.to_string()));
+                            }
+                        };
+                        for event in &line.events {
+                            if let Event::HandoffReady { request_id, mode } = event {
+                                // Everything before the request is recorded where it belongs first.
+                                self.record(std::mem::take(&mut items)).await?;
+                                self.on_handoff(request_id, *mode).await?;
+                            }
+                        }
+                        items.extend(
+                            items_for_line(&self.target.id, &line)
+                                .into_iter()
+                                .map(|i| (i, read.read_at_ms)),
+                        );
+                    }
+                    self.record(items).await?;
+                }
+                input = from_user.recv(), if user_open => match input.flatten() {
+                    Some(bytes) if self.pending.is_some() => {
+                        answer.push_str(&String::from_utf8_lossy(&bytes));
+                        if let Some(end) = answer.find('\n') {
+                            let line = answer[..end].trim().to_lowercase();
+                            answer.clear();
+                            if matches!(line.as_str(), "" | "y" | "yes" | "c" | "create") {
+                                let pending = self.pending.take().expect("pending checked");
+                                self.accept(pending).await?;
+                            } else {
+                                self.cancel_pending("cancelled by the user").await;
+                                adapter.signal(Signal::SIGTERM);
+                                return Ok(End::Cancelled);
+                            }
+                        }
+                    }
+                    Some(bytes) => self.to_adapter.send(bytes).await,
+                    None => user_open = false,
+                },
+                () = signals.recv() => {
+                    // The decision goes out before the adapter is told to stop.
+                    self.cancel_pending("cancelled by the user").await;
+                    adapter.signal(Signal::SIGTERM);
+                    return Ok(End::Cancelled);
+                }
+            }
+        }
+    }
+
+    async fn record(
+        &self,
+        items: Vec<(wujie_protocol::api::IngestItem, i64)>,
+    ) -> Result<(), LocalRunError> {
+        self.reporter
+            .record(&self.target.id, items)
+            .await
+            .map_err(|e| LocalRunError::Invalid(e.to_string()))
+    }
+
+    async fn send_decision(&self, decision: HandoffDecision) {
+        self.to_adapter.send_flushed(decision.encode_frame()).await;
+    }
+
+    async fn refuse(&self, request_id: &str, mode: HandoffMode, error: String) {
+        eprintln!("wujie: handoff {request_id:?} refused: {error}");
+        self.send_decision(HandoffDecision {
+            request_id: request_id.to_owned(),
+            accepted: false,
+            mode: Some(mode),
+            issue_id: None,
+            issue_key: None,
+            run_id: None,
+            error: Some(error),
+        })
+        .await;
+    }
+
+    /// Answer a waiting handoff with "no" and give the adapter a moment to read it before the
+    /// caller signals it.
+    async fn cancel_pending(&mut self, why: &str) {
+        if let Some(p) = self.pending.take() {
+            self.refuse(&p.request_id, p.mode, why.to_owned()).await;
+            tokio::time::sleep(DECISION_READ_PAUSE).await;
+        }
+    }
+
+    async fn on_handoff(
+        &mut self,
+        request_id: &str,
+        mode: HandoffMode,
+    ) -> Result<(), LocalRunError> {
+        if !self.provider.manifest.capabilities.native_plan_handoff {
+            let error = format!(
+                "provider {:?} did not declare capabilities.native_plan_handoff; use /wujiecreateissue or `wujie discussion promote`",
+                self.provider.name
+            );
+            self.refuse(request_id, mode, error).await;
+            return Ok(());
+        }
+        if let Some(p) = &self.pending {
+            let error = format!(
+                "another handoff request ({:?}) is waiting for confirmation",
+                p.request_id
+            );
+            self.refuse(request_id, mode, error).await;
+            return Ok(());
+        }
+        if let Some((key, _)) = &self.promoted {
+            let error = format!("this discussion is already issue {key}");
+            self.refuse(request_id, mode, error).await;
+            return Ok(());
+        }
+        let discussion = match self.delivered_discussion().await {
+            Ok(d) => d,
+            Err(error) => {
+                self.refuse(request_id, mode, error).await;
+                return Ok(());
+            }
+        };
+        let draft = promotion::draft_from(&discussion, None);
+        let pending = Pending {
+            request_id: request_id.to_owned(),
+            mode,
+            draft,
+            discussion,
+        };
+        match self.req.confirm {
+            ConfirmMode::Accept => self.accept(pending).await,
+            ConfirmMode::Reject => {
+                self.refuse(request_id, mode, "declined (--confirm reject)".to_owned())
+                    .await;
+                Ok(())
+            }
+            ConfirmMode::Ask if !self.req.stdin_is_terminal => {
+                self.refuse(
+                    request_id,
+                    mode,
+                    "no terminal to confirm; pass --confirm accept".to_owned(),
+                )
+                .await;
+                Ok(())
+            }
+            ConfirmMode::Ask => {
+                print_card(&pending.draft, mode);
+                self.pending = Some(pending);
+                Ok(())
+            }
+        }
+    }
+
+    /// The discussion as the server has it once every entry read so far was delivered.
+    async fn delivered_discussion(&self) -> Result<Discussion, String> {
+        let unreachable = || "the Wujie server could not be reached".to_owned();
+        self.reporter.flush().await.map_err(|_| unreachable())?;
+        if !self
+            .reporter
+            .wait_delivered(&self.target.id, Duration::from_secs(10))
+            .await
+        {
+            return Err(unreachable());
+        }
+        self.conn
+            .client
+            .get_discussion(&self.target.id)
+            .await
+            .map_err(|e| promotion::redacted(&e))
+    }
+
+    async fn accept(&mut self, pending: Pending) -> Result<(), LocalRunError> {
+        let cwd = self.req.cwd.to_string_lossy().into_owned();
+        match promotion::promote(&self.conn.client, &pending.discussion, &pending.draft, &cwd).await
+        {
+            Err(e) => {
+                self.refuse(&pending.request_id, pending.mode, promotion::redacted(&e))
+                    .await;
+                Ok(())
+            }
+            Ok(promoted) => {
+                let run_id = promoted.run.id.clone();
+                self.outbox
+                    .add_target(&NewTarget {
+                        id: &run_id,
+                        kind: TargetKind::Run,
+                        server_url: &self.conn.server_label,
+                        label: &promoted.issue.key,
+                        reporter_pid: std::process::id(),
+                    })
+                    .await
+                    .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                let target = TargetRef {
+                    id: run_id.clone(),
+                    kind: TargetKind::Run,
+                };
+                self.reporter.add_target(target.clone());
+                self.target = target;
+                eprintln!(
+                    "wujie: created {} “{}”; the agent continues there (run {run_id}).",
+                    promoted.issue.key, promoted.issue.title
+                );
+                self.send_decision(HandoffDecision {
+                    request_id: pending.request_id,
+                    accepted: true,
+                    mode: Some(pending.mode),
+                    issue_id: Some(promoted.issue.id.clone()),
+                    issue_key: Some(promoted.issue.key.clone()),
+                    run_id: Some(run_id.clone()),
+                    error: None,
+                })
+                .await;
+                self.promoted = Some((promoted.issue.key, run_id));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The plain confirmation prompt (the terminal host draws a card instead).
+fn print_card(draft: &IssueDraft, mode: HandoffMode) {
+    let preview: Vec<&str> = draft.description.lines().take(8).collect();
+    eprintln!(
+        "\n┌ Create an issue from this discussion ({})",
+        mode.as_str()
+    );
+    eprintln!("│ {}", draft.title);
+    for line in preview {
+        eprintln!("│   {line}");
+    }
+    eprintln!(
+        "└ Press Enter (or y) to create it and continue in this context; n or Ctrl+C cancels."
+    );
+}

@@ -1,0 +1,35 @@
+//! Turning decoded adapter lines into ingest items with stable idempotency keys.
+
+use wujie_protocol::api::IngestItem;
+use wujie_protocol::event::{DecodedLine, Event};
+
+/// `source` of the items the reporter keys itself (usage, native session ids).
+pub const REPORTER_SOURCE: &str = "wujie-reporter";
+
+/// The items a line becomes. Messages keep the adapter's own (source, source_key). Usage carries
+/// no key, so it gets one from the target id and the line's ordinal in the adapter's stdout:
+/// stable across retries of the same run, so a re-sent batch never counts tokens twice.
+/// `handoff_ready` is a request to the parent, not something to store.
+pub fn items_for_line(target_id: &str, line: &DecodedLine) -> Vec<IngestItem> {
+    line.events
+        .iter()
+        .filter_map(|event| {
+            let (source, source_key) = match event {
+                Event::Message(m) => (m.source.clone(), m.source_key.clone()),
+                Event::Usage(_) => (
+                    REPORTER_SOURCE.to_owned(),
+                    format!("usage:{target_id}:line:{}", line.line_no),
+                ),
+                Event::Session { session_id } => {
+                    (REPORTER_SOURCE.to_owned(), format!("session:{session_id}"))
+                }
+                Event::HandoffReady { .. } => return None,
+            };
+            Some(IngestItem {
+                source,
+                source_key,
+                event: event.clone(),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,289 @@
+//! Where a profile keeps its files, and its JSON config.
+//!
+//! With `WUJIE_HOME` set everything lives below it (`config/`, `state/`, `data/`), so tests and
+//! users can isolate a profile completely. Otherwise the XDG base directories are used.
+//! The default profile uses the roots directly; a named profile gets `profiles/<name>/` below each.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LocalRunError;
+
+pub const DEFAULT_PROFILE: &str = "default";
+
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub name: String,
+    pub config_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+/// The three roots everything hangs off, before a profile is chosen.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    pub config: PathBuf,
+    pub state: PathBuf,
+    pub data: PathBuf,
+}
+
+impl Roots {
+    /// Roots from the process environment (`WUJIE_HOME`, else XDG variables, else `$HOME`).
+    pub fn from_env() -> Result<Roots, LocalRunError> {
+        Roots::from_vars(|k| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+
+    pub fn from_vars(var: impl Fn(&str) -> Option<PathBuf>) -> Result<Roots, LocalRunError> {
+        if let Some(home) = var("WUJIE_HOME") {
+            return Ok(Roots {
+                config: home.join("config"),
+                state: home.join("state"),
+                data: home.join("data"),
+            });
+        }
+        let home = var("HOME").ok_or(LocalRunError::NoHome)?;
+        let xdg = |name: &str, fallback: &str| {
+            var(name)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| home.join(fallback))
+                .join("wujie")
+        };
+        Ok(Roots {
+            config: xdg("XDG_CONFIG_HOME", ".config"),
+            state: xdg("XDG_STATE_HOME", ".local/state"),
+            data: xdg("XDG_DATA_HOME", ".local/share"),
+        })
+    }
+
+    pub fn profile(&self, name: &str) -> Result<Profile, LocalRunError> {
+        let name = name.trim();
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            && !name.starts_with('-');
+        if !valid {
+            return Err(LocalRunError::InvalidProfileName(name.to_owned()));
+        }
+        let pick = |root: &Path| {
+            if name == DEFAULT_PROFILE {
+                root.to_path_buf()
+            } else {
+                root.join("profiles").join(name)
+            }
+        };
+        Ok(Profile {
+            name: name.to_owned(),
+            config_dir: pick(&self.config),
+            state_dir: pick(&self.state),
+            data_dir: pick(&self.data),
+        })
+    }
+}
+
+impl Profile {
+    pub fn config_path(&self) -> PathBuf {
+        self.config_dir.join("config.json")
+    }
+    pub fn credentials_path(&self) -> PathBuf {
+        self.config_dir.join("credentials.json")
+    }
+    /// The embedded server's database (also served by `wujie server` on this profile).
+    pub fn database_path(&self) -> PathBuf {
+        self.state_dir.join("wujie.db")
+    }
+    /// The reporter's durable outbox.
+    pub fn outbox_path(&self) -> PathBuf {
+        self.state_dir.join("outbox.db")
+    }
+    /// Where `local-run provider install` copies plugins.
+    pub fn installed_providers_dir(&self) -> PathBuf {
+        self.state_dir.join("localrun-providers")
+    }
+
+    pub fn load_config(&self) -> Result<Config, LocalRunError> {
+        let path = self.config_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LocalRunError::BadConfig {
+                path,
+                reason: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(LocalRunError::io(&path, e)),
+        }
+    }
+
+    pub fn save_config(&self, config: &Config) -> Result<(), LocalRunError> {
+        let mut json = serde_json::to_vec_pretty(config).expect("config serializes");
+        json.push(b'\n');
+        write_atomic(&self.config_path(), &json, 0o644)
+    }
+
+    pub fn load_credentials(&self) -> Result<Credentials, LocalRunError> {
+        let path = self.credentials_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LocalRunError::BadConfig {
+                path,
+                reason: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Credentials::default()),
+            Err(e) => Err(LocalRunError::io(&path, e)),
+        }
+    }
+
+    /// Credentials hold plaintext tokens (the server keeps only hashes), so the file is 0600.
+    pub fn save_credentials(&self, creds: &Credentials) -> Result<(), LocalRunError> {
+        let json = serde_json::to_vec_pretty(creds).expect("credentials serialize");
+        write_atomic(&self.credentials_path(), &json, 0o600)
+    }
+}
+
+/// The profile's `config.json`. Unknown keys are kept so hand edits survive a rewrite.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Config {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerSetting>,
+    #[serde(default)]
+    pub localrun_providers: BTreeMap<String, ProviderEntry>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerSetting {
+    pub url: String,
+}
+
+/// One `localrun_providers` entry, exactly as the seed shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProviderEntry {
+    pub manifest_path: String,
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Credentials {
+    /// Token of this profile's own (embedded or `wujie server`) database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_token: Option<String>,
+    /// Token for the remote server named in the config, stored by `wujie login`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_token: Option<String>,
+}
+
+/// Write through a temp file and rename, so a crash never leaves a half-written file.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), LocalRunError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| LocalRunError::io(dir, e))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(|e| LocalRunError::io(&tmp, e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| LocalRunError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| LocalRunError::io(path, e))
+}
+
+/// Expand `~` and `$VAR` / `${VAR}` in a configured manifest path (seed: "manifest_path 支持 ~
+/// 和环境变量展开"). An unset variable is an error rather than an empty string, so a typo does
+/// not silently point somewhere else.
+pub fn expand_path(raw: &str, var: impl Fn(&str) -> Option<String>) -> Result<PathBuf, String> {
+    let mut out = String::new();
+    let mut rest = raw;
+    if rest == "~" || rest.starts_with("~/") {
+        out.push_str(&var("HOME").ok_or("`~` used but HOME is not set")?);
+        rest = &rest[1..];
+    }
+    let mut chars = rest.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let after = &rest[i + 1..];
+        let (name, consumed) = if let Some(inner) = after.strip_prefix('{') {
+            let end = inner
+                .find('}')
+                .ok_or_else(|| format!("unclosed `${{` in {raw:?}"))?;
+            (&inner[..end], end + 2)
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], end)
+        };
+        if name.is_empty() {
+            out.push('$');
+            continue;
+        }
+        let value = var(name).ok_or_else(|| format!("environment variable ${name} is not set"))?;
+        out.push_str(&value);
+        for _ in 0..consumed {
+            chars.next();
+        }
+    }
+    Ok(PathBuf::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn expands_tilde_and_variables() {
+        let v = vars(&[("HOME", "/home/me"), ("DEV", "/src"), ("X_1", "x")]);
+        assert_eq!(
+            expand_path("~/p/provider.json", &v).unwrap(),
+            PathBuf::from("/home/me/p/provider.json")
+        );
+        assert_eq!(
+            expand_path("$DEV/a/${X_1}y", &v).unwrap(),
+            PathBuf::from("/src/a/xy")
+        );
+        assert_eq!(expand_path("/a$/b", &v).unwrap(), PathBuf::from("/a$/b"));
+        assert!(expand_path("$NOPE/x", &v).unwrap_err().contains("NOPE"));
+        assert!(expand_path("${DEV", &v).unwrap_err().contains("unclosed"));
+    }
+
+    #[test]
+    fn wujie_home_holds_everything() {
+        let roots = Roots::from_vars(|k| (k == "WUJIE_HOME").then(|| PathBuf::from("/w"))).unwrap();
+        let p = roots.profile("default").unwrap();
+        assert_eq!(p.config_path(), PathBuf::from("/w/config/config.json"));
+        assert_eq!(p.database_path(), PathBuf::from("/w/state/wujie.db"));
+        let q = roots.profile("team").unwrap();
+        assert_eq!(q.state_dir, PathBuf::from("/w/state/profiles/team"));
+        assert!(roots.profile("../x").is_err());
+        assert!(roots.profile("").is_err());
+    }
+}

@@ -1,0 +1,296 @@
+//! Finding providers: built-in first, then the profile's `localrun_providers` config, then the
+//! installed-plugins directory (seed: "先查内置 provider，再查 localrun_providers 配置，最后查已安装
+//! 目录"). The registry knows no provider by name beyond the built-in table.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use wujie_protocol::manifest::{Capabilities, Manifest, ProtocolVersion};
+
+use crate::error::LocalRunError;
+use crate::profile::{Config, Profile, expand_path};
+
+/// A provider implemented inside the `wujie` binary: its adapter is `wujie adapter <name>`.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub display_name: &'static str,
+    pub protocol: ProtocolVersion,
+    pub interactive_pty: bool,
+}
+
+impl Builtin {
+    fn manifest(&self) -> Manifest {
+        Manifest {
+            schema_version: 1,
+            name: self.name.to_owned(),
+            display_name: Some(self.display_name.to_owned()),
+            command: self.name.to_owned(),
+            protocol: self.protocol,
+            capabilities: Capabilities {
+                interactive_pty: self.interactive_pty,
+                structured_events: true,
+                issue_context: Some("env".to_owned()),
+                usage: true,
+                native_plan_handoff: false,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    /// An entry of `localrun_providers` (installed plugins are recorded there too).
+    Config,
+    /// A directory under the installed-plugins dir with no config entry.
+    Installed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub name: String,
+    pub origin: Origin,
+    pub manifest: Manifest,
+    /// `None` for built-ins.
+    pub manifest_path: Option<PathBuf>,
+    pub enabled: bool,
+}
+
+/// The program and leading arguments that start an adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterCommand {
+    pub program: PathBuf,
+    pub leading_args: Vec<String>,
+}
+
+impl Provider {
+    pub fn kind(&self) -> &'static str {
+        match self.origin {
+            Origin::Builtin => "builtin",
+            Origin::Config | Origin::Installed => "plugin",
+        }
+    }
+
+    /// Resolve the manifest's `command`: with a path separator or a leading `.` it is relative
+    /// to the manifest's directory; otherwise it is looked up on `PATH`.
+    pub fn adapter_command(
+        &self,
+        current_exe: &Path,
+        path_var: Option<&str>,
+    ) -> Result<AdapterCommand, LocalRunError> {
+        let Some(manifest_path) = &self.manifest_path else {
+            return Ok(AdapterCommand {
+                program: current_exe.to_path_buf(),
+                leading_args: vec!["adapter".to_owned(), self.name.clone()],
+            });
+        };
+        let manifest_dir = manifest_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let command = &self.manifest.command;
+        let fail = |problem, tried: PathBuf| LocalRunError::Command {
+            name: self.name.clone(),
+            command: command.clone(),
+            problem,
+            tried,
+            manifest_dir: manifest_dir.clone(),
+        };
+        let program = if self.manifest.command_is_relative_to_manifest() {
+            manifest_dir.join(command)
+        } else {
+            let found = path_var
+                .unwrap_or("")
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| Path::new(d).join(command))
+                .find(|p| is_executable(p));
+            match found {
+                Some(p) => p,
+                None => return Err(fail("was not found on PATH", PathBuf::from(command))),
+            }
+        };
+        match std::fs::metadata(&program) {
+            Err(_) => Err(fail("does not exist", program)),
+            Ok(m) if !m.is_file() => Err(fail("is not a file", program)),
+            Ok(_) if !is_executable(&program) => Err(fail("is not executable", program)),
+            Ok(_) => Ok(AdapterCommand {
+                program,
+                leading_args: Vec::new(),
+            }),
+        }
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+pub struct ProviderRegistry<'a> {
+    profile: &'a Profile,
+    config: Config,
+    builtins: &'a [Builtin],
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl<'a> ProviderRegistry<'a> {
+    pub fn new(
+        profile: &'a Profile,
+        config: Config,
+        builtins: &'a [Builtin],
+        env: &'a dyn Fn(&str) -> Option<String>,
+    ) -> Self {
+        ProviderRegistry {
+            profile,
+            config,
+            builtins,
+            env,
+        }
+    }
+
+    pub fn builtin(&self, name: &str) -> Option<&Builtin> {
+        self.builtins.iter().find(|b| b.name == name)
+    }
+
+    /// Find a provider by the name the user typed after `--`.
+    pub fn resolve(&self, name: &str) -> Result<Provider, LocalRunError> {
+        let name = name.trim().to_lowercase();
+        if let Some(b) = self.builtin(&name) {
+            return Ok(builtin_provider(b));
+        }
+        if let Some(entry) = self.config.localrun_providers.get(&name) {
+            let provider = self.from_config(&name, &entry.manifest_path, entry.enabled)?;
+            if !provider.enabled {
+                return Err(LocalRunError::Disabled(name));
+            }
+            return Ok(provider);
+        }
+        let installed = self.installed_manifest_path(&name);
+        if installed.is_file() {
+            return self.load_plugin(&name, installed, true, Origin::Installed);
+        }
+        Err(LocalRunError::UnknownProvider {
+            name,
+            config: self.profile.config_path(),
+            installed: self.profile.installed_providers_dir(),
+        })
+    }
+
+    /// Every provider the profile knows, in resolution order; broken entries come with their
+    /// error so `provider list` can show them instead of failing as a whole.
+    pub fn list(&self) -> Vec<(String, Result<Provider, LocalRunError>)> {
+        let mut seen = BTreeMap::new();
+        let mut out = Vec::new();
+        for b in self.builtins {
+            seen.insert(b.name.to_owned(), ());
+            out.push((b.name.to_owned(), Ok(builtin_provider(b))));
+        }
+        for (key, entry) in &self.config.localrun_providers {
+            if seen.insert(key.clone(), ()).is_some() {
+                out.push((
+                    key.clone(),
+                    Err(LocalRunError::BuiltinConflict {
+                        name: key.clone(),
+                        path: PathBuf::from(&entry.manifest_path),
+                    }),
+                ));
+                continue;
+            }
+            out.push((
+                key.clone(),
+                self.from_config(key, &entry.manifest_path, entry.enabled),
+            ));
+        }
+        if let Ok(dir) = std::fs::read_dir(self.profile.installed_providers_dir()) {
+            let mut names: Vec<String> = dir
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| !n.starts_with('.'))
+                .collect();
+            names.sort();
+            for name in names {
+                if seen.insert(name.clone(), ()).is_some() {
+                    continue;
+                }
+                let path = self.installed_manifest_path(&name);
+                out.push((
+                    name.clone(),
+                    self.load_plugin(&name, path, true, Origin::Installed),
+                ));
+            }
+        }
+        out
+    }
+
+    pub fn installed_manifest_path(&self, name: &str) -> PathBuf {
+        self.profile
+            .installed_providers_dir()
+            .join(name)
+            .join("provider.json")
+    }
+
+    fn from_config(
+        &self,
+        key: &str,
+        raw_path: &str,
+        enabled: bool,
+    ) -> Result<Provider, LocalRunError> {
+        let path = expand_path(raw_path, self.env).map_err(|reason| LocalRunError::BadConfig {
+            path: self.profile.config_path(),
+            reason: format!("localrun_providers.{key}.manifest_path: {reason}"),
+        })?;
+        self.load_plugin(key, path, enabled, Origin::Config)
+    }
+
+    fn load_plugin(
+        &self,
+        key: &str,
+        path: PathBuf,
+        enabled: bool,
+        origin: Origin,
+    ) -> Result<Provider, LocalRunError> {
+        let manifest = load_manifest(&path)?;
+        if self.builtin(&manifest.name).is_some() || self.builtin(key).is_some() {
+            return Err(LocalRunError::BuiltinConflict {
+                name: manifest.name,
+                path,
+            });
+        }
+        if manifest.name != key {
+            return Err(LocalRunError::NameMismatch {
+                key: key.to_owned(),
+                name: manifest.name,
+                path,
+            });
+        }
+        Ok(Provider {
+            name: manifest.name.clone(),
+            origin,
+            manifest,
+            manifest_path: Some(path),
+            enabled,
+        })
+    }
+}
+
+fn builtin_provider(b: &Builtin) -> Provider {
+    Provider {
+        name: b.name.to_owned(),
+        origin: Origin::Builtin,
+        manifest: b.manifest(),
+        manifest_path: None,
+        enabled: true,
+    }
+}
+
+pub fn load_manifest(path: &Path) -> Result<Manifest, LocalRunError> {
+    let bytes = std::fs::read(path).map_err(|e| LocalRunError::io(path, e))?;
+    Manifest::parse(&bytes).map_err(|source| LocalRunError::Manifest {
+        path: path.to_path_buf(),
+        source,
+    })
+}

@@ -1,0 +1,567 @@
+//! The reporter: every event read from an adapter goes to the durable outbox first, then to
+//! the server in batches, exactly once in effect.
+//!
+//! Three stages run concurrently: the caller records items (awaiting a bounded channel, which
+//! back-pressures a fast adapter instead of buffering without bound), the writer commits them to
+//! the outbox in transactions, and the deliverer sends committed rows in order, in batches
+//! (flushed as soon as rows are committed, up to a size cap), settling each row only after the
+//! server acknowledged it. Retries are safe because the server dedupes on (source, source_key).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
+use wujie_client::{Client, ClientError};
+use wujie_protocol::api::{FinishRun, IngestBatch, IngestItem, IngestOutcome};
+use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
+
+/// Most items in one request; about the point where larger batches stop paying off.
+pub const BATCH_MAX_ITEMS: usize = 500;
+/// Most bytes of items in one request, well under the server's body limit.
+pub const BATCH_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// Capacity of the recording channel, in batches of items.
+const RECORD_QUEUE: usize = 64;
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone)]
+pub struct TargetRef {
+    pub id: String,
+    pub kind: TargetKind,
+}
+
+/// What the user is told about, as it happens (stderr in the CLI).
+pub trait ReporterNotice: Send + Sync {
+    fn refused(&self, item: &str, reason: &str);
+    fn retrying(&self, error: &ClientError, pending: i64);
+}
+
+/// Latencies from "line read" to "acknowledged by the server", in whole milliseconds; fixed
+/// memory whatever the number of events.
+#[derive(Debug, Clone)]
+pub struct LatencyHistogram {
+    buckets: Vec<u64>,
+    count: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram {
+            buckets: vec![0; 60_001],
+            count: 0,
+        }
+    }
+}
+
+impl LatencyHistogram {
+    fn record(&mut self, ms: i64) {
+        let i = ms.clamp(0, self.buckets.len() as i64 - 1) as usize;
+        self.buckets[i] += 1;
+        self.count += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The q-quantile in ms (q in 0..=1); `None` when nothing was recorded.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((self.count as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (ms, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(ms as u64);
+            }
+        }
+        Some(self.buckets.len() as u64 - 1)
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct DeliveryStats {
+    pub delivered: u64,
+    pub refused: u64,
+    pub first_read_ms: Option<i64>,
+    pub last_ack_ms: Option<i64>,
+    pub latency: LatencyHistogram,
+}
+
+/// How `close` ended.
+#[derive(Debug)]
+pub struct CloseSummary {
+    pub stats: DeliveryStats,
+    /// Rows still waiting (server unreachable until the drain deadline).
+    pub pending: i64,
+    pub failed: i64,
+    pub finish_delivered: bool,
+}
+
+enum WriterMsg {
+    Items(String, Vec<(String, i64)>),
+    Flush(oneshot::Sender<()>),
+}
+
+struct Shared {
+    targets: Mutex<Vec<TargetState>>,
+    committed: Notify,
+    closing: std::sync::atomic::AtomicBool,
+}
+
+struct TargetState {
+    target: TargetRef,
+    finish: Option<FinishRun>,
+    finish_sent: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReporterError {
+    #[error(transparent)]
+    Outbox(#[from] OutboxError),
+    #[error("the reporter stopped unexpectedly: {0}")]
+    Stopped(String),
+}
+
+pub struct Reporter {
+    outbox: Outbox,
+    tx: Option<mpsc::Sender<WriterMsg>>,
+    writer: Option<JoinHandle<Result<(), OutboxError>>>,
+    deliverer: Option<JoinHandle<DeliveryStats>>,
+    shared: Arc<Shared>,
+}
+
+impl Reporter {
+    pub fn start(
+        outbox: Outbox,
+        client: Client,
+        first: TargetRef,
+        notice: Arc<dyn ReporterNotice>,
+    ) -> Reporter {
+        let shared = Arc::new(Shared {
+            targets: Mutex::new(vec![TargetState {
+                target: first,
+                finish: None,
+                finish_sent: false,
+            }]),
+            committed: Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
+        });
+        let (tx, rx) = mpsc::channel(RECORD_QUEUE);
+        let writer = tokio::spawn(write_loop(outbox.clone(), rx, shared.clone()));
+        let deliverer = tokio::spawn(deliver_loop(outbox.clone(), client, shared.clone(), notice));
+        Reporter {
+            outbox,
+            tx: Some(tx),
+            writer: Some(writer),
+            deliverer: Some(deliverer),
+            shared,
+        }
+    }
+
+    /// Queue items read from the adapter for `target_id`; waits when the pipeline is full.
+    pub async fn record(
+        &self,
+        target_id: &str,
+        items: Vec<(IngestItem, i64)>,
+    ) -> Result<(), ReporterError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let rows = items
+            .into_iter()
+            .map(|(item, read_at)| {
+                (
+                    serde_json::to_string(&item).expect("items serialize"),
+                    read_at,
+                )
+            })
+            .collect();
+        self.sender()?
+            .send(WriterMsg::Items(target_id.to_owned(), rows))
+            .await
+            .map_err(|_| self.stopped())
+    }
+
+    /// Wait until everything recorded so far is committed to the outbox.
+    pub async fn flush(&self) -> Result<(), ReporterError> {
+        let (ack, done) = oneshot::channel();
+        self.sender()?
+            .send(WriterMsg::Flush(ack))
+            .await
+            .map_err(|_| self.stopped())?;
+        done.await.map_err(|_| self.stopped())
+    }
+
+    /// Wait until every row committed for `target_id` was acknowledged (or refused); false when
+    /// that did not happen within `timeout` (server unreachable).
+    pub async fn wait_delivered(&self, target_id: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.outbox.pending(target_id, 1).await {
+                Ok(rows) if rows.is_empty() => return true,
+                Ok(_) => self.shared.committed.notify_one(),
+                Err(_) => {}
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Send later events to a new target (a discussion promoted to a run); earlier rows of the
+    /// old target are still delivered first.
+    pub fn add_target(&self, target: TargetRef) {
+        self.shared
+            .targets
+            .lock()
+            .expect("targets lock")
+            .push(TargetState {
+                target,
+                finish: None,
+                finish_sent: false,
+            });
+        self.shared.committed.notify_one();
+    }
+
+    /// Record how a run ended; it is delivered once all of its events are.
+    pub async fn finish(&self, target_id: &str, finish: FinishRun) -> Result<(), ReporterError> {
+        self.flush().await?;
+        let json = serde_json::to_string(&finish).expect("finish serializes");
+        self.outbox.set_finish(target_id, &json).await?;
+        if let Some(t) = self
+            .shared
+            .targets
+            .lock()
+            .expect("targets lock")
+            .iter_mut()
+            .find(|t| t.target.id == target_id)
+        {
+            t.finish = Some(finish);
+        }
+        self.shared.committed.notify_one();
+        Ok(())
+    }
+
+    /// Stop accepting items and wait for delivery to drain. Gives up when no progress is made
+    /// for `idle_timeout` (server unreachable); `progress` is called about once a second while
+    /// rows remain.
+    pub async fn close(
+        mut self,
+        idle_timeout: Duration,
+        mut progress: impl FnMut(i64),
+    ) -> Result<CloseSummary, ReporterError> {
+        self.tx.take();
+        if let Some(writer) = self.writer.take() {
+            writer
+                .await
+                .map_err(|e| ReporterError::Stopped(e.to_string()))??;
+        }
+        self.shared
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.shared.committed.notify_one();
+        let mut deliverer = self.deliverer.take().expect("deliverer runs until close");
+        let ids: Vec<String> = self.target_ids();
+        let started = Instant::now();
+        let mut last_left = i64::MAX;
+        let mut last_progress = Instant::now();
+        let stats = loop {
+            match tokio::time::timeout(Duration::from_millis(250), &mut deliverer).await {
+                Ok(stats) => break stats.map_err(|e| ReporterError::Stopped(e.to_string()))?,
+                Err(_) => {
+                    let left = self.pending_of(&ids).await?;
+                    if left < last_left {
+                        last_left = left;
+                        last_progress = Instant::now();
+                    }
+                    if started.elapsed() > Duration::from_secs(1) {
+                        progress(left);
+                    }
+                    if last_progress.elapsed() >= idle_timeout {
+                        deliverer.abort();
+                        let stats = deliverer.await.unwrap_or_default();
+                        break stats;
+                    }
+                }
+            }
+        };
+        let mut pending = 0;
+        let mut failed = 0;
+        for t in self.outbox.targets().await? {
+            if ids.contains(&t.id) {
+                pending += t.pending;
+                failed += t.failed;
+            }
+        }
+        let finish_delivered = self
+            .shared
+            .targets
+            .lock()
+            .expect("targets lock")
+            .iter()
+            .all(|t| t.finish.is_none() || t.finish_sent);
+        Ok(CloseSummary {
+            stats,
+            pending,
+            failed,
+            finish_delivered,
+        })
+    }
+
+    fn target_ids(&self) -> Vec<String> {
+        self.shared
+            .targets
+            .lock()
+            .expect("targets lock")
+            .iter()
+            .map(|t| t.target.id.clone())
+            .collect()
+    }
+
+    async fn pending_of(&self, ids: &[String]) -> Result<i64, ReporterError> {
+        Ok(self
+            .outbox
+            .targets()
+            .await?
+            .iter()
+            .filter(|t| ids.contains(&t.id))
+            .map(|t| t.pending)
+            .sum())
+    }
+
+    fn sender(&self) -> Result<&mpsc::Sender<WriterMsg>, ReporterError> {
+        self.tx.as_ref().ok_or_else(|| self.stopped())
+    }
+
+    fn stopped(&self) -> ReporterError {
+        ReporterError::Stopped("the outbox writer is gone".to_owned())
+    }
+}
+
+async fn write_loop(
+    outbox: Outbox,
+    mut rx: mpsc::Receiver<WriterMsg>,
+    shared: Arc<Shared>,
+) -> Result<(), OutboxError> {
+    while let Some(first) = rx.recv().await {
+        // Take whatever else is already queued so one transaction commits many lines.
+        let mut msgs = vec![first];
+        while msgs.len() < RECORD_QUEUE {
+            match rx.try_recv() {
+                Ok(m) => msgs.push(m),
+                Err(_) => break,
+            }
+        }
+        let mut acks = Vec::new();
+        let mut run: Option<(String, Vec<(String, i64)>)> = None;
+        for msg in msgs {
+            match msg {
+                WriterMsg::Flush(ack) => acks.push(ack),
+                WriterMsg::Items(target, rows) => match &mut run {
+                    Some((t, acc)) if *t == target => acc.extend(rows),
+                    _ => {
+                        if let Some((t, acc)) = run.take() {
+                            outbox.append(&t, &acc).await?;
+                        }
+                        run = Some((target, rows));
+                    }
+                },
+            }
+        }
+        if let Some((t, acc)) = run {
+            outbox.append(&t, &acc).await?;
+        }
+        shared.committed.notify_one();
+        for ack in acks {
+            let _ = ack.send(());
+        }
+    }
+    Ok(())
+}
+
+async fn deliver_loop(
+    outbox: Outbox,
+    client: Client,
+    shared: Arc<Shared>,
+    notice: Arc<dyn ReporterNotice>,
+) -> DeliveryStats {
+    let mut stats = DeliveryStats::default();
+    let mut backoff = BACKOFF_START;
+    let mut batch_cap = BATCH_MAX_ITEMS;
+    loop {
+        let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = shared
+            .targets
+            .lock()
+            .expect("targets lock")
+            .iter()
+            .map(|t| (t.target.clone(), t.finish.clone(), t.finish_sent))
+            .collect();
+        let mut outcome = Step::Idle;
+        for (target, finish, finish_sent) in &targets {
+            let rows = match outbox.pending(&target.id, batch_cap as i64).await {
+                Ok(rows) => rows,
+                Err(_) => {
+                    outcome = Step::Retry(None);
+                    break;
+                }
+            };
+            if !rows.is_empty() {
+                outcome = deliver_batch(&outbox, &client, target, rows, &mut stats, &*notice).await;
+                break;
+            }
+            if let (Some(finish), false) = (finish, finish_sent) {
+                outcome = match client.finish_run(&target.id, finish).await {
+                    Ok(_) => {
+                        let _ = outbox.finish_delivered(&target.id).await;
+                        if let Some(t) = shared
+                            .targets
+                            .lock()
+                            .expect("targets lock")
+                            .iter_mut()
+                            .find(|t| t.target.id == target.id)
+                        {
+                            t.finish_sent = true;
+                        }
+                        Step::Progress
+                    }
+                    Err(e) if e.is_retryable() => Step::Retry(Some(e)),
+                    // Refused for good (e.g. the run was finished elsewhere): nothing to retry.
+                    Err(_) => {
+                        let _ = outbox.finish_delivered(&target.id).await;
+                        Step::Progress
+                    }
+                };
+                break;
+            }
+        }
+        match outcome {
+            Step::Progress => {
+                backoff = BACKOFF_START;
+                batch_cap = BATCH_MAX_ITEMS;
+            }
+            Step::Shrink => batch_cap = (batch_cap / 2).max(1),
+            Step::Retry(err) => {
+                if let Some(e) = &err {
+                    let pending = outbox
+                        .targets()
+                        .await
+                        .map(|ts| ts.iter().map(|t| t.pending).sum())
+                        .unwrap_or(0);
+                    notice.retrying(e, pending);
+                }
+                let jitter = rand::rng().random_range(0.5..1.0);
+                tokio::time::sleep(backoff.mul_f64(jitter)).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            Step::Idle => {
+                if shared.closing.load(std::sync::atomic::Ordering::SeqCst) {
+                    let unfinished = shared
+                        .targets
+                        .lock()
+                        .expect("targets lock")
+                        .iter()
+                        .any(|t| t.finish.is_some() && !t.finish_sent);
+                    if !unfinished {
+                        return stats;
+                    }
+                }
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(200), shared.committed.notified())
+                        .await;
+            }
+        }
+    }
+}
+
+enum Step {
+    Idle,
+    Progress,
+    Shrink,
+    Retry(Option<ClientError>),
+}
+
+async fn deliver_batch(
+    outbox: &Outbox,
+    client: &Client,
+    target: &TargetRef,
+    rows: Vec<OutboxRow>,
+    stats: &mut DeliveryStats,
+    notice: &dyn ReporterNotice,
+) -> Step {
+    let mut bytes = 0;
+    let mut items = Vec::with_capacity(rows.len());
+    let mut sent = Vec::with_capacity(rows.len());
+    for row in rows {
+        bytes += row.item_json.len();
+        if !items.is_empty() && bytes > BATCH_MAX_BYTES {
+            break;
+        }
+        match serde_json::from_str::<IngestItem>(&row.item_json) {
+            Ok(item) => items.push(item),
+            // Written by us, so this means a damaged file: keep the row, refuse it visibly.
+            Err(e) => {
+                let reason = format!("outbox row is not a valid item: {e}");
+                notice.refused(&row.item_json, &reason);
+                let _ = outbox.settle(&[], &[(row.seq, reason)]).await;
+                return Step::Progress;
+            }
+        }
+        sent.push(row);
+    }
+    let batch = IngestBatch { items };
+    let result = match target.kind {
+        TargetKind::Run => client.ingest_run_events(&target.id, &batch).await,
+        TargetKind::Discussion => client.ingest_discussion_events(&target.id, &batch).await,
+    };
+    match result {
+        Ok(result) => {
+            let now = now_ms();
+            let mut delivered = Vec::with_capacity(sent.len());
+            let mut refused = Vec::new();
+            for (row, r) in sent.iter().zip(result.results.iter()) {
+                if r.outcome == IngestOutcome::Rejected {
+                    let reason = r.reason.clone().unwrap_or_else(|| "refused".to_owned());
+                    notice.refused(&row.item_json, &reason);
+                    refused.push((row.seq, reason));
+                } else {
+                    delivered.push(row.seq);
+                    stats.latency.record(now - row.read_at_ms);
+                    stats.first_read_ms = Some(
+                        stats
+                            .first_read_ms
+                            .map_or(row.read_at_ms, |f| f.min(row.read_at_ms)),
+                    );
+                }
+            }
+            // An answer with fewer results than items leaves the rest pending for a retry.
+            if outbox.settle(&delivered, &refused).await.is_err() {
+                return Step::Retry(None);
+            }
+            stats.delivered += delivered.len() as u64;
+            stats.refused += refused.len() as u64;
+            stats.last_ack_ms = Some(now);
+            Step::Progress
+        }
+        Err(e) if e.status().map(|s| s.as_u16()) == Some(413) && sent.len() > 1 => Step::Shrink,
+        Err(e) if e.is_retryable() => Step::Retry(Some(e)),
+        Err(e) => {
+            // Refused as a whole and for good (e.g. the run no longer exists): keep every row,
+            // marked with the server's reason, and say so.
+            let reason = e.to_string();
+            let refused: Vec<(i64, String)> =
+                sent.iter().map(|r| (r.seq, reason.clone())).collect();
+            if let Some(first) = sent.first() {
+                notice.refused(&first.item_json, &reason);
+            }
+            stats.refused += refused.len() as u64;
+            let _ = outbox.settle(&[], &refused).await;
+            Step::Progress
+        }
+    }
+}

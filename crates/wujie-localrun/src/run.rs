@@ -1,0 +1,276 @@
+//! `wujie run ISSUE -- PROVIDER [ARGS...]`: create a local run on the issue, start the adapter,
+//! and sync everything it prints into the run.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use wujie_protocol::api::{CreateRun, FinishRun, RunStatus};
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+
+use crate::connection::Connection;
+use crate::error::LocalRunError;
+use crate::events::items_for_line;
+use crate::registry::Provider;
+use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
+use crate::session::{
+    AdapterStdin, Binding, StdoutEvents, StopSignals, adapter_env, spawn_stdin_reader,
+};
+use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+
+/// How long a cancelled adapter gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub issue: String,
+    /// The provider name as typed by the user.
+    pub provider_arg: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// Give up draining the outbox after this long without progress.
+    pub drain_timeout: Duration,
+}
+
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub run_id: String,
+    pub issue_key: String,
+    pub status: RunStatus,
+    /// What `wujie run` exits with: the adapter's code, 130 after a cancel, 1 on a protocol error.
+    pub exit_code: i32,
+    pub error: Option<String>,
+    pub summary: CloseSummary,
+}
+
+/// How reading the adapter's stdout ended.
+enum PumpEnd {
+    Eof,
+    Invalid(String),
+    Cancelled,
+}
+
+pub async fn run(
+    conn: &Connection,
+    outbox: Outbox,
+    provider: &Provider,
+    command: crate::registry::AdapterCommand,
+    req: RunRequest,
+    notice: Arc<dyn ReporterNotice>,
+) -> Result<RunOutcome, LocalRunError> {
+    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
+    let issue = conn.client.get_issue(&req.issue).await.map_err(api)?;
+    let workspace = conn.client.workspace().await.map_err(api)?;
+    let created = conn
+        .client
+        .create_run(
+            &issue.key,
+            &CreateRun {
+                provider: provider.name.clone(),
+                cwd: req.cwd.to_string_lossy().into_owned(),
+            },
+        )
+        .await
+        .map_err(api)?;
+    let run_id = created.run.id.clone();
+    outbox
+        .add_target(&NewTarget {
+            id: &run_id,
+            kind: TargetKind::Run,
+            server_url: &conn.server_label,
+            label: &issue.key,
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    let reporter = Reporter::start(
+        outbox.clone(),
+        conn.client.clone(),
+        TargetRef {
+            id: run_id.clone(),
+            kind: TargetKind::Run,
+        },
+        notice,
+    );
+
+    let mut args = command.leading_args.clone();
+    args.extend(req.args.iter().cloned());
+    let binding = Binding {
+        run_id: Some(run_id.clone()),
+        issue_id: Some(issue.id.clone()),
+        session_id: None,
+    };
+    let env = adapter_env(
+        &binding,
+        &workspace.id,
+        &conn.url,
+        &created.token,
+        provider,
+        &req.provider_arg,
+        &req.args,
+    );
+    let spec = SpawnSpec {
+        program: command.program.clone(),
+        args,
+        cwd: req.cwd.clone(),
+        env,
+    };
+    let mut adapter = match Adapter::spawn(&spec) {
+        Ok(a) => a,
+        Err(e) => {
+            let finish = FinishRun {
+                status: RunStatus::Failed,
+                exit_code: None,
+                error: Some(e.to_string()),
+            };
+            let _ = reporter.finish(&run_id, finish).await;
+            let _ = reporter.close(req.drain_timeout, |_| {}).await;
+            return Err(e);
+        }
+    };
+    let heartbeat = spawn_heartbeat(conn.client.clone(), outbox.clone(), run_id.clone());
+
+    let end = pump(&mut adapter, &reporter, &run_id).await?;
+    let (status, exit_code, error) = match end {
+        PumpEnd::Eof => {
+            let code =
+                exit_code_of(adapter.wait().await.map_err(|e| {
+                    LocalRunError::Invalid(format!("waiting for the adapter: {e}"))
+                })?);
+            if code == 0 {
+                (RunStatus::Succeeded, 0, None)
+            } else {
+                (
+                    RunStatus::Failed,
+                    code,
+                    Some(format!("adapter exited with code {code}")),
+                )
+            }
+        }
+        PumpEnd::Invalid(message) => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            (RunStatus::Failed, 1, Some(message))
+        }
+        PumpEnd::Cancelled => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            (
+                RunStatus::Cancelled,
+                130,
+                Some("cancelled by the user".to_owned()),
+            )
+        }
+    };
+    heartbeat.abort();
+    let finish = FinishRun {
+        status,
+        exit_code: Some(exit_code),
+        error: error.clone(),
+    };
+    reporter
+        .finish(&run_id, finish)
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    let summary = reporter
+        .close(req.drain_timeout, |left| {
+            eprintln!("wujie: delivering run events… {left} left");
+        })
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    Ok(RunOutcome {
+        run_id,
+        issue_key: issue.key,
+        status,
+        exit_code,
+        error,
+        summary,
+    })
+}
+
+/// Read the adapter's stdout to its end, recording every event and passing the user's input
+/// through. An invalid line ends reading at once; a stop signal asks the adapter's group to
+/// terminate (a second one, or the grace period, kills it) while what it still prints is kept.
+async fn pump(
+    adapter: &mut Adapter,
+    reporter: &Reporter,
+    target_id: &str,
+) -> Result<PumpEnd, LocalRunError> {
+    let stdout = adapter
+        .stdout
+        .take()
+        .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+    let mut events = StdoutEvents::new(stdout);
+    let mut signals = StopSignals::install()?;
+    let to_adapter = AdapterStdin::spawn(adapter.stdin.take());
+    let mut from_user = spawn_stdin_reader();
+    let mut user_open = true;
+    let mut cancelled = false;
+    // Armed by the first stop signal.
+    let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+    tokio::pin!(kill_at);
+    loop {
+        tokio::select! {
+            read = events.next() => {
+                let Some(read) = read? else {
+                    return Ok(if cancelled { PumpEnd::Cancelled } else { PumpEnd::Eof });
+                };
+                let mut items = Vec::new();
+                let mut invalid = None;
+                for line in read.lines {
+                    match line {
+                        Ok(line) => items.extend(
+                            items_for_line(target_id, &line).into_iter().map(|i| (i, read.read_at_ms)),
+                        ),
+                        Err(e) => {
+                            invalid = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                reporter
+                    .record(target_id, items)
+                    .await
+                    .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                if let Some(message) = invalid {
+                    return Ok(PumpEnd::Invalid(message));
+                }
+            }
+            input = from_user.recv(), if user_open => match input.flatten() {
+                Some(bytes) => to_adapter.send(bytes).await,
+                // End of the user's input closes the adapter's stdin too.
+                None => user_open = false,
+            },
+            () = signals.recv() => {
+                if cancelled {
+                    adapter.signal(Signal::SIGKILL);
+                } else {
+                    cancelled = true;
+                    adapter.signal(Signal::SIGTERM);
+                    kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
+                }
+            }
+            () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
+        }
+    }
+}
+
+/// Keep the run from being declared stale by the server and the outbox target from looking
+/// abandoned to a concurrent `local-run sync`.
+fn spawn_heartbeat(
+    client: wujie_client::Client,
+    outbox: Outbox,
+    run_id: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        let mut n: u64 = 0;
+        loop {
+            tick.tick().await;
+            let _ = outbox.heartbeat(&run_id).await;
+            if n % 6 == 0 {
+                let _ = client.heartbeat(&run_id).await;
+            }
+            n += 1;
+        }
+    })
+}

@@ -1,0 +1,195 @@
+//! Plumbing shared by every way of driving an adapter (`run`, `discuss`): its environment, its
+//! stdout as decoded event lines, its stdin fed by one writer, and the user's stop signals.
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
+use tokio::sync::{mpsc, oneshot};
+use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, DecodedLine, EventError, LineDecoder};
+use wujie_store::outbox::now_ms;
+
+use crate::error::LocalRunError;
+use crate::registry::Provider;
+
+/// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    pub run_id: Option<String>,
+    pub issue_id: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// The full `WUJIE_*` environment of an adapter.
+pub fn adapter_env(
+    binding: &Binding,
+    workspace_id: &str,
+    server_url: &str,
+    token: &str,
+    provider: &Provider,
+    provider_arg: &str,
+    args: &[String],
+) -> Vec<(String, String)> {
+    let mut original_args = vec![provider_arg.to_owned()];
+    original_args.extend(args.iter().cloned());
+    let mut env = Vec::new();
+    let mut set = |k: &str, v: &str| env.push((k.to_owned(), v.to_owned()));
+    if let Some(v) = &binding.run_id {
+        set("WUJIE_RUN_ID", v);
+    }
+    if let Some(v) = &binding.issue_id {
+        set("WUJIE_ISSUE_ID", v);
+    }
+    if let Some(v) = &binding.session_id {
+        set("WUJIE_LOCALRUN_SESSION_ID", v);
+    }
+    set("WUJIE_WORKSPACE_ID", workspace_id);
+    set("WUJIE_SERVER_URL", server_url);
+    set("WUJIE_TOKEN", token);
+    set("WUJIE_LOCALRUN_PROVIDER_NAME", &provider.name);
+    set(
+        "WUJIE_LOCALRUN_PROVIDER_PROTOCOL",
+        provider.manifest.protocol.as_str(),
+    );
+    set("WUJIE_LOCALRUN_PROVIDER_ORIGINAL_COMMAND", provider_arg);
+    set(
+        "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_ARGS",
+        &serde_json::to_string(&original_args).expect("strings serialize"),
+    );
+    env
+}
+
+/// The adapter's stdout as decoded lines, read in chunks.
+pub struct StdoutEvents {
+    stdout: ChildStdout,
+    decoder: LineDecoder,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+/// One read's worth of lines, with the time they were read (for delay statistics).
+pub struct ReadLines {
+    pub lines: Vec<Result<DecodedLine, EventError>>,
+    pub read_at_ms: i64,
+}
+
+impl StdoutEvents {
+    pub fn new(stdout: ChildStdout) -> StdoutEvents {
+        StdoutEvents {
+            stdout,
+            decoder: LineDecoder::new(DEFAULT_MAX_LINE_BYTES),
+            buf: vec![0u8; 64 * 1024],
+            done: false,
+        }
+    }
+
+    /// The next lines; `None` once stdout is closed and the last partial line was handled.
+    /// Cancel-safe: a read interrupted by `select!` loses no bytes.
+    pub async fn next(&mut self) -> Result<Option<ReadLines>, LocalRunError> {
+        if self.done {
+            return Ok(None);
+        }
+        let n = self
+            .stdout
+            .read(&mut self.buf)
+            .await
+            .map_err(|e| LocalRunError::Invalid(format!("reading adapter stdout: {e}")))?;
+        let read_at_ms = now_ms();
+        let lines = if n == 0 {
+            self.done = true;
+            self.decoder.finish().into_iter().collect()
+        } else {
+            self.decoder.feed(&self.buf[..n])
+        };
+        Ok(Some(ReadLines { lines, read_at_ms }))
+    }
+}
+
+/// The single writer of the adapter's stdin: user input and control frames go through it in
+/// order, so a frame is never interleaved with other bytes.
+#[derive(Clone)]
+pub struct AdapterStdin {
+    tx: mpsc::Sender<(Vec<u8>, Option<oneshot::Sender<()>>)>,
+}
+
+impl AdapterStdin {
+    pub fn spawn(stdin: Option<ChildStdin>) -> AdapterStdin {
+        let (tx, mut rx) = mpsc::channel::<(Vec<u8>, Option<oneshot::Sender<()>>)>(64);
+        tokio::spawn(async move {
+            let Some(mut stdin) = stdin else { return };
+            while let Some((bytes, done)) = rx.recv().await {
+                let ok = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+                if !ok {
+                    break;
+                }
+            }
+        });
+        AdapterStdin { tx }
+    }
+
+    /// Queue bytes for the adapter.
+    pub async fn send(&self, bytes: Vec<u8>) {
+        let _ = self.tx.send((bytes, None)).await;
+    }
+
+    /// Write bytes and wait until they are in the pipe (or the adapter's stdin is gone), e.g. a
+    /// decision frame that must arrive before a signal.
+    pub async fn send_flushed(&self, bytes: Vec<u8>) {
+        let (done, written) = oneshot::channel();
+        if self.tx.send((bytes, Some(done))).await.is_ok() {
+            let _ = written.await;
+        }
+    }
+}
+
+/// Read the user's stdin in the background; `None` on the channel means end of input.
+pub fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut ours = tokio::io::stdin();
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match ours.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(None).await;
+                    break;
+                }
+                Ok(n) => {
+                    if tx.send(Some(buf[..n].to_vec())).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// SIGINT, SIGTERM and SIGHUP to `wujie`: the user wants the adapter stopped.
+pub struct StopSignals {
+    int: UnixSignal,
+    term: UnixSignal,
+    hup: UnixSignal,
+}
+
+impl StopSignals {
+    pub fn install() -> Result<StopSignals, LocalRunError> {
+        let sig =
+            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+        Ok(StopSignals {
+            int: sig(SignalKind::interrupt())?,
+            term: sig(SignalKind::terminate())?,
+            hup: sig(SignalKind::hangup())?,
+        })
+    }
+
+    pub async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {},
+            _ = self.term.recv() => {},
+            _ = self.hup.recv() => {},
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Spawning an adapter in its own process group and stopping that whole group.
+//!
+//! The adapter gets its own process group so that a Ctrl+C in the user's terminal reaches
+//! `wujie` (which then decides: mark the run cancelled, signal the group) and so that killing
+//! the adapter also kills whatever it spawned, leaving no orphans.
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::error::LocalRunError;
+
+/// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
+/// from inside another run never sees its parent's context.
+pub const WUJIE_ENV_VARS: [&str; 10] = [
+    "WUJIE_RUN_ID",
+    "WUJIE_ISSUE_ID",
+    "WUJIE_LOCALRUN_SESSION_ID",
+    "WUJIE_WORKSPACE_ID",
+    "WUJIE_SERVER_URL",
+    "WUJIE_TOKEN",
+    "WUJIE_LOCALRUN_PROVIDER_NAME",
+    "WUJIE_LOCALRUN_PROVIDER_PROTOCOL",
+    "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_COMMAND",
+    "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_ARGS",
+];
+
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug)]
+pub struct Adapter {
+    child: Child,
+    pgid: Pid,
+    pub stdout: Option<ChildStdout>,
+    pub stdin: Option<ChildStdin>,
+}
+
+impl Adapter {
+    /// Start the adapter: stdout is a pipe (NDJSON), stderr goes straight to the user, stdin is
+    /// a pipe the caller feeds (user input, control frames).
+    pub fn spawn(spec: &SpawnSpec) -> Result<Adapter, LocalRunError> {
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .kill_on_drop(false);
+        for var in WUJIE_ENV_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        let mut child = cmd.spawn().map_err(|e| {
+            LocalRunError::Invalid(format!(
+                "could not start adapter {}: {e}",
+                spec.program.display()
+            ))
+        })?;
+        let pid = child.id().ok_or_else(|| {
+            LocalRunError::Invalid("adapter exited before it could be tracked".to_owned())
+        })?;
+        Ok(Adapter {
+            stdout: child.stdout.take(),
+            stdin: child.stdin.take(),
+            child,
+            pgid: Pid::from_raw(pid as i32),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Signal the whole group; an already-gone group is not an error.
+    pub fn signal(&self, signal: Signal) {
+        let _ = killpg(self.pgid, signal);
+    }
+
+    /// TERM the group, then KILL it if the adapter has not exited within `grace`.
+    pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
+        self.signal(Signal::SIGTERM);
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.signal(Signal::SIGKILL);
+                self.child.wait().await
+            }
+        };
+        // The leader is gone; anything it left behind in the group goes too.
+        self.signal(Signal::SIGKILL);
+        status
+    }
+}
+
+/// The exit code a shell would report: the code, or 128 + the signal number.
+pub fn exit_code_of(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}

@@ -1,0 +1,183 @@
+//! `wujie local-run sync` / `status`: deliver what earlier runs left in the outbox.
+//!
+//! A target whose reporter is still alive is left to it. A target whose reporter died without
+//! recording how the run ended (SIGKILL, power loss, closed terminal) is finished as failed with
+//! "reporter stopped" — what is known — after all its events are delivered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use serde::Serialize;
+use wujie_protocol::api::{FinishRun, RunStatus};
+use wujie_store::outbox::{Outbox, TargetKind, TargetState, now_ms};
+
+use crate::connection::Connection;
+use crate::error::LocalRunError;
+use crate::profile::Profile;
+use crate::reporter::{Reporter, ReporterNotice, TargetRef};
+
+/// A reporter that has not refreshed its heartbeat for this long is taken as gone even if its
+/// pid exists (the pid may have been reused).
+const REPORTER_STALE_MS: i64 = 30_000;
+pub const REPORTER_STOPPED: &str = "reporter stopped";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetStatus {
+    pub id: String,
+    pub kind: &'static str,
+    pub label: String,
+    pub server: String,
+    pub pending: i64,
+    pub failed: i64,
+    /// `active` while a live `wujie` is delivering it, else `waiting`.
+    pub state: &'static str,
+    pub finish_pending: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SyncedTarget {
+    pub id: String,
+    pub label: String,
+    pub delivered: u64,
+    pub pending: i64,
+    pub failed: i64,
+    pub finished: bool,
+    pub error: Option<String>,
+}
+
+fn kind_str(kind: TargetKind) -> &'static str {
+    match kind {
+        TargetKind::Run => "run",
+        TargetKind::Discussion => "discussion",
+    }
+}
+
+/// Whether a live `wujie` (this one included) is delivering this target right now.
+pub fn reporter_alive(t: &TargetState) -> bool {
+    let Some(pid) = t.reporter_pid else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return true;
+    }
+    let exists = kill(Pid::from_raw(pid as i32), None).is_ok();
+    exists && now_ms() - t.heartbeat_at_ms < REPORTER_STALE_MS
+}
+
+pub async fn status(outbox: &Outbox) -> Result<Vec<TargetStatus>, LocalRunError> {
+    let targets = outbox
+        .targets()
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    Ok(targets
+        .iter()
+        .map(|t| TargetStatus {
+            id: t.id.clone(),
+            kind: kind_str(t.kind),
+            label: t.label.clone(),
+            server: t.server_url.clone(),
+            pending: t.pending,
+            failed: t.failed,
+            state: if reporter_alive(t) {
+                "active"
+            } else {
+                "waiting"
+            },
+            finish_pending: t.kind == TargetKind::Run && !t.finish_sent,
+        })
+        .collect())
+}
+
+/// Deliver every target not owned by a live reporter. `progress(label, left)` is called as
+/// delivery goes on.
+pub async fn sync(
+    profile: &Profile,
+    outbox: &Outbox,
+    notice: Arc<dyn ReporterNotice>,
+    idle_timeout: Duration,
+    progress: &mut (dyn FnMut(&str, i64) + Send),
+) -> Result<Vec<SyncedTarget>, LocalRunError> {
+    let targets = outbox
+        .targets()
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    let mut out = Vec::new();
+    let mut connections: Vec<(String, Connection)> = Vec::new();
+    for t in targets {
+        if reporter_alive(&t) {
+            continue;
+        }
+        let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
+        if t.pending == 0 && !needs_finish {
+            continue;
+        }
+        let conn = match connections.iter().position(|(l, _)| *l == t.server_url) {
+            Some(i) => &connections[i].1,
+            None => match Connection::for_label(profile, &t.server_url).await {
+                Ok(c) => {
+                    connections.push((t.server_url.clone(), c));
+                    &connections.last().expect("just pushed").1
+                }
+                Err(e) => {
+                    out.push(SyncedTarget {
+                        id: t.id.clone(),
+                        label: t.label.clone(),
+                        delivered: 0,
+                        pending: t.pending,
+                        failed: t.failed,
+                        finished: false,
+                        error: Some(e.to_string()),
+                    });
+                    continue;
+                }
+            },
+        };
+        let reporter = Reporter::start(
+            outbox.clone(),
+            conn.client.clone(),
+            TargetRef {
+                id: t.id.clone(),
+                kind: t.kind,
+            },
+            notice.clone(),
+        );
+        if needs_finish {
+            let finish = t
+                .finish_json
+                .as_deref()
+                .and_then(|j| serde_json::from_str::<FinishRun>(j).ok())
+                .unwrap_or(FinishRun {
+                    status: RunStatus::Failed,
+                    exit_code: None,
+                    error: Some(REPORTER_STOPPED.to_owned()),
+                });
+            reporter
+                .finish(&t.id, finish)
+                .await
+                .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        }
+        let label = t.label.clone();
+        let summary = reporter
+            .close(idle_timeout, |left| progress(&label, left))
+            .await
+            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        if t.kind == TargetKind::Discussion && summary.pending == 0 {
+            let _ = outbox.finish_delivered(&t.id).await;
+        }
+        out.push(SyncedTarget {
+            id: t.id,
+            label: t.label,
+            delivered: summary.stats.delivered,
+            pending: summary.pending,
+            failed: summary.failed,
+            finished: needs_finish && summary.finish_delivered,
+            error: None,
+        });
+    }
+    for (_, c) in connections {
+        c.close().await;
+    }
+    Ok(out)
+}
