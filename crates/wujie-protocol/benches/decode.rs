@@ -3,6 +3,7 @@
 //! `cargo bench -p wujie-protocol --bench decode`.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, LineDecoder};
@@ -62,6 +63,7 @@ fn bench_decode(c: &mut Criterion) {
     );
     let mut group = c.benchmark_group("line_decoder_100k_events");
     group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Bytes(stream.len() as u64));
     group.bench_function("bytes", |b| b.iter(|| decode(black_box(&stream))));
     group.throughput(Throughput::Elements(events as u64));

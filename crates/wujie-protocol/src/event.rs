@@ -501,6 +501,12 @@ pub struct LineDecoder {
     skipping: bool,
 }
 
+impl Default for LineDecoder {
+    fn default() -> Self {
+        LineDecoder::new(DEFAULT_MAX_LINE_BYTES)
+    }
+}
+
 impl LineDecoder {
     pub fn new(max_line_bytes: usize) -> Self {
         LineDecoder {

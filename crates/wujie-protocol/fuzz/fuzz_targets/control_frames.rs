@@ -32,7 +32,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (input, frames) = split(stream, stream.len().max(1));
-    assert_eq!(split(stream, usize::from(step % 16) + 1), (input.clone(), frames.clone()));
+    assert_eq!(
+        split(stream, usize::from(step % 16) + 1),
+        (input.clone(), frames.clone())
+    );
     assert!(input.len() <= stream.len());
 
     for frame in frames {
