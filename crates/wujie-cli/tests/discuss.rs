@@ -309,8 +309,6 @@ fn creation_failure_answers_no_and_the_discussion_goes_on() {
     let child = env
         .cmd()
         .args([
-            "--output",
-            "json",
             "discuss",
             "--confirm",
             "accept",
@@ -352,9 +350,26 @@ fn creation_failure_answers_no_and_the_discussion_goes_on() {
         !error.contains("127.0.0.1") && !error.contains("wjt_"),
         "redacted: {error}"
     );
-    // The adapter decides to stop on its own here (stdin closes when wujie exits); kill it.
-    let _ = child.wait_with_output();
-    drop(server);
+    // This adapter keeps waiting after a refusal; the user ends the session with Ctrl+C and the
+    // discussion stays open for later.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--resume"), "says how to resume: {stderr}");
+    let _server = Server::start_args(
+        &team,
+        &["--listen", server.url.trim_start_matches("http://")],
+    );
+    let d = &team.json(&["discussion", "list"])[0];
+    assert_eq!(d["status"], "open");
+    assert!(team.json(&["issue", "list"]).as_array().unwrap().is_empty());
 }
 
 #[test]

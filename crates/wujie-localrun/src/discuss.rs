@@ -373,7 +373,14 @@ impl Flow<'_> {
                         }
                     }
                     Some(bytes) => self.to_adapter.send(bytes).await,
-                    None => user_open = false,
+                    None => {
+                        user_open = false;
+                        // An adapter that may ask for a handoff still needs its stdin for the
+                        // decision frame; any other sees the end of the user's input.
+                        if !self.provider.manifest.capabilities.native_plan_handoff {
+                            self.to_adapter.close().await;
+                        }
+                    }
                 },
                 () = signals.recv() => {
                     // The decision goes out before the adapter is told to stop.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::LocalRunError;
 use crate::profile::{Config, Profile, ProviderEntry};
-use crate::registry::{Builtin, Origin, ProviderRegistry, load_manifest};
+use crate::registry::{Builtin, Origin, Provider, ProviderRegistry, load_manifest};
 
 /// Largest plugin we copy; a provider is an adapter and a manifest, not a data set.
 const MAX_PLUGIN_BYTES: u64 = 256 * 1024 * 1024;
@@ -28,14 +28,24 @@ pub fn install(
     let source = source_dir
         .canonicalize()
         .map_err(|e| LocalRunError::io(source_dir, e))?;
-    let manifest = load_manifest(&source.join("provider.json"))?;
+    let source_manifest = source.join("provider.json");
+    let manifest = load_manifest(&source_manifest)?;
     let name = manifest.name.clone();
     if builtins.iter().any(|b| b.name == name) {
         return Err(LocalRunError::BuiltinConflict {
             name,
-            path: source.join("provider.json"),
+            path: source_manifest,
         });
     }
+    // The command must run from the source as it is, so the error names the user's files.
+    Provider {
+        name: name.clone(),
+        origin: Origin::Config,
+        manifest: manifest.clone(),
+        manifest_path: Some(source_manifest.clone()),
+        enabled: true,
+    }
+    .adapter_command(Path::new("wujie"), std::env::var("PATH").ok().as_deref())?;
     let mut config = profile.load_config()?;
     let dest_root = profile.installed_providers_dir();
     let dest = dest_root.join(&name);
@@ -58,20 +68,6 @@ pub fn install(
     std::fs::rename(&staging, &dest).map_err(|e| LocalRunError::io(&dest, e))?;
 
     let manifest_path = dest.join("provider.json");
-    // Validate the copy as it will run: command present and executable.
-    let registry_check = crate::registry::Provider {
-        name: name.clone(),
-        origin: Origin::Config,
-        manifest,
-        manifest_path: Some(manifest_path.clone()),
-        enabled: true,
-    };
-    if let Err(e) =
-        registry_check.adapter_command(Path::new("wujie"), std::env::var("PATH").ok().as_deref())
-    {
-        let _ = std::fs::remove_dir_all(&dest);
-        return Err(e);
-    }
     config.localrun_providers.insert(
         name.clone(),
         ProviderEntry {

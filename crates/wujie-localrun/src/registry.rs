@@ -99,7 +99,12 @@ impl Provider {
             manifest_dir: manifest_dir.clone(),
         };
         let program = if self.manifest.command_is_relative_to_manifest() {
-            manifest_dir.join(command)
+            // `./adapter` → `<dir>/adapter`, so errors show a clean path.
+            let relative: PathBuf = Path::new(command)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            manifest_dir.join(relative)
         } else {
             let found = path_var
                 .unwrap_or("")

@@ -238,7 +238,10 @@ async fn pump(
             input = from_user.recv(), if user_open => match input.flatten() {
                 Some(bytes) => to_adapter.send(bytes).await,
                 // End of the user's input closes the adapter's stdin too.
-                None => user_open = false,
+                None => {
+                    user_open = false;
+                    to_adapter.close().await;
+                }
             },
             () = signals.recv() => {
                 if cancelled {

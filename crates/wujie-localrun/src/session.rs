@@ -108,15 +108,24 @@ impl StdoutEvents {
 /// order, so a frame is never interleaved with other bytes.
 #[derive(Clone)]
 pub struct AdapterStdin {
-    tx: mpsc::Sender<(Vec<u8>, Option<oneshot::Sender<()>>)>,
+    tx: mpsc::Sender<StdinWrite>,
+}
+
+enum StdinWrite {
+    Bytes(Vec<u8>, Option<oneshot::Sender<()>>),
+    /// Close the pipe: the adapter sees end of input.
+    Close,
 }
 
 impl AdapterStdin {
     pub fn spawn(stdin: Option<ChildStdin>) -> AdapterStdin {
-        let (tx, mut rx) = mpsc::channel::<(Vec<u8>, Option<oneshot::Sender<()>>)>(64);
+        let (tx, mut rx) = mpsc::channel::<StdinWrite>(64);
         tokio::spawn(async move {
             let Some(mut stdin) = stdin else { return };
-            while let Some((bytes, done)) = rx.recv().await {
+            while let Some(write) = rx.recv().await {
+                let StdinWrite::Bytes(bytes, done) = write else {
+                    break;
+                };
                 let ok = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
                 if let Some(done) = done {
                     let _ = done.send(());
@@ -131,14 +140,24 @@ impl AdapterStdin {
 
     /// Queue bytes for the adapter.
     pub async fn send(&self, bytes: Vec<u8>) {
-        let _ = self.tx.send((bytes, None)).await;
+        let _ = self.tx.send(StdinWrite::Bytes(bytes, None)).await;
+    }
+
+    /// Close the adapter's stdin after what was queued before.
+    pub async fn close(&self) {
+        let _ = self.tx.send(StdinWrite::Close).await;
     }
 
     /// Write bytes and wait until they are in the pipe (or the adapter's stdin is gone), e.g. a
     /// decision frame that must arrive before a signal.
     pub async fn send_flushed(&self, bytes: Vec<u8>) {
         let (done, written) = oneshot::channel();
-        if self.tx.send((bytes, Some(done))).await.is_ok() {
+        if self
+            .tx
+            .send(StdinWrite::Bytes(bytes, Some(done)))
+            .await
+            .is_ok()
+        {
             let _ = written.await;
         }
     }

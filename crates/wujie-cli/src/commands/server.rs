@@ -1,5 +1,6 @@
 //! `wujie server`: serve the profile's database standalone.
 
+use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -23,8 +24,12 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
             "wujie: warning: listening on {addr}, reachable from other machines; every request still needs a token"
         );
     }
-    println!("Wujie server listening on http://{addr}");
-    println!("Database: {}", ctx.profile.database_path().display());
+    // Whoever started us may stop reading stdout after the address line (scripts, tests): a
+    // closed stdout must not stop the server.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "Wujie server listening on http://{addr}");
+    let _ = writeln!(out, "Database: {}", ctx.profile.database_path().display());
+    let _ = out.flush();
     let config = ServerConfig {
         stale_after: Duration::from_secs(args.stale_after),
         max_event_bytes: args.max_event_bytes,
