@@ -4,7 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::{Method, StatusCode};
+/// Re-exported so callers can match on `ClientError` without depending on reqwest.
+pub use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wujie_protocol::api::{

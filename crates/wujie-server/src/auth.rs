@@ -19,8 +19,8 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Failure> {
         let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
             Failure::unauthorized(
-                "missing Authorization header; send `Authorization: Bearer <token>` \
-                 (create a token with `wujie token create`)",
+                "missing Authorization header; send `Authorization: Bearer <token>` with a \
+                 Wujie token",
             )
         })?;
         let secret = header

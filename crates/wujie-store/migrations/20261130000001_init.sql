@@ -57,9 +57,10 @@ CREATE TABLE comments (
 );
 CREATE INDEX comments_by_issue ON comments (issue_id, seq);
 
--- seq is the arrival order.
+-- seq (the rowid) is the arrival order: rows are never deleted, so it only grows. Plain
+-- INTEGER PRIMARY KEY rather than AUTOINCREMENT saves a sqlite_sequence update per row.
 CREATE TABLE run_messages (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     run_id     TEXT NOT NULL REFERENCES runs(id),
     kind       TEXT NOT NULL,
     content    TEXT,

@@ -20,7 +20,7 @@ use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 fn discussion_not_found(id: &str) -> StoreError {
     StoreError::NotFound(format!(
-        "discussion {id} not found; `wujie discuss list` shows the existing discussions"
+        "discussion {id} not found; check the id (listing discussions shows the existing ones)"
     ))
 }
 
@@ -293,8 +293,7 @@ impl Store {
         if current.status == DiscussionStatus::Promoted {
             let key = current.issue_key.unwrap_or_else(|| "an issue".into());
             return Err(StoreError::Conflict(format!(
-                "discussion {discussion_id} was already promoted to {key}; continue there \
-                 (`wujie issue show {key}`)"
+                "discussion {discussion_id} was already promoted to {key}; continue on that issue"
             )));
         }
         let issue_id = insert_issue(

@@ -2,7 +2,7 @@
 //! transaction; messages go in multi-row inserts (one prepared statement per chunk size), and
 //! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use wujie_protocol::api::{AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult};
@@ -14,6 +14,8 @@ use crate::{Store, StoreError, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
 const MESSAGE_CHUNK: usize = 128;
+/// Keys per `IN (...)` lookup.
+const KEY_LOOKUP_CHUNK: usize = 500;
 
 pub(crate) fn outcome(outcome: IngestOutcome) -> IngestItemResult {
     IngestItemResult {
@@ -83,6 +85,47 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
      source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
      cache_write_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
 
+/// Keys of `messages` already stored on the run. Batches normally share one source, so this is
+/// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
+async fn existing_message_keys<'a>(
+    conn: &mut SqliteConnection,
+    run_id: &str,
+    messages: &[PendingMessage<'a>],
+) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
+    let mut by_source: HashMap<&'a str, Vec<&'a str>> = HashMap::new();
+    for p in messages {
+        by_source
+            .entry(p.item.source.as_str())
+            .or_default()
+            .push(p.item.source_key.as_str());
+    }
+    let mut existing = HashSet::new();
+    for (source, keys) in by_source {
+        for chunk in keys.chunks(KEY_LOOKUP_CHUNK) {
+            let mut select =
+                QueryBuilder::<Sqlite>::new("SELECT source_key FROM run_messages WHERE run_id = ");
+            select.push_bind(run_id);
+            select.push(" AND source = ");
+            select.push_bind(source);
+            select.push(" AND source_key IN (");
+            let mut list = select.separated(", ");
+            for key in chunk {
+                list.push_bind(*key);
+            }
+            select.push(")");
+            let found: Vec<(String,)> = select.build_query_as().fetch_all(&mut *conn).await?;
+            let found: HashSet<String> = found.into_iter().map(|(k,)| k).collect();
+            existing.extend(
+                chunk
+                    .iter()
+                    .filter(|k| found.contains(**k))
+                    .map(|k| (source, *k)),
+            );
+        }
+    }
+    Ok(existing)
+}
+
 struct PendingMessage<'a> {
     index: usize,
     item: &'a IngestItem,
@@ -136,15 +179,24 @@ impl Store {
             .await?;
         let (issue_id,) = issue_id.ok_or_else(|| run_not_found(run_id))?;
 
-        // The first item of the batch with a given key is the one that may be stored now.
-        let mut first_with_key: HashMap<(&str, &str), usize> = HashMap::new();
-        for pending in &messages {
-            first_with_key
-                .entry((&pending.item.source, &pending.item.source_key))
-                .or_insert(pending.index);
-        }
+        // A message is stored now when its key is neither in the database nor earlier in this
+        // batch. The write transaction is IMMEDIATE, so nothing can slip in between this check
+        // and the insert; the UNIQUE key would turn any such bug into an error, not a double.
+        let existing = existing_message_keys(&mut w.tx, run_id, &messages).await?;
+        let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
         let mut stored_now = vec![false; items.len()];
-        for chunk in messages.chunks(MESSAGE_CHUNK) {
+        let mut new_messages = Vec::with_capacity(messages.len());
+        for pending in &messages {
+            let key = (
+                pending.item.source.as_str(),
+                pending.item.source_key.as_str(),
+            );
+            if !existing.contains(&key) && seen.insert(key) {
+                stored_now[pending.index] = true;
+                new_messages.push(pending);
+            }
+        }
+        for chunk in new_messages.chunks(MESSAGE_CHUNK) {
             let mut insert = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
                  source_key, created_at) ",
@@ -160,14 +212,8 @@ impl Store {
                     .push_bind(p.item.source_key.as_str())
                     .push_bind(now.as_str());
             });
-            insert.push(" ON CONFLICT DO NOTHING RETURNING source, source_key");
-            let inserted: Vec<(String, String)> =
-                insert.build_query_as().fetch_all(&mut *w.tx).await?;
-            for (source, source_key) in &inserted {
-                if let Some(&index) = first_with_key.get(&(source.as_str(), source_key.as_str())) {
-                    stored_now[index] = true;
-                }
-            }
+            // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
+            insert.build().execute(&mut *w.tx).await?;
         }
         for pending in &messages {
             let stored = stored_now[pending.index];

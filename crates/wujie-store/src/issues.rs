@@ -102,7 +102,7 @@ pub(crate) async fn resolve_issue(
     };
     found.map(|(id,)| id).ok_or_else(|| {
         StoreError::NotFound(format!(
-            "issue {wanted} not found; `wujie issue list` shows the existing issues"
+            "issue {wanted} not found; check the key (listing issues shows the existing ones)"
         ))
     })
 }

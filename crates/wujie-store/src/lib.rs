@@ -77,7 +77,9 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // A larger page cache keeps the idempotency index hot during long ingests.
+            .pragma("cache_size", "-32768");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -102,7 +104,10 @@ impl Store {
 
     pub(crate) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
         let guard = self.writer.lock().await;
-        let tx = self.pool.begin().await?;
+        // IMMEDIATE takes SQLite's write lock up front (waiting up to the busy timeout), so a
+        // transaction never fails later on upgrading a read snapshot that another process made
+        // stale.
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         Ok(WriteTx { tx, _guard: guard })
     }
 

@@ -182,7 +182,7 @@ pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Resul
 
 pub(crate) fn run_not_found(run_id: &str) -> StoreError {
     StoreError::NotFound(format!(
-        "run {run_id} not found; `wujie issue show <key>` lists the runs of an issue"
+        "run {run_id} not found; check the id (an issue's detail lists its runs)"
     ))
 }
 

@@ -23,7 +23,7 @@ pub(crate) fn before_now(ago: Duration) -> String {
 }
 
 fn format(at: OffsetDateTime) -> String {
-    // Formatting a UTC date with a four-digit year cannot fail; fall back to RFC 3339 anyway.
+    // Formatting a UTC date with a four-digit year cannot fail; the fallback only avoids a panic.
     at.format(FORMAT)
         .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }

@@ -1,0 +1,133 @@
+//! The store on a real SQLite file in a temp dir.
+
+use std::time::Duration;
+
+use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, FinishRun, RunStatus};
+use wujie_store::{Principal, Store, StoreError};
+
+fn issue(title: &str) -> CreateIssue {
+    CreateIssue {
+        title: title.into(),
+        description: String::new(),
+        discussion_id: None,
+    }
+}
+
+fn run_req() -> CreateRun {
+    CreateRun {
+        provider: "fake".into(),
+        cwd: "/tmp".into(),
+    }
+}
+
+#[tokio::test]
+async fn open_creates_directories_and_reopening_keeps_data_and_one_workspace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("nested").join("deeper").join("wujie.db");
+    let store = Store::open(&path).await.expect("open");
+    assert!(path.exists());
+    let ws = store.workspace().await.expect("workspace");
+    assert_eq!((ws.name.as_str(), ws.key_prefix.as_str()), ("Wujie", "WUJ"));
+    store.create_issue(&issue("kept")).await.expect("issue");
+    store.close().await;
+
+    let again = Store::open(&path).await.expect("reopen");
+    assert_eq!(again.workspace().await.expect("workspace").id, ws.id);
+    let next = again.create_issue(&issue("next")).await.expect("issue");
+    assert_eq!(next.key, "WUJ-2");
+    assert_eq!(again.list_issues().await.expect("list").len(), 2);
+}
+
+#[tokio::test]
+async fn tokens_verify_to_their_principal_until_revoked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+    let user = store.create_user_token("me").await.expect("user token");
+    assert_eq!(
+        store.verify_token(&user.token).await.expect("verify"),
+        Some(Principal::User {
+            token_id: user.id.clone()
+        })
+    );
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    let run = store.create_run(&i.key, &run_req()).await.expect("run");
+    assert_eq!(
+        store.verify_token(&run.token).await.expect("verify"),
+        Some(Principal::Run {
+            run_id: run.run.id.clone(),
+            issue_id: i.id.clone()
+        })
+    );
+    let d = store
+        .create_discussion(&CreateDiscussion {
+            provider: "grok".into(),
+            cwd: "/".into(),
+        })
+        .await
+        .expect("discussion");
+    assert_eq!(
+        store.verify_token(&d.token).await.expect("verify"),
+        Some(Principal::Discussion {
+            discussion_id: d.discussion.id.clone()
+        })
+    );
+    assert_eq!(store.verify_token("wjt_nope").await.expect("verify"), None);
+    assert_eq!(
+        store
+            .verify_token(wujie_protocol::api::DISABLED_TOKEN)
+            .await
+            .expect("verify"),
+        None
+    );
+    store.revoke_token(&user.id).await.expect("revoke");
+    assert_eq!(store.verify_token(&user.token).await.expect("verify"), None);
+    assert!(matches!(
+        store.create_user_token("  ").await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    let finished = store.create_run(&i.key, &run_req()).await.expect("run").run;
+    store
+        .finish_run(
+            &finished.id,
+            &FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    let running = store.create_run(&i.key, &run_req()).await.expect("run").run;
+
+    assert_eq!(
+        store
+            .mark_stale_runs(Duration::from_secs(3600))
+            .await
+            .expect("sweep"),
+        0
+    );
+    assert_eq!(
+        store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
+        1
+    );
+    let failed = store.run(&running.id).await.expect("run");
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(failed.error.as_deref(), Some(wujie_store::REPORTER_STOPPED));
+    assert!(failed.ended_at.is_some());
+    assert_eq!(
+        store.run(&finished.id).await.expect("run").status,
+        RunStatus::Succeeded
+    );
+    // Already failed: a second sweep changes nothing.
+    assert_eq!(
+        store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
+        0
+    );
+}
