@@ -11,6 +11,56 @@
 //! 3. On [`TriggerAction::OpenMenu`], hold back adapter output, build a [`Menu`], and draw it
 //!    with [`Overlay::open`] at the adapter's cursor (from the host's shadow screen). Redraw
 //!    with [`Overlay::redraw`]; close with [`Overlay::close`], then flush held-back output.
+//!
+//! ```
+//! use std::time::Duration;
+//! use wujie_term::*;
+//!
+//! let ms = Duration::from_millis;
+//! let (mut scanner, mut line, mut trigger) =
+//!     (InputScanner::new(), InputLine::new(), TriggerDetector::new());
+//! let mut to_pty = Vec::new();
+//! for event in scanner.feed(b"/wujie") {
+//!     to_pty.extend_from_slice(&event.bytes); // forward first, then look
+//!     line.apply(&event);
+//!     trigger.on_input(line.trigger_query(), ms(0));
+//! }
+//! trigger.on_adapter_output(ms(4)); // the adapter echoed "/wujie"
+//! assert_eq!(trigger.next_deadline(), Some(ms(14)));
+//! let Some(TriggerAction::OpenMenu { query, .. }) = trigger.poll(ms(14)) else { panic!() };
+//!
+//! // Hold back adapter output from here on.
+//! let mut menu = Menu::new(default_commands(), &query);
+//! let size = TermSize { cols: 80, rows: 24 };
+//! let place = Placement::new(size, CursorPos { row: 10, col: 8 }); // from the shadow screen
+//! let mut to_screen = Vec::new();
+//! let rows = MENU_MAX_ROWS.min(Overlay::capacity(size));
+//! let mut overlay = Overlay::open(place, &menu.lines(size.cols, rows), &mut to_screen)?;
+//!
+//! for event in scanner.feed(b"\x1b[B\r") {
+//!     if !event.is_typing() {
+//!         continue; // replies: forward to the PTY; focus and mouse: drop
+//!     }
+//!     match menu.handle_key(Key::decode(&event.bytes)) {
+//!         MenuUpdate::Unchanged => {}
+//!         MenuUpdate::Redraw => {
+//!             overlay.redraw(&menu.lines(size.cols, overlay.max_height()), &mut to_screen)
+//!         }
+//!         MenuUpdate::Closed(outcome) => {
+//!             overlay.close(&mut to_screen);
+//!             trigger.menu_closed();
+//!             if let MenuOutcome::Chosen { command, erase } = outcome {
+//!                 assert_eq!(command, CREATE_ISSUE);
+//!                 to_pty.extend_from_slice(&erase); // six DEL bytes remove "/wujie"
+//!                 line.clear();
+//!             }
+//!             break;
+//!         }
+//!     }
+//! }
+//! assert!(to_pty.ends_with(&[0x7f; 6]));
+//! # Ok::<(), OverlayError>(())
+//! ```
 
 mod card;
 mod keys;

@@ -20,6 +20,8 @@
 //!
 //! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. The renderer
 //! assumes no scroll region (DECSTBM) or origin mode is active, which holds for inline TUIs.
+//! DECSC has a single slot: a position the adapter itself saved with `ESC 7` before the overlay
+//! opened is replaced by the adapter's cursor at that moment.
 
 use crate::text;
 
@@ -109,6 +111,7 @@ pub enum OverlayError {
 
 /// An open insertion area. Dropping it without [`Overlay::close`] leaves the lines on screen.
 #[derive(Debug, Clone)]
+#[must_use = "an overlay stays on screen until `close` is called"]
 pub struct Overlay {
     size: TermSize,
     /// First inserted row.

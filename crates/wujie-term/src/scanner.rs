@@ -23,7 +23,8 @@
 //! - Bracketed paste `ESC[200~ … ESC[201~`: everything in between is content, byte for byte
 //!   (escapes included); only the end marker ends it, also when split across chunks.
 //! - Focus `CSI I` / `CSI O`; mouse in SGR form `CSI < b;x;y M|m` and X10 form `CSI M` followed
-//!   by exactly three raw bytes.
+//!   by exactly three raw bytes (any values; the UTF-8 coordinates of mode 1005 are not
+//!   supported, their extra bytes become typing).
 //!
 //! # Bounded memory
 //! - A CSI sequence longer than [`CSI_CAP`] bytes is malformed: its bytes become typing.

@@ -446,3 +446,24 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn native_handoff_card_on_a_full_height_terminal() {
+    let mut term = adapter_screen(20, 50, ADAPTER, (5, 10));
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let plan = "Keep the scanner pure. Draw the overlay with IL and DL. \
+                Test every size with a vt100 model. "
+        .repeat(4);
+    let card = IssueCard::native_handoff("Terminal overlay", plan, false);
+    let lines = card.lines(size.cols, Overlay::capacity(size));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &lines, &mut out).unwrap();
+    term.process(&out);
+    insta::assert_snapshot!("native_card", render(term.screen()));
+    assert_eq!(overlay.scrolled(), 0);
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+}

@@ -1,0 +1,44 @@
+//! Menu, card and overlay with arbitrary sizes, cursor positions, text and keys never panic and
+//! always keep the area inside the screen.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wujie_term::{
+    CursorPos, IssueCard, Key, Menu, MenuItem, MenuUpdate, Overlay, Placement, TermSize,
+};
+
+fn u16_at(data: &[u8], i: usize) -> u16 {
+    let lo = data.get(i).copied().unwrap_or(0);
+    let hi = data.get(i + 1).copied().unwrap_or(0);
+    u16::from_le_bytes([lo, hi]) % 512
+}
+
+fuzz_target!(|data: &[u8]| {
+    let size = TermSize { cols: u16_at(data, 0), rows: u16_at(data, 2) };
+    let cursor = CursorPos { row: u16_at(data, 4), col: u16_at(data, 6) };
+    let used = u16_at(data, 8);
+    let rest = data.get(10..).unwrap_or_default();
+    let text = String::from_utf8_lossy(rest);
+    let mut items = wujie_term::default_commands();
+    items.push(MenuItem::new(format!("/wujie{text}"), text.to_string()));
+    let mut menu = Menu::new(items, "");
+    let mut card = IssueCard::create_issue(text.to_string(), text.to_string());
+    let place = Placement::new(size, cursor).with_used_rows(used);
+    let capacity = Overlay::capacity(size);
+    let mut out = Vec::new();
+    let Ok(mut overlay) = Overlay::open(place, &menu.lines(size.cols, capacity), &mut out) else {
+        return;
+    };
+    assert!(overlay.height() >= 1 && overlay.top() + overlay.height() <= size.rows);
+    for chunk in rest.chunks(3) {
+        let key = Key::decode(chunk);
+        if let MenuUpdate::Closed(_) = menu.handle_key(key) {
+            break;
+        }
+        overlay.redraw(&menu.lines(size.cols, overlay.max_height()), &mut out);
+        let _ = card.handle_key(key);
+        assert!(overlay.top() + overlay.height() <= size.rows);
+    }
+    overlay.redraw(&card.lines(size.cols, overlay.max_height()), &mut out);
+    overlay.close(&mut out);
+});
