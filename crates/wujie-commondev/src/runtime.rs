@@ -90,6 +90,9 @@ pub struct RuntimeSettings {
     pub node_override: Option<PathBuf>,
     /// Extra ssh options, e.g. `-i key -o UserKnownHostsFile=…` (`WUJIE_SSH_OPTIONS`).
     pub ssh_options: Vec<String>,
+    /// Remote directory for pushed sidecars and branch dirs, relative to the remote home unless
+    /// absolute (`WUJIE_SSH_REMOTE_ROOT`, default `.wujie/commondev`).
+    pub ssh_remote_root: Option<String>,
 }
 
 impl RuntimeSettings {
@@ -99,7 +102,16 @@ impl RuntimeSettings {
             ssh_options: std::env::var("WUJIE_SSH_OPTIONS")
                 .map(|s| s.split_whitespace().map(str::to_owned).collect())
                 .unwrap_or_default(),
+            ssh_remote_root: std::env::var("WUJIE_SSH_REMOTE_ROOT")
+                .ok()
+                .filter(|s| !s.is_empty()),
         }
+    }
+
+    fn remote_root(&self) -> &str {
+        self.ssh_remote_root
+            .as_deref()
+            .unwrap_or(DEFAULT_REMOTE_ROOT)
     }
 }
 
@@ -254,7 +266,7 @@ fn content_hash(bytes: &[u8]) -> String {
 }
 
 /// Remote directory (relative to the remote home) holding Wujie's commondev files.
-const REMOTE_ROOT: &str = ".wujie/commondev";
+const DEFAULT_REMOTE_ROOT: &str = ".wujie/commondev";
 
 fn ssh_base(target: &SshTarget, settings: &RuntimeSettings) -> Vec<String> {
     let mut args = vec![
@@ -294,7 +306,7 @@ fn login_error(target: &SshTarget, output: &std::process::Output) -> CommondevEr
     let reason = if said.contains("Permission denied") {
         ": the host refused key authentication".to_owned()
     } else {
-        format!(" (exit status {})", output.status)
+        format!(" ({})", output.status)
     };
     CommondevError::SshLogin {
         target: target.destination.clone(),
@@ -303,45 +315,80 @@ fn login_error(target: &SshTarget, output: &std::process::Output) -> CommondevEr
     }
 }
 
-/// Copies the sidecar script to the host once (named by its content hash) and returns its
-/// remote path. Fails fast, with an explanation, when key-based login is not set up.
+/// Runs one command on the host; exit status 255 (ssh's own failure) becomes a login error.
+async fn remote(target: &SshTarget, settings: &RuntimeSettings, command: String) -> Result<bool> {
+    let mut args = ssh_base(target, settings);
+    args.push(target.destination.clone());
+    args.push("--".into());
+    args.push(command);
+    let output = run_quick("ssh", &args).await?;
+    match output.status.code() {
+        Some(0) => Ok(true),
+        Some(255) | None => Err(login_error(target, &output)),
+        Some(_) => Ok(false),
+    }
+}
+
+/// Copies the sidecar's directory (the script and files beside it, such as a bundled CLI) to
+/// the host once, under a name derived from its contents, and returns the remote directory and
+/// script path. A `.complete` marker is written last, so a half-finished copy is redone.
+/// Fails fast, with an explanation, when key-based login is not set up.
 pub async fn push_sidecar(
     resolved: &ResolvedDriver,
     target: &SshTarget,
     settings: &RuntimeSettings,
-) -> Result<String> {
-    let script = std::fs::read(&resolved.script).map_err(|source| CommondevError::Io {
-        what: "could not read the sidecar script",
-        path: resolved.script.clone(),
-        source,
-    })?;
-    let dir = format!(
-        "{REMOTE_ROOT}/sidecars/{}-{}",
-        resolved.cli,
-        content_hash(&script)
-    );
-    let remote = format!("{dir}/{}", resolved.driver.script);
-    let remote_dir = Path::new(&remote)
+) -> Result<(String, String)> {
+    let local_dir = resolved
+        .script
         .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or(dir);
-    let mut args = ssh_base(target, settings);
-    args.push(target.destination.clone());
-    args.push("--".into());
-    args.push(format!("test -f {}", shell_quote(&remote)));
-    let probe = run_quick("ssh", &args).await?;
-    match probe.status.code() {
-        Some(0) => return Ok(remote),
-        Some(1) => {}
-        _ => return Err(login_error(target, &probe)),
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let read_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| CommondevError::Io {
+            what: "could not read the sidecar files",
+            path,
+            source,
+        }
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&local_dir)
+        .map_err(read_err(&local_dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut fingerprint = Vec::new();
+    for file in &files {
+        fingerprint.extend(
+            file.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
+        fingerprint.push(0);
+        fingerprint.extend(std::fs::read(file).map_err(read_err(file))?);
     }
-    let mut args = ssh_base(target, settings);
-    args.push(target.destination.clone());
-    args.push("--".into());
-    args.push(format!("mkdir -p {}", shell_quote(&remote_dir)));
-    let made = run_quick("ssh", &args).await?;
-    if !made.status.success() {
-        return Err(login_error(target, &made));
+    let dir = format!(
+        "{}/sidecars/{}-{}",
+        settings.remote_root(),
+        resolved.cli,
+        content_hash(&fingerprint)
+    );
+    let script_name = resolved
+        .script
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let script = format!("{dir}/{script_name}");
+    let marker = shell_quote(&format!("{dir}/.complete"));
+    if remote(target, settings, format!("test -f {marker}")).await? {
+        return Ok((dir, script));
+    }
+    if !remote(target, settings, format!("mkdir -p {}", shell_quote(&dir))).await? {
+        return Err(CommondevError::SshLogin {
+            target: target.destination.clone(),
+            reason: format!(": could not create {dir} on the host"),
+            said: String::new(),
+        });
     }
     // scp spells the port option `-P`.
     let mut args: Vec<String> = ssh_base(target, settings)
@@ -349,13 +396,14 @@ pub async fn push_sidecar(
         .map(|a| if a == "-p" { "-P".into() } else { a })
         .collect();
     args.push("-q".into());
-    args.push(resolved.script.display().to_string());
-    args.push(format!("{}:{}", target.destination, remote));
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    args.push(format!("{}:{dir}/", target.destination));
     let copied = run_quick("scp", &args).await?;
     if !copied.status.success() {
         return Err(login_error(target, &copied));
     }
-    Ok(remote)
+    remote(target, settings, format!("touch {marker}")).await?;
+    Ok((dir, script))
 }
 
 /// Builds the command that runs a sidecar on `target` through ssh: the environment is passed
@@ -371,23 +419,19 @@ pub async fn ssh_command(
         let config = serde_json::to_string(&resolved.driver.llm_config).unwrap_or_default();
         return Err(CommondevError::LlmOverSsh(config));
     }
-    let script = push_sidecar(resolved, target, settings).await?;
-    let plugin_dir = Path::new(&script)
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+    let (plugin_dir, script) = push_sidecar(resolved, target, settings).await?;
     let values = PlaceholderValues {
         workdir: launch.workdir.display().to_string(),
         session_id: launch.label.to_owned(),
         session_name: launch.session_name.to_owned(),
-        data_dir: REMOTE_ROOT.to_owned(),
+        data_dir: settings.remote_root().to_owned(),
         plugin_dir,
     };
     let expanded = resolved
         .driver
         .expand(&values)
         .map_err(driver_error(resolved))?;
-    let branch_dir = format!("{REMOTE_ROOT}/branches/{}", launch.label);
+    let branch_dir = format!("{}/branches/{}", settings.remote_root(), launch.label);
     let session_dir = format!("{branch_dir}/{}", session_dir_name(resolved));
     let mut env = generic_env(
         resolved,

@@ -17,7 +17,8 @@ fn install_zcode(env: &TestEnv, cli: &Path) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(example.join("sidecar.mjs"), dir.join("sidecar.mjs")).unwrap();
     let mut driver: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(example.join("driver.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(example.join("driver.json")).unwrap())
+            .unwrap();
     driver["cliPath"] = cli.display().to_string().into();
     driver["env"]["FAKE_ZCODE_ARGV_LOG"] = "{workdir}/argv.jsonl".into();
     std::fs::write(dir.join("driver.json"), driver.to_string()).unwrap();
@@ -44,7 +45,10 @@ fn argv_log(env: &TestEnv) -> Vec<Vec<String>> {
 }
 
 fn flag<'a>(argv: &'a [String], name: &str) -> Option<&'a str> {
-    argv.iter().position(|a| a == name).and_then(|i| argv.get(i + 1)).map(String::as_str)
+    argv.iter()
+        .position(|a| a == name)
+        .and_then(|i| argv.get(i + 1))
+        .map(String::as_str)
 }
 
 #[tokio::test]
@@ -75,12 +79,24 @@ async fn first_turn_never_resumes_and_later_turns_resume_only_the_real_id() {
 
     let runs = argv_log(&env);
     assert_eq!(runs.len(), 3, "{runs:?}");
-    assert_eq!(flag(&runs[0], "--resume"), None, "first turn must not resume: {:?}", runs[0]);
+    assert_eq!(
+        flag(&runs[0], "--resume"),
+        None,
+        "first turn must not resume: {:?}",
+        runs[0]
+    );
     for run in &runs[1..] {
-        assert_eq!(flag(run, "--resume"), Some(first.session_id.as_str()), "{run:?}");
+        assert_eq!(
+            flag(run, "--resume"),
+            Some(first.session_id.as_str()),
+            "{run:?}"
+        );
     }
     for run in &runs {
-        assert!(!run.iter().any(|a| a.contains("br-X")), "the label reached the CLI: {run:?}");
+        assert!(
+            !run.iter().any(|a| a.contains("br-X")),
+            "the label reached the CLI: {run:?}"
+        );
         assert!(!run.iter().any(|a| a == "--session-name"), "{run:?}");
         assert_eq!(flag(run, "--mode"), Some("guarded"));
         assert_eq!(flag(run, "--output-format"), Some("stream-json"));
@@ -93,12 +109,22 @@ async fn missing_cli_path_lists_the_places_looked_at() {
     let env = TestEnv::new();
     let missing = env.home.path().join("nowhere/zcode.cjs");
     let dir = install_zcode(&env, &missing);
-    let err = env.sessions(Lifetime::OneShot).open(open(&env)).await.unwrap_err();
+    let err = env
+        .sessions(Lifetime::OneShot)
+        .open(open(&env))
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, CommondevError::Rpc { .. }), "{text}");
     assert!(text.contains(&missing.display().to_string()), "{text}");
-    assert!(text.contains(&format!("cliPath in {}", dir.join("driver.json").display())), "{text}");
-    assert!(text.contains("ZCODE_CLI") && text.contains("PATH"), "{text}");
+    assert!(
+        text.contains(&format!("cliPath in {}", dir.join("driver.json").display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("ZCODE_CLI") && text.contains("PATH"),
+        "{text}"
+    );
     assert!(!text.contains("MODULE_NOT_FOUND"), "{text}");
 }
 
@@ -111,10 +137,17 @@ async fn timeout_kills_the_cli_and_its_tool_subprocess() {
     sessions.open(open(&env)).await.unwrap();
     let pid_file = env.workdir.join("tool.pid");
     let err = sessions
-        .prompt("X", "feat/a", &format!("spawn-sleep:{}", pid_file.display()))
+        .prompt(
+            "X",
+            "feat/a",
+            &format!("spawn-sleep:{}", pid_file.display()),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, CommondevError::CallTimeout { .. }), "{err}");
     let grandchild: i32 = wait_for_file(&pid_file).await.trim().parse().unwrap();
-    assert!(!process_alive(grandchild), "the CLI's `sleep` {grandchild} was orphaned");
+    assert!(
+        !process_alive(grandchild),
+        "the CLI's `sleep` {grandchild} was orphaned"
+    );
 }
