@@ -74,7 +74,7 @@ fn start_sshd(dir: &Path) -> Sshd {
         ),
     )
     .unwrap();
-    let child = Command::new(SSHD)
+    let mut child = Command::new(SSHD)
         .args(["-D", "-e", "-f"])
         .arg(&config)
         .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
