@@ -74,19 +74,20 @@ fn start_sshd(dir: &Path) -> Sshd {
         ),
     )
     .unwrap();
-    let mut child = Command::new(SSHD)
-        .args(["-D", "-e", "-f"])
-        .arg(&config)
-        .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
-        .spawn()
-        .unwrap();
+    // Owned by `Sshd` right away, whose drop kills and reaps it on every path.
+    let sshd = Sshd {
+        child: Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap(),
+        port,
+        dir: dir.to_path_buf(),
+    };
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Sshd {
-                child,
-                port,
-                dir: dir.to_path_buf(),
-            };
+            return sshd;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
