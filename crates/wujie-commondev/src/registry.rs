@@ -84,6 +84,8 @@ pub struct ResolvedDriver {
 enum Candidate {
     Dir(PathBuf, &'static str),
     Bundled(usize),
+    /// No compiled-in driver has this name; kept so the not-found error lists this link too.
+    NotBundled,
 }
 
 fn valid_cli_name(cli: &str) -> bool {
@@ -107,8 +109,9 @@ impl DriverLocations {
                 "installed beside the executable",
             ));
         }
-        if let Some(index) = self.bundled.iter().position(|b| b.cli == cli) {
-            out.push(Candidate::Bundled(index));
+        match self.bundled.iter().position(|b| b.cli == cli) {
+            Some(index) => out.push(Candidate::Bundled(index)),
+            None => out.push(Candidate::NotBundled),
         }
         if let Some(dir) = &self.exe_dir {
             out.push(Candidate::Dir(
@@ -127,6 +130,7 @@ impl DriverLocations {
                 self.bundled[*index].cli,
                 self.bundled_cache.join(&self.bundled[*index].cli).display()
             ),
+            Candidate::NotBundled => "drivers compiled into this binary".to_owned(),
         }
     }
 
@@ -168,6 +172,12 @@ impl DriverLocations {
                     (dir.clone(), *source)
                 }
                 Candidate::Bundled(index) => (self.materialise(*index)?, "bundled with Wujie"),
+                Candidate::NotBundled => {
+                    let names: Vec<&str> = self.bundled.iter().map(|b| b.cli.as_str()).collect();
+                    let found = format!("none named {cli:?} (bundled: {})", names.join(", "));
+                    looked.push(Looked { place, found });
+                    continue;
+                }
             };
             let driver_file = dir.join("driver.json");
             let text =
@@ -218,6 +228,7 @@ impl DriverLocations {
             let dir = match candidate {
                 Candidate::Dir(dir, _) => dir.clone(),
                 Candidate::Bundled(index) => self.materialise(*index)?,
+                Candidate::NotBundled => continue,
             };
             let path = dir.join(&driver.script);
             if path.is_file() {

@@ -229,6 +229,7 @@ async fn lookup_chain_precedence_and_not_found_error() {
     let places = [
         env.override_dir("nothing").display().to_string(),
         installed.join("nothing").display().to_string(),
+        "drivers compiled into this binary — none named \"nothing\" (bundled: agent)".to_owned(),
         exe_dir.join("nothing").display().to_string(),
     ];
     let positions: Vec<usize> = places
