@@ -12,8 +12,8 @@
 //   WUJIE_CLI_PATH           the driver's declared cliPath, if any
 // pi is found at: WUJIE_CLI_PATH, then WUJIE_PI_CLI, then `pi` on PATH.
 import { spawn } from "node:child_process";
-import { readFileSync, statSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { readFileSync, realpathSync, statSync } from "node:fs";
+import { delimiter, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 
 function parseArgs(argv) {
@@ -132,13 +132,21 @@ async function sessionId() {
   return label || null;
 }
 
+// The version from pi's package.json, found by walking up from the resolved executable.
 function piVersionOf(exe) {
   try {
-    const pkg = join(exe, "..", "..", "@mariozechner", "pi-coding-agent", "package.json");
-    return JSON.parse(readFileSync(pkg, "utf8")).version;
+    let dir = dirname(realpathSync(exe));
+    for (let i = 0; i < 4; i++, dir = dirname(dir)) {
+      const pkg = join(dir, "package.json");
+      if (isFile(pkg)) {
+        const meta = JSON.parse(readFileSync(pkg, "utf8"));
+        if (meta.name === "@mariozechner/pi-coding-agent") return meta.version;
+      }
+    }
   } catch {
-    return null;
+    // no version is fine: it is optional in the contract
   }
+  return null;
 }
 
 const methods = {
