@@ -422,3 +422,67 @@ async fn label_collisions_and_agent_changes_are_refused() {
     let err = sessions.prompt("a", "b/c", "x").await.unwrap_err();
     assert!(matches!(err, CommondevError::BranchClosed { .. }), "{err}");
 }
+
+#[test]
+fn shipped_and_example_drivers_are_valid() {
+    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(repo_root().join("runtime"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.push(repo_root().join("examples/custom-cli/zcode"));
+    assert!(dirs.len() >= 2);
+    for dir in dirs {
+        let text = std::fs::read_to_string(dir.join("driver.json")).unwrap();
+        let driver = wujie_protocol::driver::Driver::parse(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let status = std::process::Command::new("node")
+            .arg("--check")
+            .arg(dir.join(&driver.script))
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{} does not parse",
+            dir.join(&driver.script).display()
+        );
+    }
+}
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<String>>);
+
+impl wujie_commondev::BranchObserver for Recorder {
+    fn on_prompt(&self, branch: &wujie_commondev::store::BranchRecord, text: &str) {
+        let issue = branch.issue.clone().unwrap_or_default();
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{issue} prompt {text}"));
+    }
+    fn on_reply(&self, branch: &wujie_commondev::store::BranchRecord, reply: &str) {
+        let issue = branch.issue.clone().unwrap_or_default();
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{issue} reply {reply}"));
+    }
+}
+
+#[tokio::test]
+async fn observer_sees_prompts_and_replies_with_the_branch_issue() {
+    let env = TestEnv::new();
+    env.install("beta", "agent");
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let sessions = env
+        .sessions(Lifetime::OneShot)
+        .with_observer(recorder.clone());
+    let mut request = open("p", "b", "agent", &env.workdir);
+    request.issue = Some("WUJ-5".into());
+    sessions.open(request).await.unwrap();
+    sessions.prompt("p", "b", "hi").await.unwrap();
+    assert_eq!(
+        *recorder.0.lock().unwrap(),
+        ["WUJ-5 prompt hi", "WUJ-5 reply BETA<HI>"]
+    );
+}
