@@ -163,9 +163,14 @@ const methods = {
     if (!pi) startPi();
     const done = new Promise((resolve, reject) => (turnWaiter = { resolve, reject }));
     await command("prompt", { message: String(params?.text ?? "") });
-    await done;
-    const last = await command("get_last_assistant_text");
-    const reply = typeof last === "string" ? last : last?.text ?? "";
+    const end = await done;
+    // A failed model call still ends the turn; surface it instead of an empty reply.
+    const last = (end.messages || []).filter((m) => m.role === "assistant").pop();
+    if (last && (last.stopReason === "error" || last.stopReason === "aborted")) {
+      throw new Error(`pi turn ended with ${last.stopReason}: ${last.errorMessage || "no message"}`);
+    }
+    const text = await command("get_last_assistant_text");
+    const reply = typeof text === "string" ? text : text?.text ?? "";
     return { ok: true, session_id: await sessionId(), reply };
   },
   async state() {

@@ -135,10 +135,21 @@ async fn pi_branch_open_prompt_state_close_and_resume() {
         "history of the resumed session: {:?}",
         state.messages
     );
+    // A model failure surfaces as an error naming it, not as an empty reply.
+    let err = server
+        .prompt("demo", "feat/pi", "unscripted")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pi turn ended with error"), "{err}");
     server.close("demo", "feat/pi").await.unwrap();
 
     // The model saw the first exchange when answering the second: the context was resumed.
-    let last = mock.model_requests().last().cloned().unwrap();
+    let last = mock
+        .model_requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains("second question"))
+        .unwrap();
     let body = last.body.to_string();
     assert!(
         body.contains("first question") && body.contains("first answer"),
