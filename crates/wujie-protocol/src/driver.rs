@@ -424,4 +424,29 @@ mod tests {
         }
         assert_eq!(expand("a{workdir", &values(), "x").unwrap(), "a{workdir");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn expansion_never_panics_and_leaves_brace_free_text_alone(template in "\\PC*") {
+            let result = expand(&template, &values(), "x");
+            if !template.contains('{') {
+                proptest::prop_assert_eq!(result.unwrap(), template);
+            }
+        }
+
+        #[test]
+        fn known_placeholders_always_expand(parts in proptest::collection::vec(("[a-z /]{0,4}", 0usize..5), 0..6)) {
+            let mut template = String::new();
+            let mut expected = String::new();
+            let v = values();
+            for (text, index) in &parts {
+                template.push_str(text);
+                expected.push_str(text);
+                let name = PLACEHOLDERS[*index];
+                template.push_str(&format!("{{{name}}}"));
+                expected.push_str(v.get(name).unwrap_or_default());
+            }
+            proptest::prop_assert_eq!(expand(&template, &v, "x").unwrap(), expected);
+        }
+    }
 }

@@ -298,4 +298,20 @@ mod tests {
         assert!(decode_close(json!({"ok": true})).is_ok());
         assert!(decode_close(json!("ok")).is_err());
     }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_line_never_panics(line in "\\PC*") {
+            let _ = parse_line(&line);
+        }
+
+        #[test]
+        fn responses_round_trip(id in 0u64..u64::MAX, text in "\\PC*") {
+            let line = json!({"jsonrpc": "2.0", "id": id, "result": {"reply": text}}).to_string();
+            proptest::prop_assert_eq!(
+                parse_line(&line).unwrap(),
+                Incoming::Response { id, outcome: Ok(json!({"reply": text})) }
+            );
+        }
+    }
 }
