@@ -196,10 +196,6 @@ impl BranchSessions {
         self
     }
 
-    pub fn lifetime(&self) -> Lifetime {
-        self.lifetime
-    }
-
     fn slot(&self, label: &str) -> Slot {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         live.entry(label.to_owned()).or_default().clone()

@@ -74,22 +74,20 @@ impl Sidecar {
         driver: String,
     ) -> Result<(Self, PingResult)> {
         let mut sidecar = Self::spawn(command, timeouts, driver)?;
-        let value = match sidecar.call("ping", None, timeouts.ping).await {
-            Ok(value) => value,
+        match sidecar.ping().await {
+            Ok(ping) => Ok((sidecar, ping)),
             Err(CommondevError::CallTimeout { after, stderr, .. }) => {
-                return Err(CommondevError::PingTimeout {
+                Err(CommondevError::PingTimeout {
                     after,
                     driver: sidecar.driver.clone(),
                     stderr,
-                });
+                })
             }
             Err(other) => {
                 sidecar.kill_tree().await;
-                return Err(other);
+                Err(other)
             }
-        };
-        let ping = sidecar.decode(rpc::decode_ping(value)).await?;
-        Ok((sidecar, ping))
+        }
     }
 
     fn spawn(command: &SidecarCommand, timeouts: Timeouts, driver: String) -> Result<Self> {
@@ -142,11 +140,6 @@ impl Sidecar {
             timeouts,
             driver,
         })
-    }
-
-    /// The process group id (the sidecar's pid), if it was started.
-    pub fn pgid(&self) -> Option<i32> {
-        self.pgid
     }
 
     /// The last lines of the sidecar's stderr log.
