@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -142,6 +142,14 @@ impl CommondevServer {
 impl ServerHandler for CommondevServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "wujie-commondev",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "One agent session per project branch. Open a branch with an agent CLI (a driver \
+                 name such as `pi`), then prompt it; re-opening resumes the same backend session.",
+            )
     }
 }
 

@@ -32,6 +32,9 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) 
 }
 
 async fn exercise(client: &RunningService<RoleClient, ()>, env: &TestEnv) {
+    let info = client.peer_info().expect("server info after initialize");
+    let name = info.server_info.as_ref().map(|i| i.name.as_str());
+    assert_eq!(name, Some("wujie-commondev"));
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort();
