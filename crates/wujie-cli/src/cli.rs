@@ -61,6 +61,11 @@ pub enum Command {
     Token(TokenCommand),
     /// Store a remote server and its token in the profile.
     Login(LoginArgs),
+    /// commondev: one headless agent session per project branch.
+    #[command(subcommand)]
+    Branch(crate::commands::branch::BranchCommand),
+    /// Serve the commondev tools over MCP on stdin/stdout (for an orchestrating agent).
+    Mcp,
     /// Create an issue, install the bundled fake provider, run it and show the synced transcript.
     Demo,
 }

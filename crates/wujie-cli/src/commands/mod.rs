@@ -1,9 +1,11 @@
 //! One module per command group; each parses nothing, calls the libraries, prints.
 
 mod auth;
+pub mod branch;
 mod demo;
 mod discuss;
 mod issue;
+mod mcp;
 mod outbox;
 mod provider;
 mod run;
@@ -30,6 +32,10 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Token(cmd) => auth::token(&ctx, cmd).await.map(|()| 0),
         Command::Login(args) => auth::login(&ctx, args).await.map(|()| 0),
         Command::Demo => demo::run(&ctx).await,
+        Command::Branch(cmd) => branch::run_branch(cmd, ctx.json(), &ctx.profile.data_dir)
+            .await
+            .map(|()| 0),
+        Command::Mcp => mcp::run_mcp(&ctx.profile.data_dir).await.map(|()| 0),
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
     }

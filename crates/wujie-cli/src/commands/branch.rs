@@ -1,0 +1,152 @@
+//! `wujie branch …`: the CLI twins of the commondev MCP tools. One-shot: each command starts the
+//! branch's sidecar, resumes the persisted backend session, does its call and closes it.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use wujie_commondev::{BranchInfo, BranchSessions, Lifetime, OpenRequest, SessionConfig};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BranchCommand {
+    /// Open a branch driven by an agent CLI (re-opening resumes its backend session).
+    Open {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        branch: String,
+        /// Driver name: `runtime/<agent-cli>/driver.json` (e.g. `pi`).
+        #[arg(long)]
+        agent_cli: String,
+        /// The agent's working directory (a remote path with --runtime ssh://…).
+        #[arg(long)]
+        workdir: PathBuf,
+        /// Issue the branch works on.
+        #[arg(long)]
+        issue: Option<String>,
+        /// `local` (default) or `ssh://[user@]host[:port]`.
+        #[arg(long)]
+        runtime: Option<String>,
+    },
+    /// Send a prompt to the branch's agent and print its reply.
+    Prompt {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        branch: String,
+        text: String,
+    },
+    /// Print the branch's session id and messages.
+    State {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        branch: String,
+    },
+    /// Close the branch (it can be opened again to resume).
+    Close {
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        branch: String,
+    },
+    /// List known branches.
+    List,
+}
+
+fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn branch_line(b: &BranchInfo) -> String {
+    let status = serde_json::to_value(b.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    format!(
+        "{}\t{}/{}\t{}\t{}\tsession {}\t{}",
+        b.label, b.project, b.branch, b.agent_cli, status, b.session_id, b.runtime
+    )
+}
+
+pub async fn run_branch(cmd: BranchCommand, json: bool, data_dir: &Path) -> anyhow::Result<()> {
+    let sessions = BranchSessions::new(
+        data_dir,
+        SessionConfig::standard(data_dir),
+        Lifetime::OneShot,
+    );
+    match cmd {
+        BranchCommand::Open {
+            project,
+            branch,
+            agent_cli,
+            workdir,
+            issue,
+            runtime,
+        } => {
+            let opened = sessions
+                .open(OpenRequest {
+                    project,
+                    branch,
+                    agent_cli,
+                    workdir,
+                    issue,
+                    runtime,
+                })
+                .await?;
+            if json {
+                return print_json(&opened);
+            }
+            let verb = if opened.resumed { "resumed" } else { "opened" };
+            println!("{verb} {}", branch_line(&opened.branch));
+            println!(
+                "driver {} ({})",
+                opened.driver_file.display(),
+                opened.driver_source
+            );
+        }
+        BranchCommand::Prompt {
+            project,
+            branch,
+            text,
+        } => {
+            let reply = sessions.prompt(&project, &branch, &text).await?;
+            if json {
+                return print_json(&reply);
+            }
+            println!("{}", reply.reply);
+        }
+        BranchCommand::State { project, branch } => {
+            let state = sessions.state(&project, &branch).await?;
+            if json {
+                return print_json(&state);
+            }
+            println!(
+                "{} session {} ({} messages)",
+                state.label,
+                state.session_id,
+                state.messages.len()
+            );
+            for message in &state.messages {
+                println!("{message}");
+            }
+        }
+        BranchCommand::Close { project, branch } => {
+            let closed = sessions.close(&project, &branch).await?;
+            if json {
+                return print_json(&closed);
+            }
+            println!("closed {} (session {})", closed.label, closed.session_id);
+        }
+        BranchCommand::List => {
+            let branches = sessions.list()?;
+            if json {
+                return print_json(&serde_json::json!({ "branches": branches }));
+            }
+            for b in &branches {
+                println!("{}", branch_line(b));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! `wujie mcp`: the commondev MCP server on stdin/stdout (long-lived: sidecars stay up).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use wujie_commondev::{BranchSessions, Lifetime, SessionConfig};
+
+pub async fn run_mcp(data_dir: &Path) -> anyhow::Result<()> {
+    let sessions = Arc::new(BranchSessions::new(
+        data_dir,
+        SessionConfig::standard(data_dir),
+        Lifetime::KeepAlive,
+    ));
+    wujie_commondev::mcp::serve_stdio(sessions).await?;
+    Ok(())
+}

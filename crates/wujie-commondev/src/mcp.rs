@@ -1,0 +1,187 @@
+//! The MCP server: `commondev_branch_{open,prompt,state,close,list}` over stdio, each answering
+//! one JSON document as text. It is long-lived, so branch sidecars stay alive between calls.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::sessions::{BranchSessions, OpenRequest};
+
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct OpenArgs {
+    /// Project name.
+    pub project: String,
+    /// Branch name (e.g. `feat/a`).
+    pub branch: String,
+    /// Agent CLI: the name of a driver directory `runtime/<agent_cli>/` (e.g. `pi`).
+    pub agent_cli: String,
+    /// Working directory of the agent (on the remote host for ssh runtimes).
+    pub workdir: String,
+    /// Issue this branch works on, kept with the branch.
+    #[serde(default)]
+    pub issue: Option<String>,
+    /// `local` (default) or `ssh://[user@]host[:port]`.
+    #[serde(default)]
+    pub runtime: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct PromptArgs {
+    pub project: String,
+    pub branch: String,
+    /// The message to send to the branch's agent.
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct BranchArgs {
+    pub project: String,
+    pub branch: String,
+}
+
+#[derive(Clone)]
+pub struct CommondevServer {
+    sessions: Arc<BranchSessions>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for CommondevServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommondevServer")
+            .field("sessions", &self.sessions)
+            .finish_non_exhaustive()
+    }
+}
+
+fn answer<T: Serialize>(result: crate::error::Result<T>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::success(vec![ContentBlock::text(
+            serde_json::to_string(&value).unwrap_or_default(),
+        )]),
+        Err(error) => CallToolResult::error(vec![ContentBlock::text(
+            serde_json::json!({"ok": false, "error": error.to_string()}).to_string(),
+        )]),
+    }
+}
+
+#[tool_router]
+impl CommondevServer {
+    pub fn new(sessions: Arc<BranchSessions>) -> Self {
+        Self {
+            sessions,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Open (or re-open, resuming its backend session) a project branch driven by an agent CLI chosen by its driver.json."
+    )]
+    async fn commondev_branch_open(
+        &self,
+        Parameters(args): Parameters<OpenArgs>,
+    ) -> CallToolResult {
+        answer(
+            self.sessions
+                .open(OpenRequest {
+                    project: args.project,
+                    branch: args.branch,
+                    agent_cli: args.agent_cli,
+                    workdir: PathBuf::from(args.workdir),
+                    issue: args.issue,
+                    runtime: args.runtime,
+                })
+                .await,
+        )
+    }
+
+    #[tool(description = "Send a prompt to the branch's agent session and return its reply.")]
+    async fn commondev_branch_prompt(
+        &self,
+        Parameters(args): Parameters<PromptArgs>,
+    ) -> CallToolResult {
+        answer(
+            self.sessions
+                .prompt(&args.project, &args.branch, &args.text)
+                .await,
+        )
+    }
+
+    #[tool(description = "Return the branch's session id and its messages.")]
+    async fn commondev_branch_state(
+        &self,
+        Parameters(args): Parameters<BranchArgs>,
+    ) -> CallToolResult {
+        answer(self.sessions.state(&args.project, &args.branch).await)
+    }
+
+    #[tool(description = "Close the branch's sidecar; the branch can be opened again to resume.")]
+    async fn commondev_branch_close(
+        &self,
+        Parameters(args): Parameters<BranchArgs>,
+    ) -> CallToolResult {
+        answer(self.sessions.close(&args.project, &args.branch).await)
+    }
+
+    #[tool(description = "List known branches with their session ids and status.")]
+    async fn commondev_branch_list(&self) -> CallToolResult {
+        answer(
+            self.sessions
+                .list()
+                .map(|branches| serde_json::json!({"branches": branches})),
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CommondevServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "wujie-commondev",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "One agent session per project branch. Open a branch with an agent CLI (a driver \
+                 name such as `pi`), then prompt it; re-opening resumes the same backend session.",
+            )
+    }
+}
+
+/// Error of the MCP transport itself.
+#[derive(Debug, thiserror::Error)]
+#[error("MCP server: {0}")]
+pub struct McpError(String);
+
+/// Serves the tools on any transport until the client disconnects, then closes every sidecar.
+pub async fn serve<T, E, A>(sessions: Arc<BranchSessions>, transport: T) -> Result<(), McpError>
+where
+    T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let server = CommondevServer::new(sessions.clone());
+    let running = server
+        .serve(transport)
+        .await
+        .map_err(|e| McpError(e.to_string()));
+    let result = match running {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| McpError(e.to_string())),
+        Err(e) => Err(e),
+    };
+    sessions.shutdown().await;
+    result
+}
+
+/// Serves the tools on this process's stdin/stdout.
+pub async fn serve_stdio(sessions: Arc<BranchSessions>) -> Result<(), McpError> {
+    serve(sessions, rmcp::transport::stdio()).await
+}
