@@ -469,3 +469,46 @@ fn handoff_without_the_capability_is_refused() {
     );
     assert!(env.json(&["issue", "list"]).as_array().unwrap().is_empty());
 }
+
+#[test]
+fn unknown_modes_and_handoffs_in_a_run_are_answered_not_fatal() {
+    let env = Env::new();
+    let log = env.work.path().join("log");
+    let body = format!(
+        r#"echo '{{"event":"handoff_ready","request_id":"odd","mode":"clear"}}'
+IFS= read -r line; echo "$line" >> {log}
+echo '{final_}'"#,
+        log = log.display(),
+        final_ = msg("final", "still here", "f"),
+    );
+    let dir = env.work.path().join("odd");
+    write_plugin(&dir, "odd", V2, &body);
+    let manifest = dir.join("provider.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["capabilities"]["native_plan_handoff"] = true.into();
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+
+    // In a discussion: an unknown mode is refused and the session goes on.
+    env.ok(&["discuss", "--confirm", "accept", "--", "odd"]);
+    let frame = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        frame.contains("\"request_id\":\"odd\"") && frame.contains("\"accepted\":false"),
+        "{frame}"
+    );
+    assert!(frame.contains("unknown handoff mode"), "{frame}");
+    let d = &env.json(&["discussion", "list"])[0];
+    assert_eq!(d["entries"][0]["content"], "still here");
+
+    // In a run: the request is answered (a run already has its issue) and the run goes on.
+    std::fs::remove_file(&log).unwrap();
+    let key = env.create_issue("bound");
+    env.ok(&["run", &key, "--", "odd"]);
+    let frame = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        frame.contains("\"accepted\":false") && frame.contains("wujie discuss"),
+        "{frame}"
+    );
+    assert_eq!(env.issue(&key)["runs"][0]["status"], "succeeded");
+}

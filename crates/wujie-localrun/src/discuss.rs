@@ -13,7 +13,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
-use wujie_protocol::event::{Event, HandoffMode};
+use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
 
@@ -335,6 +335,12 @@ impl Flow<'_> {
                     for line in read.lines {
                         let line = match line {
                             Ok(line) => line,
+                            Err(EventError { kind: EventErrorKind::UnknownHandoffMode { request_id, mode }, .. }) => {
+                                self.record(std::mem::take(&mut items)).await?;
+                                let error = format!("unknown handoff mode {mode:?}: use current_context or native_clear");
+                                self.refuse(&request_id, None, error).await;
+                                continue;
+                            }
                             Err(e) => {
                                 self.record(std::mem::take(&mut items)).await?;
                                 self.cancel_pending("the adapter printed an invalid line").await;
@@ -406,12 +412,12 @@ impl Flow<'_> {
         self.to_adapter.send_flushed(decision.encode_frame()).await;
     }
 
-    async fn refuse(&self, request_id: &str, mode: HandoffMode, error: String) {
+    async fn refuse(&self, request_id: &str, mode: Option<HandoffMode>, error: String) {
         eprintln!("wujie: handoff {request_id:?} refused: {error}");
         self.send_decision(HandoffDecision {
             request_id: request_id.to_owned(),
             accepted: false,
-            mode: Some(mode),
+            mode,
             issue_id: None,
             issue_key: None,
             run_id: None,
@@ -424,7 +430,8 @@ impl Flow<'_> {
     /// caller signals it.
     async fn cancel_pending(&mut self, why: &str) {
         if let Some(p) = self.pending.take() {
-            self.refuse(&p.request_id, p.mode, why.to_owned()).await;
+            self.refuse(&p.request_id, Some(p.mode), why.to_owned())
+                .await;
             tokio::time::sleep(DECISION_READ_PAUSE).await;
         }
     }
@@ -439,7 +446,7 @@ impl Flow<'_> {
                 "provider {:?} did not declare capabilities.native_plan_handoff; use /wujiecreateissue or `wujie discussion promote`",
                 self.provider.name
             );
-            self.refuse(request_id, mode, error).await;
+            self.refuse(request_id, Some(mode), error).await;
             return Ok(());
         }
         if let Some(p) = &self.pending {
@@ -447,18 +454,18 @@ impl Flow<'_> {
                 "another handoff request ({:?}) is waiting for confirmation",
                 p.request_id
             );
-            self.refuse(request_id, mode, error).await;
+            self.refuse(request_id, Some(mode), error).await;
             return Ok(());
         }
         if let Some((key, _)) = &self.promoted {
             let error = format!("this discussion is already issue {key}");
-            self.refuse(request_id, mode, error).await;
+            self.refuse(request_id, Some(mode), error).await;
             return Ok(());
         }
         let discussion = match self.delivered_discussion().await {
             Ok(d) => d,
             Err(error) => {
-                self.refuse(request_id, mode, error).await;
+                self.refuse(request_id, Some(mode), error).await;
                 return Ok(());
             }
         };
@@ -472,14 +479,18 @@ impl Flow<'_> {
         match self.req.confirm {
             ConfirmMode::Accept => self.accept(pending).await,
             ConfirmMode::Reject => {
-                self.refuse(request_id, mode, "declined (--confirm reject)".to_owned())
-                    .await;
+                self.refuse(
+                    request_id,
+                    Some(mode),
+                    "declined (--confirm reject)".to_owned(),
+                )
+                .await;
                 Ok(())
             }
             ConfirmMode::Ask if !self.req.stdin_is_terminal => {
                 self.refuse(
                     request_id,
-                    mode,
+                    Some(mode),
                     "no terminal to confirm; pass --confirm accept".to_owned(),
                 )
                 .await;
@@ -516,8 +527,12 @@ impl Flow<'_> {
         match promotion::promote(&self.conn.client, &pending.discussion, &pending.draft, &cwd).await
         {
             Err(e) => {
-                self.refuse(&pending.request_id, pending.mode, promotion::redacted(&e))
-                    .await;
+                self.refuse(
+                    &pending.request_id,
+                    Some(pending.mode),
+                    promotion::redacted(&e),
+                )
+                .await;
                 Ok(())
             }
             Ok(promoted) => {

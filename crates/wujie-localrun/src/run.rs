@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use wujie_protocol::api::{CreateRun, FinishRun, RunStatus};
+use wujie_protocol::control::HandoffDecision;
+use wujie_protocol::event::{Event, EventError, EventErrorKind};
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
 
 use crate::connection::Connection;
@@ -218,9 +220,22 @@ async fn pump(
                 let mut invalid = None;
                 for line in read.lines {
                     match line {
-                        Ok(line) => items.extend(
-                            items_for_line(target_id, &line).into_iter().map(|i| (i, read.read_at_ms)),
-                        ),
+                        Ok(line) => {
+                            for event in &line.events {
+                                if let Event::HandoffReady { request_id, .. } = event {
+                                    refuse_handoff(&to_adapter, request_id).await;
+                                }
+                            }
+                            items.extend(
+                                items_for_line(target_id, &line)
+                                    .into_iter()
+                                    .map(|i| (i, read.read_at_ms)),
+                            );
+                        }
+                        Err(EventError {
+                            kind: EventErrorKind::UnknownHandoffMode { request_id, .. },
+                            ..
+                        }) => refuse_handoff(&to_adapter, &request_id).await,
                         Err(e) => {
                             invalid = Some(e.to_string());
                             break;
@@ -255,6 +270,23 @@ async fn pump(
             () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
         }
     }
+}
+
+/// A run is already bound to its issue: a plan handoff has nothing to create.
+async fn refuse_handoff(to_adapter: &AdapterStdin, request_id: &str) {
+    let decision = HandoffDecision {
+        request_id: request_id.to_owned(),
+        accepted: false,
+        mode: None,
+        issue_id: None,
+        issue_key: None,
+        run_id: None,
+        error: Some(
+            "plan handoff is only available in `wujie discuss`; this run already belongs to an issue"
+                .to_owned(),
+        ),
+    };
+    to_adapter.send_flushed(decision.encode_frame()).await;
 }
 
 /// Keep the run from being declared stale by the server and the outbox target from looking

@@ -204,8 +204,12 @@ pub enum EventErrorKind {
     EmptyField { field: &'static str },
     #[error("line longer than the limit of {limit} bytes; each event must be one line within it")]
     LineTooLong { limit: usize },
-    #[error("unknown handoff mode {0:?}: expected \"current_context\" or \"native_clear\"")]
-    UnknownHandoffMode(String),
+    /// Kept apart from other errors: the parent answers the request (`accepted:false`) instead
+    /// of failing the session, so it carries the request id.
+    #[error(
+        "unknown handoff mode {mode:?} in request {request_id:?}: expected \"current_context\" or \"native_clear\""
+    )]
+    UnknownHandoffMode { request_id: String, mode: String },
     #[error("nothing recognisable: a line needs a message `type`, a `usage` object or an `event`")]
     NothingRecognisable,
 }
@@ -270,8 +274,12 @@ fn parse_line_events(line: &[u8]) -> Result<Vec<Event>, EventErrorKind> {
         Some("handoff_ready") => {
             let request_id = take_nonempty_str(&mut object, "request_id")?;
             let mode = take_str(&mut object, "mode")?;
-            let mode = HandoffMode::from_name(&mode)
-                .ok_or_else(|| EventErrorKind::UnknownHandoffMode(quote(&mode)))?;
+            let mode = HandoffMode::from_name(&mode).ok_or_else(|| {
+                EventErrorKind::UnknownHandoffMode {
+                    request_id: quote(&request_id),
+                    mode: quote(&mode),
+                }
+            })?;
             Some(Event::HandoffReady { request_id, mode })
         }
         Some(other) => return Err(EventErrorKind::UnknownEvent(quote(other))),

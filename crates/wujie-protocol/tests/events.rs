@@ -337,8 +337,8 @@ fn invalid_lines_table() {
         // handoff_ready.
         (br#"{"event":"handoff_ready","mode":"native_clear"}"#, missing("request_id")),
         (br#"{"event":"handoff_ready","request_id":"h"}"#, missing("mode")),
-        (br#"{"event":"handoff_ready","request_id":"h","mode":"clear"}"#, K::UnknownHandoffMode("clear".into())),
-        (br#"{"event":"handoff_ready","request_id":"h","mode":"NATIVE_CLEAR"}"#, K::UnknownHandoffMode("NATIVE_CLEAR".into())),
+        (br#"{"event":"handoff_ready","request_id":"h","mode":"clear"}"#, K::UnknownHandoffMode { request_id: "h".into(), mode: "clear".into() }),
+        (br#"{"event":"handoff_ready","request_id":"h","mode":"NATIVE_CLEAR"}"#, K::UnknownHandoffMode { request_id: "h".into(), mode: "NATIVE_CLEAR".into() }),
         (br#"{"event":"handoff_ready","request_id":5,"mode":"native_clear"}"#, wrong_type("request_id", "a string", "a number")),
         // Invalid UTF-8.
         (b"{\"type\":\"text\",\"content\":\"\xff\"}", K::InvalidUtf8 { valid_up_to: 26 }),
