@@ -366,8 +366,9 @@ fn crashing_adapter_is_a_failed_run() {
         "crash",
         &format!("echo '{}'\nkill -SEGV $$", msg("text", "before", "k")),
     );
-    assert_eq!(out.status.code(), Some(128 + 11));
-    assert_eq!(issue["runs"][0]["status"], "failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 11), "{stderr}");
+    assert_eq!(issue["runs"][0]["status"], "failed", "{stderr}");
     assert_eq!(messages(&issue)[0]["content"], "before");
 }
 

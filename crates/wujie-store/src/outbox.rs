@@ -241,9 +241,11 @@ impl Outbox {
         Ok(())
     }
 
-    /// Record how the run ended; it is sent once every event before it was delivered.
+    /// Record how the run ended; it is sent once every event before it was delivered. The
+    /// reporter stays the target's owner until its process exits, so a concurrent sync in
+    /// another task or process leaves the target alone.
     pub async fn set_finish(&self, target_id: &str, finish_json: &str) -> Result<(), OutboxError> {
-        sqlx::query("UPDATE targets SET finish_json = ?, reporter_pid = NULL WHERE id = ?")
+        sqlx::query("UPDATE targets SET finish_json = ? WHERE id = ?")
             .bind(finish_json)
             .bind(target_id)
             .execute(&self.pool)
