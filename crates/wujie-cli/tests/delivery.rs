@@ -87,7 +87,7 @@ fn server_killed_mid_run_then_restarted() {
             .unwrap(),
     ]);
     let key = laptop.create_issue("server dies");
-    let mut run = laptop
+    let run = laptop
         .cmd()
         .args(["run", &key, "--drain-timeout", "2", "--", "count"])
         .stdout(Stdio::null())
@@ -137,7 +137,7 @@ fn server_down_while_the_adapter_runs_then_sync() {
             .unwrap(),
     ]);
     let key = laptop.create_issue("server down");
-    let mut run = laptop
+    let run = laptop
         .cmd()
         .args(["run", &key, "--drain-timeout", "1", "--", "count"])
         .stdout(Stdio::null())

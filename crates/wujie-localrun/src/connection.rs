@@ -121,10 +121,10 @@ pub async fn open_store(profile: &Profile) -> Result<Store, LocalRunError> {
 /// The profile's own user token: reused while the database still knows it, minted otherwise.
 pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, LocalRunError> {
     let mut creds = profile.load_credentials()?;
-    if let Some(token) = &creds.local_token {
-        if store.verify_token(token).await.ok().flatten().is_some() {
-            return Ok(token.clone());
-        }
+    if let Some(token) = &creds.local_token
+        && store.verify_token(token).await.ok().flatten().is_some()
+    {
+        return Ok(token.clone());
     }
     let minted = store
         .create_user_token(&format!("profile {}", profile.name))

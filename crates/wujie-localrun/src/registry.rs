@@ -168,7 +168,7 @@ impl<'a> ProviderRegistry<'a> {
             return Ok(builtin_provider(b));
         }
         if let Some(entry) = self.config.localrun_providers.get(&name) {
-            let provider = self.from_config(&name, &entry.manifest_path, entry.enabled)?;
+            let provider = self.configured(&name, &entry.manifest_path, entry.enabled)?;
             if !provider.enabled {
                 return Err(LocalRunError::Disabled(name));
             }
@@ -207,7 +207,7 @@ impl<'a> ProviderRegistry<'a> {
             }
             out.push((
                 key.clone(),
-                self.from_config(key, &entry.manifest_path, entry.enabled),
+                self.configured(key, &entry.manifest_path, entry.enabled),
             ));
         }
         if let Ok(dir) = std::fs::read_dir(self.profile.installed_providers_dir()) {
@@ -238,7 +238,7 @@ impl<'a> ProviderRegistry<'a> {
             .join("provider.json")
     }
 
-    fn from_config(
+    fn configured(
         &self,
         key: &str,
         raw_path: &str,

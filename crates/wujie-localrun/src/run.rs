@@ -302,7 +302,7 @@ fn spawn_heartbeat(
         loop {
             tick.tick().await;
             let _ = outbox.heartbeat(&run_id).await;
-            if n % 6 == 0 {
+            if n.is_multiple_of(6) {
                 let _ = client.heartbeat(&run_id).await;
             }
             n += 1;

@@ -130,13 +130,12 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
             }
             DiscussionCommand::Promote { id, title } => {
                 let outbox = ctx.outbox().await?;
-                if let Some(t) = outbox.targets().await?.iter().find(|t| t.id == id) {
-                    if reporter_alive(t) {
-                        bail!(
-                            "discussion {id} is still running in wujie (pid {}); promote it there, or stop it first",
-                            t.reporter_pid.unwrap_or(0)
-                        );
-                    }
+                let targets = outbox.targets().await?;
+                if let Some(t) = targets.iter().find(|t| t.id == id && reporter_alive(t)) {
+                    bail!(
+                        "discussion {id} is still running in wujie (pid {}); promote it there, or stop it first",
+                        t.reporter_pid.unwrap_or(0)
+                    );
                 }
                 let d = conn.client.get_discussion(&id).await?;
                 if d.status == DiscussionStatus::Promoted {

@@ -105,8 +105,8 @@ fn list(ctx: &Context) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<20} {:<8} {:<8} {:<28} {}",
-        "name", "kind", "enabled", "protocol", "display name"
+        "{:<20} {:<8} {:<8} {:<28} display name",
+        "name", "kind", "enabled", "protocol"
     );
     for r in &rows {
         println!(
