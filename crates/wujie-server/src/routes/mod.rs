@@ -9,6 +9,8 @@ pub(crate) mod tokens;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
 use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 
@@ -44,7 +46,23 @@ pub(crate) fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(run_to_completion))
         .with_state(state)
+}
+
+/// Handle each request on its own task. The HTTP server drops a request's future when the
+/// client goes away; mid-transaction that would leave SQLite's write lock held until the
+/// connection is next used, and every other writer would wait on it. A detached task always
+/// commits or rolls back.
+async fn run_to_completion(req: Request, next: Next) -> Response {
+    match tokio::spawn(next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request handler stopped unexpectedly; retry later or check the server log",
+        )
+        .into_response(),
+    }
 }
 
 async fn no_route() -> Failure {
