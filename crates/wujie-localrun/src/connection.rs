@@ -29,7 +29,7 @@ impl Connection {
     pub async fn open(
         profile: &Profile,
         server_flag: Option<&str>,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<Connection, LocalRunError> {
         let creds = profile.load_credentials()?;
         if let Some(url) = server_flag {

@@ -4,7 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wujie_commondev::{BranchInfo, BranchSessions, Lifetime, OpenRequest, SessionConfig};
+use std::sync::Arc;
+
+use wujie_commondev::{
+    BranchInfo, BranchObserver, BranchSessions, Lifetime, OpenRequest, SessionConfig,
+};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BranchCommand {
@@ -69,12 +73,18 @@ fn branch_line(b: &BranchInfo) -> String {
     )
 }
 
-pub async fn run_branch(cmd: BranchCommand, json: bool, data_dir: &Path) -> anyhow::Result<()> {
+pub async fn run_branch(
+    cmd: BranchCommand,
+    json: bool,
+    data_dir: &Path,
+    observer: Arc<dyn BranchObserver>,
+) -> anyhow::Result<()> {
     let sessions = BranchSessions::new(
         data_dir,
         SessionConfig::standard(data_dir),
         Lifetime::OneShot,
-    );
+    )
+    .with_observer(observer);
     match cmd {
         BranchCommand::Open {
             project,

@@ -3,14 +3,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wujie_commondev::{BranchSessions, Lifetime, SessionConfig};
+use wujie_commondev::{BranchObserver, BranchSessions, Lifetime, SessionConfig};
 
-pub async fn run_mcp(data_dir: &Path) -> anyhow::Result<()> {
-    let sessions = Arc::new(BranchSessions::new(
-        data_dir,
-        SessionConfig::standard(data_dir),
-        Lifetime::KeepAlive,
-    ));
+pub async fn run_mcp(data_dir: &Path, observer: Arc<dyn BranchObserver>) -> anyhow::Result<()> {
+    let sessions = Arc::new(
+        BranchSessions::new(
+            data_dir,
+            SessionConfig::standard(data_dir),
+            Lifetime::KeepAlive,
+        )
+        .with_observer(observer),
+    );
     wujie_commondev::mcp::serve_stdio(sessions).await?;
     Ok(())
 }

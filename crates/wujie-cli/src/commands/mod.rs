@@ -2,6 +2,7 @@
 
 mod auth;
 pub mod branch;
+mod branch_issue;
 mod demo;
 mod discuss;
 mod issue;
@@ -12,6 +13,8 @@ mod run;
 mod server;
 
 use anyhow::Result;
+
+use branch_issue::IssueTurns;
 
 use crate::cli::{Cli, Command, LocalRunCommand};
 use crate::context::Context;
@@ -32,10 +35,21 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Token(cmd) => auth::token(&ctx, cmd).await.map(|()| 0),
         Command::Login(args) => auth::login(&ctx, args).await.map(|()| 0),
         Command::Demo => demo::run(&ctx).await,
-        Command::Branch(cmd) => branch::run_branch(cmd, ctx.json(), &ctx.profile.data_dir)
-            .await
-            .map(|()| 0),
-        Command::Mcp => mcp::run_mcp(&ctx.profile.data_dir).await.map(|()| 0),
+        Command::Branch(cmd) => {
+            let (observer, delivery) = IssueTurns::start(&ctx);
+            let result =
+                branch::run_branch(cmd, ctx.json(), &ctx.profile.data_dir, observer.clone()).await;
+            observer.close();
+            delivery.finish().await;
+            result.map(|()| 0)
+        }
+        Command::Mcp => {
+            let (observer, delivery) = IssueTurns::start(&ctx);
+            let result = mcp::run_mcp(&ctx.profile.data_dir, observer.clone()).await;
+            observer.close();
+            delivery.finish().await;
+            result.map(|()| 0)
+        }
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
     }
