@@ -379,11 +379,15 @@ impl BranchSessions {
         match (self.lifetime, &result) {
             // A drifted or broken sidecar is not kept: dropping it kills its process group.
             (Lifetime::KeepAlive, Ok(_)) => *guard = Some(sidecar),
-            (Lifetime::KeepAlive, Err(_)) => sidecar.kill_tree().await,
+            (Lifetime::KeepAlive, Err(_)) => {
+                sidecar.kill_tree().await;
+            }
             (Lifetime::OneShot, Ok(_)) => {
                 sidecar.close().await?;
             }
-            (Lifetime::OneShot, Err(_)) => sidecar.kill_tree().await,
+            (Lifetime::OneShot, Err(_)) => {
+                sidecar.kill_tree().await;
+            }
         }
         result
     }

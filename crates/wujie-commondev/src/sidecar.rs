@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -56,7 +55,6 @@ pub struct SidecarCommand {
 #[derive(Debug)]
 pub struct Sidecar {
     child: Child,
-    pgid: Option<i32>,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
     next_id: u64,
@@ -123,7 +121,6 @@ impl Sidecar {
             program: command.program.display().to_string(),
             source,
         })?;
-        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(CommondevError::Spawn {
                 program: command.program.display().to_string(),
@@ -132,7 +129,6 @@ impl Sidecar {
         };
         Ok(Self {
             child,
-            pgid,
             stdin,
             stdout: BufReader::new(stdout).lines(),
             next_id: 1,
@@ -224,11 +220,15 @@ impl Sidecar {
     }
 
     async fn exited(&mut self, method: &str) -> CommondevError {
-        let status = match tokio::time::timeout(self.timeouts.kill_grace, self.child.wait()).await {
-            Ok(Ok(status)) => status.to_string(),
-            _ => "closed its stdout".to_owned(),
+        let status = if wujie_process::exited_within(&self.child, self.timeouts.kill_grace).await {
+            match self.kill_tree().await {
+                Some(status) => status.to_string(),
+                None => "closed its stdout".to_owned(),
+            }
+        } else {
+            self.kill_tree().await;
+            "closed its stdout".to_owned()
         };
-        self.kill_tree().await;
         CommondevError::SidecarExited {
             method: method.to_owned(),
             status,
@@ -260,29 +260,27 @@ impl Sidecar {
             Ok(value) => self.decode(rpc::decode_close(value)).await,
             Err(e) => Err(e),
         };
-        let _ = tokio::time::timeout(self.timeouts.kill_grace, self.child.wait()).await;
+        // A sidecar that honours `close` exits by itself; the group goes either way.
+        wujie_process::exited_within(&self.child, self.timeouts.kill_grace).await;
         self.kill_tree().await;
         result
     }
 
-    /// TERM the process group, wait up to the grace period for the leader, then KILL the group.
-    pub async fn kill_tree(&mut self) {
-        let Some(pgid) = self.pgid else { return };
-        let group = Pid::from_raw(pgid);
-        let _ = killpg(group, Signal::SIGTERM);
-        let _ = tokio::time::timeout(self.timeouts.kill_grace, self.child.wait()).await;
-        // Members that ignored TERM (or outlived the leader) get KILL; ESRCH means all gone.
-        let _ = killpg(group, Signal::SIGKILL);
-        let _ = self.child.wait().await;
-        self.pgid = None;
+    /// TERM the process group, KILL it after the grace period, and reap the sidecar; returns
+    /// its exit status unless it was reaped before.
+    pub async fn kill_tree(&mut self) -> Option<std::process::ExitStatus> {
+        // Already reaped: its group id may belong to another process now.
+        self.child.id()?;
+        wujie_process::stop_group(&mut self.child, self.timeouts.kill_grace)
+            .await
+            .ok()
     }
 }
 
 impl Drop for Sidecar {
     fn drop(&mut self) {
-        if let Some(pgid) = self.pgid {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
+        // Only while the sidecar is unreaped: its group id is still its own.
+        wujie_process::signal_group(&self.child, Signal::SIGKILL);
     }
 }
 

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::error::LocalRunError;
@@ -40,7 +39,6 @@ pub struct SpawnSpec {
 #[derive(Debug)]
 pub struct Adapter {
     child: Child,
-    pgid: Pid,
     pub stdout: Option<ChildStdout>,
     pub stdin: Option<ChildStdin>,
 }
@@ -67,43 +65,27 @@ impl Adapter {
                 spec.program.display()
             ))
         })?;
-        let pid = child.id().ok_or_else(|| {
-            LocalRunError::Invalid("adapter exited before it could be tracked".to_owned())
-        })?;
         Ok(Adapter {
             stdout: child.stdout.take(),
             stdin: child.stdin.take(),
             child,
-            pgid: Pid::from_raw(pid as i32),
         })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.pgid.as_raw() as u32
     }
 
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait().await
     }
 
-    /// Signal the whole group; an already-gone group is not an error.
+    /// Signal the whole group; an already-gone group is not an error. Nothing is sent once the
+    /// adapter was reaped, since its group id may belong to another process by then.
     pub fn signal(&self, signal: Signal) {
-        let _ = killpg(self.pgid, signal);
+        wujie_process::signal_group(&self.child, signal);
     }
 
-    /// TERM the group, then KILL it if the adapter has not exited within `grace`.
+    /// TERM the group, then KILL it if the adapter has not exited within `grace`; members that
+    /// outlive the adapter are killed too.
     pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
-        self.signal(Signal::SIGTERM);
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                self.signal(Signal::SIGKILL);
-                self.child.wait().await
-            }
-        };
-        // The leader is gone; anything it left behind in the group goes too.
-        self.signal(Signal::SIGKILL);
-        status
+        wujie_process::stop_group(&mut self.child, grace).await
     }
 }
 

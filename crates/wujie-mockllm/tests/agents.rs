@@ -105,11 +105,12 @@ fn spawn(mut cmd: std::process::Command, stdin: Stdio) -> (tokio::process::Child
 /// Runs the agent's one-shot headless command against a fresh mock.
 async fn run(agent: Agent) -> Option<Run> {
     let (mock, home) = prepare(agent).await?;
-    let (child, _group) = spawn(home.headless(PROMPT), Stdio::null());
-    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
+    let (child, mut group) = spawn(home.headless(PROMPT), Stdio::null());
+    let output = tokio::time::timeout(DEADLINE, wujie_process::wait_with_output(child))
         .await
         .unwrap_or_else(|_| panic!("{} did not finish within {DEADLINE:?}", agent.name()))
         .expect("wait for agent");
+    group.disarm();
     let requests = mock.requests();
     mock.shutdown().await;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -399,7 +400,7 @@ async fn hermes_chat_plain_text() {
 async fn run_acp(agent: Agent) -> Option<Run> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (mock, home) = prepare(agent).await?;
-    let (mut child, _group) = spawn(home.acp().expect("the agent speaks ACP"), Stdio::piped());
+    let (mut child, mut group) = spawn(home.acp().expect("the agent speaks ACP"), Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let workdir = home.workdir().to_string_lossy().into_owned();
@@ -472,10 +473,11 @@ async fn run_acp(agent: Agent) -> Option<Run> {
     // Closing stdin ends the ACP connection: the agent should exit by itself.
     drop(stdin);
     drop(lines);
-    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
+    let output = tokio::time::timeout(DEADLINE, wujie_process::wait_with_output(child))
         .await
         .unwrap_or_else(|_| panic!("{} did not exit after its stdin closed", agent.name()))
         .expect("wait for agent");
+    group.disarm();
     let requests = mock.requests();
     mock.shutdown().await;
     let run = Run {
@@ -488,9 +490,17 @@ async fn run_acp(agent: Agent) -> Option<Run> {
     Some(run)
 }
 
-/// Kills the agent's whole process group when dropped (normal end, deadline or failed
-/// assertion), so no tool process or helper the agent started outlives the test.
+/// Kills the agent's whole process group when dropped before the agent was waited for (deadline
+/// or failed assertion), so no tool process or helper the agent started outlives the test. Once
+/// `wujie_process::wait_with_output` has cleared the group and reaped the agent it is disarmed:
+/// the id may belong to another process by then.
 struct GroupKiller(Option<u32>);
+
+impl GroupKiller {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for GroupKiller {
     fn drop(&mut self) {

@@ -1,0 +1,178 @@
+//! Stopping a child's whole process group without ever signalling a recycled process id.
+//!
+//! Children are started as leaders of their own process group (`process_group(0)`), so the
+//! group id is the leader's pid. Once the leader has been reaped its pid — and so the group id —
+//! can be handed to an unrelated process that becomes a group leader itself, and a late
+//! `killpg` would hit that stranger. On a busy machine (`pid_max` 32768, test suites spawning
+//! thousands of processes) this really happens. The rule here: signal the group only while the
+//! leader is alive or a zombie, i.e. before it is reaped. `waitid(…, WNOWAIT)` waits for the
+//! leader's exit without reaping it; the reap comes last.
+
+use std::io;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
+use nix::unistd::Pid;
+use tokio::process::Child;
+
+/// Signal the child's process group, if the child has not been reaped yet. Returns whether a
+/// signal was sent.
+pub fn signal_group(child: &Child, signal: Signal) -> bool {
+    match child.id() {
+        // `id()` is `None` once tokio has reaped the child: the group id may belong to someone
+        // else by now.
+        Some(pid) => killpg(Pid::from_raw(pid as i32), signal).is_ok(),
+        None => false,
+    }
+}
+
+/// Wait until the leader has exited, leaving it a zombie (its pid stays reserved).
+async fn exited_unreaped(pid: u32) -> io::Result<()> {
+    tokio::task::spawn_blocking(move || {
+        loop {
+            match waitid(
+                Id::Pid(Pid::from_raw(pid as i32)),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                // ECHILD: reaped elsewhere already; nothing left to wait for.
+                Err(nix::errno::Errno::ECHILD) | Ok(_) => return Ok(()),
+                Err(e) => return Err(io::Error::from(e)),
+            }
+        }
+    })
+    .await
+    .map_err(io::Error::other)?
+}
+
+/// Wait up to `timeout` for the child to exit on its own, without reaping it (so its group can
+/// still be signalled safely afterwards). Returns whether it exited.
+pub async fn exited_within(child: &Child, timeout: Duration) -> bool {
+    match child.id() {
+        Some(pid) => matches!(
+            tokio::time::timeout(timeout, exited_unreaped(pid)).await,
+            Ok(Ok(()))
+        ),
+        None => true,
+    }
+}
+
+/// Stop the child's whole group: SIGTERM, SIGKILL if the leader is still there after `grace`,
+/// then SIGKILL for any member that outlived the leader — all before the leader is reaped.
+/// Returns the leader's exit status.
+pub async fn stop_group(child: &mut Child, grace: Duration) -> io::Result<ExitStatus> {
+    let Some(pid) = child.id() else {
+        return child.wait().await;
+    };
+    let group = Pid::from_raw(pid as i32);
+    let _ = killpg(group, Signal::SIGTERM);
+    if tokio::time::timeout(grace, exited_unreaped(pid))
+        .await
+        .is_err()
+    {
+        let _ = killpg(group, Signal::SIGKILL);
+        exited_unreaped(pid).await?;
+    }
+    // The leader is a zombie: the group id is still ours, so stragglers can go too.
+    let _ = killpg(group, Signal::SIGKILL);
+    child.wait().await
+}
+
+/// Like `Child::wait_with_output`, but once the leader has exited, whatever it left in its
+/// group is killed before the leader is reaped.
+pub async fn wait_with_output(mut child: Child) -> io::Result<std::process::Output> {
+    use tokio::io::AsyncReadExt;
+    async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            pipe.read_to_end(&mut buf).await?;
+        }
+        Ok(buf)
+    }
+    let (stdout, stderr) =
+        tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
+    if let Some(pid) = child.id() {
+        exited_unreaped(pid).await?;
+        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+    let status = child.wait().await?;
+    Ok(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
+    }
+
+    /// SIGKILL is delivered asynchronously: give the kernel a moment (bounded) to finish it.
+    fn gone_soon(pid: i32) -> bool {
+        (0..250).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !alive(pid)
+        })
+    }
+
+    fn spawn(script: &str) -> Child {
+        tokio::process::Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh runs")
+    }
+
+    async fn grandchild(child: &mut Child) -> i32 {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        let out = child.stdout.take().unwrap();
+        tokio::io::BufReader::new(out)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        line.trim().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn output_is_collected_and_leftovers_are_killed() {
+        // The leftover holds no pipe, so the output ends when the leader does.
+        let child = spawn("sleep 300 >/dev/null 2>&1 & echo $!; echo done");
+        let out = wait_with_output(child).await.unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let sleeper: i32 = text.lines().next().unwrap().parse().unwrap();
+        assert!(out.status.success());
+        assert_eq!(text.lines().nth(1), Some("done"));
+        assert!(gone_soon(sleeper));
+    }
+
+    #[tokio::test]
+    async fn stop_kills_the_leader_and_what_it_started() {
+        let mut child = spawn("sleep 300 & echo $!; trap '' TERM; sleep 300");
+        let sleeper = grandchild(&mut child).await;
+        assert!(alive(sleeper));
+        let status = stop_group(&mut child, Duration::from_millis(200))
+            .await
+            .unwrap();
+        assert!(!status.success());
+        assert!(gone_soon(sleeper), "the group member is gone too");
+        // Reaped: nothing is signalled any more.
+        assert!(!signal_group(&child, Signal::SIGTERM));
+    }
+}
