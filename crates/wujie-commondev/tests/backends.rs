@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{TestEnv, copy_dir, fixtures, process_alive, repo_root, wait_for_file};
+use common::{TestEnv, copy_dir, fixtures, gone_soon, repo_root, wait_for_file};
 use wujie_commondev::registry::{BundledDriver, shipped_drivers};
 use wujie_commondev::{CommondevError, Lifetime, OpenRequest};
 
@@ -325,10 +325,7 @@ async fn ping_timeout_kills_the_sidecar() {
         .trim()
         .parse()
         .unwrap();
-    assert!(
-        !process_alive(pid),
-        "sidecar {pid} survived the ping timeout"
-    );
+    assert!(gone_soon(pid), "sidecar {pid} survived the ping timeout");
 }
 
 #[tokio::test]
@@ -384,10 +381,10 @@ async fn timeout_kills_the_whole_process_tree() {
         .parse()
         .unwrap();
     assert!(
-        !process_alive(grandchild),
+        gone_soon(grandchild),
         "grandchild sleep {grandchild} was orphaned"
     );
-    assert!(!process_alive(sidecar), "sidecar {sidecar} survived");
+    assert!(gone_soon(sidecar), "sidecar {sidecar} survived");
 }
 
 #[tokio::test]

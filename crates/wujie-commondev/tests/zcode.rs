@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{TestEnv, fixtures, process_alive, repo_root, wait_for_file};
+use common::{TestEnv, fixtures, gone_soon, repo_root, wait_for_file};
 use wujie_commondev::{CommondevError, Lifetime, OpenRequest};
 
 /// Installs the example as the local override, with `cliPath` pointed at `cli` and the fake's
@@ -147,7 +147,7 @@ async fn timeout_kills_the_cli_and_its_tool_subprocess() {
     assert!(matches!(err, CommondevError::CallTimeout { .. }), "{err}");
     let grandchild: i32 = wait_for_file(&pid_file).await.trim().parse().unwrap();
     assert!(
-        !process_alive(grandchild),
+        gone_soon(grandchild),
         "the CLI's `sleep` {grandchild} was orphaned"
     );
 }

@@ -94,13 +94,25 @@ impl TestEnv {
 }
 
 /// Whether a process exists (a zombie counts as gone: it runs nothing).
-pub fn process_alive(pid: i32) -> bool {
+fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
         Err(_) => false,
     }
+}
+
+/// Whether the process is gone within a few seconds: SIGKILL is delivered asynchronously, so a
+/// process killed a moment ago may still be scheduled once more.
+pub fn gone_soon(pid: i32) -> bool {
+    (0..250).any(|_| {
+        if !process_alive(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        false
+    })
 }
 
 /// Waits (bounded, only to avoid hanging forever) for `path` to appear and returns its text.
