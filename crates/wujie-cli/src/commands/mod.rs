@@ -1,5 +1,6 @@
 //! One module per command group; each parses nothing, calls the libraries, prints.
 
+mod adapter;
 mod auth;
 mod demo;
 mod discuss;
@@ -32,5 +33,6 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Demo => demo::run(&ctx).await,
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
+        Command::Adapter(args) => adapter::run(args).await,
     }
 }

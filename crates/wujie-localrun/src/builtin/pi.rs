@@ -421,8 +421,9 @@ pub fn check_args(args: &[String]) -> Result<(), BuiltinError> {
     }
 }
 
-/// `wujie adapter pi [ARGS…]`: run `pi --mode json ARGS…` in the current directory (stdin and
-/// stderr inherited), print its events as our NDJSON on stdout, and exit with pi's exit code.
+/// `wujie adapter pi [ARGS…]`: run `pi --mode json ARGS…` in the current directory (stderr
+/// inherited, stdin empty), print its events as our NDJSON on stdout, and exit with pi's exit
+/// code.
 /// pi is `$WUJIE_PI_BIN`, else `pi` on `PATH`.
 pub async fn run_pi_adapter(args: Vec<String>) -> i32 {
     match run(args).await {
@@ -447,7 +448,10 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     let mut child = tokio::process::Command::new(&program)
         .args(["--mode", "json"])
         .args(&args)
-        .stdin(Stdio::inherit())
+        // pi in json mode reads piped stdin to its end as more prompt text before it starts.
+        // Under `wujie run` our stdin is a pipe carrying the terminal's keystrokes, which never
+        // ends, so pi would wait forever: prompts come from its arguments (`-p "…"`, `@file`).
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
