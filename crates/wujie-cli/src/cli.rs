@@ -68,6 +68,25 @@ pub enum Command {
     Mcp,
     /// Create an issue, install the bundled fake provider, run it and show the synced transcript.
     Demo,
+    /// Run a built-in provider's adapter (what `wujie run` starts; prints NDJSON events).
+    #[command(hide = true)]
+    Adapter(AdapterArgs),
+}
+
+/// `NAME ARGS…` as one list: once the name is read, everything after it (even `--output`,
+/// `--help` or `--`) belongs to the provider's agent, not to `wujie`.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct AdapterArgs {
+    /// The built-in provider, then the arguments for its agent.
+    #[arg(
+        value_name = "NAME [ARGS]",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub name_and_args: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

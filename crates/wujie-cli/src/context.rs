@@ -4,12 +4,18 @@ use anyhow::{Context as _, Result};
 use wujie_localrun::connection::Connection;
 use wujie_localrun::profile::{Profile, Roots};
 use wujie_localrun::registry::{Builtin, ProviderRegistry};
+use wujie_protocol::manifest::ProtocolVersion;
 use wujie_store::outbox::Outbox;
 
 use crate::cli::{Global, Output};
 
 /// Providers compiled into `wujie` (their adapters are `wujie adapter <name>`).
-pub const BUILTINS: &[Builtin] = &[];
+pub const BUILTINS: &[Builtin] = &[Builtin {
+    name: "pi",
+    display_name: "pi (built in)",
+    protocol: ProtocolVersion::V1,
+    interactive_pty: false,
+}];
 
 pub struct Context {
     pub profile: Profile,

@@ -52,7 +52,13 @@ fn install_list_disable_enable_remove() {
 
     env.ok(&["local-run", "provider", "disable", "fake-provider"]);
     let list = env.json(&["local-run", "provider", "list"]);
-    assert_eq!(list[0]["enabled"], false, "{list}");
+    let fake = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "fake-provider")
+        .expect("listed");
+    assert_eq!(fake["enabled"], false, "{list}");
     let key = env.create_issue("disabled");
     let err = env.fails(&["run", &key, "--", "fake-provider"]);
     assert!(err.contains("disabled") && err.contains("enable"), "{err}");

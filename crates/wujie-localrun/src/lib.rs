@@ -2,6 +2,7 @@
 //! the supervisor that spawns adapters, the event reader and the reporter with its durable
 //! outbox.
 
+pub mod builtin;
 pub mod connection;
 pub mod discuss;
 pub mod error;

@@ -1,5 +1,6 @@
 //! One module per command group; each parses nothing, calls the libraries, prints.
 
+mod adapter;
 mod auth;
 pub mod branch;
 mod branch_issue;
@@ -52,5 +53,6 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
+        Command::Adapter(args) => adapter::run(args).await,
     }
 }
