@@ -15,5 +15,6 @@ pub mod run;
 pub mod session;
 pub mod supervisor;
 pub mod sync;
+pub mod terminal;
 
 pub use error::LocalRunError;

@@ -17,9 +17,10 @@ use crate::events::items_for_line;
 use crate::registry::Provider;
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
-    AdapterStdin, Binding, StdoutEvents, StopSignals, adapter_env, spawn_stdin_reader,
+    AdapterStdin, Binding, Started, StdoutEvents, StopSignals, adapter_env, next_input, pipe_input,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use tokio::sync::mpsc;
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -118,8 +119,8 @@ pub async fn run(
         cwd: req.cwd.clone(),
         env,
     };
-    let mut adapter = match Adapter::spawn(&spec) {
-        Ok(a) => a,
+    let started = match Started::spawn(&spec, provider, false) {
+        Ok(started) => started,
         Err(e) => {
             let finish = FinishRun {
                 status: RunStatus::Failed,
@@ -133,7 +134,21 @@ pub async fn run(
     };
     let heartbeat = spawn_heartbeat(conn.client.clone(), outbox.clone(), run_id.clone());
 
-    let end = pump(&mut adapter, &reporter, &run_id).await?;
+    let Started {
+        mut adapter,
+        to_adapter,
+        host,
+    } = started;
+    let from_user = pipe_input(&host);
+    let end = pump(&mut adapter, &to_adapter, from_user, &reporter, &run_id).await;
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            drop(host);
+            return Err(e);
+        }
+    };
     let (status, exit_code, error) = match end {
         PumpEnd::Eof => {
             let code =
@@ -164,6 +179,10 @@ pub async fn run(
         }
     };
     heartbeat.abort();
+    // The last of the adapter's screen output reaches the terminal before it is restored.
+    if let Some(host) = host {
+        host.finish().await;
+    }
     let finish = FinishRun {
         status,
         exit_code: Some(exit_code),
@@ -194,6 +213,8 @@ pub async fn run(
 /// terminate (a second one, or the grace period, kills it) while what it still prints is kept.
 async fn pump(
     adapter: &mut Adapter,
+    to_adapter: &AdapterStdin,
+    mut from_user: Option<mpsc::Receiver<Option<Vec<u8>>>>,
     reporter: &Reporter,
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
@@ -203,9 +224,6 @@ async fn pump(
         .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
     let mut events = StdoutEvents::new(stdout);
     let mut signals = StopSignals::install()?;
-    let to_adapter = AdapterStdin::spawn(adapter.stdin.take());
-    let mut from_user = spawn_stdin_reader();
-    let mut user_open = true;
     let mut cancelled = false;
     // Armed by the first stop signal.
     let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
@@ -223,7 +241,7 @@ async fn pump(
                         Ok(line) => {
                             for event in &line.events {
                                 if let Event::HandoffReady { request_id, .. } = event {
-                                    refuse_handoff(&to_adapter, request_id).await;
+                                    refuse_handoff(to_adapter, request_id).await;
                                 }
                             }
                             items.extend(
@@ -235,7 +253,7 @@ async fn pump(
                         Err(EventError {
                             kind: EventErrorKind::UnknownHandoffMode { request_id, .. },
                             ..
-                        }) => refuse_handoff(&to_adapter, &request_id).await,
+                        }) => refuse_handoff(to_adapter, &request_id).await,
                         Err(e) => {
                             invalid = Some(e.to_string());
                             break;
@@ -250,11 +268,11 @@ async fn pump(
                     return Ok(PumpEnd::Invalid(message));
                 }
             }
-            input = from_user.recv(), if user_open => match input.flatten() {
+            input = next_input(&mut from_user), if from_user.is_some() => match input {
                 Some(bytes) => to_adapter.send(bytes).await,
                 // End of the user's input closes the adapter's stdin too.
                 None => {
-                    user_open = false;
+                    from_user = None;
                     to_adapter.close().await;
                 }
             },
@@ -302,7 +320,7 @@ fn spawn_heartbeat(
         loop {
             tick.tick().await;
             let _ = outbox.heartbeat(&run_id).await;
-            if n % 6 == 0 {
+            if n.is_multiple_of(6) {
                 let _ = client.heartbeat(&run_id).await;
             }
             n += 1;

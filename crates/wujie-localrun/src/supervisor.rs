@@ -12,6 +12,8 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use wujie_term::TermSize;
+
 use crate::error::LocalRunError;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
@@ -76,6 +78,47 @@ impl Adapter {
             child,
             pgid: Pid::from_raw(pid as i32),
         })
+    }
+
+    /// Start an interactive adapter: its stdin and stderr are the slave of a new PTY of `size`
+    /// that is its controlling terminal (it leads its own session, so its process group is its
+    /// pid, as with [`Adapter::spawn`]); stdout stays a pipe for events. Returns the PTY's
+    /// master side.
+    pub fn spawn_pty(
+        spec: &SpawnSpec,
+        size: TermSize,
+    ) -> Result<(Adapter, pty_process::Pty), LocalRunError> {
+        let failed = |e: pty_process::Error| {
+            LocalRunError::Invalid(format!(
+                "could not start adapter {} on a terminal: {e}",
+                spec.program.display()
+            ))
+        };
+        let (pty, pts) = pty_process::open().map_err(failed)?;
+        pty.resize(pty_process::Size::new(size.rows, size.cols))
+            .map_err(failed)?;
+        let mut cmd = pty_process::Command::new(&spec.program)
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdout(Stdio::piped())
+            .kill_on_drop(false);
+        for var in WUJIE_ENV_VARS {
+            cmd = cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .spawn(pts)
+            .map_err(failed)?;
+        let pid = child.id().ok_or_else(|| {
+            LocalRunError::Invalid("adapter exited before it could be tracked".to_owned())
+        })?;
+        let adapter = Adapter {
+            stdout: child.stdout.take(),
+            stdin: None,
+            child,
+            pgid: Pid::from_raw(pid as i32),
+        };
+        Ok((adapter, pty))
     }
 
     pub fn pid(&self) -> u32 {
