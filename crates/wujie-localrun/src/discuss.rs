@@ -227,7 +227,7 @@ pub async fn discuss(
             kind: TargetKind::Discussion,
         },
         to_adapter,
-        from_user: pipe_input(&host),
+        from_user: None,
         host,
         pending: None,
         promoted: None,
@@ -360,6 +360,7 @@ impl Flow<'_> {
             .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
         let mut events = StdoutEvents::new(stdout);
         let mut signals = StopSignals::install()?;
+        self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
         loop {
             tokio::select! {

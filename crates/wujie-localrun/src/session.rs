@@ -13,7 +13,7 @@ use wujie_term::TermSize;
 use crate::error::LocalRunError;
 use crate::registry::Provider;
 use crate::supervisor::{Adapter, SpawnSpec};
-use crate::terminal::{HostEvent, TerminalHost, terminal_size};
+use crate::terminal::{HostEvent, TerminalHost, stdin_is_terminal, terminal_size};
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
 #[derive(Debug, Clone, Default)]
@@ -263,7 +263,7 @@ impl Started {
     ) -> Result<Started, LocalRunError> {
         if provider.manifest.capabilities.interactive_pty {
             let size = terminal_size();
-            let (adapter, pty) = Adapter::spawn_pty(spec, size)?;
+            let (adapter, pty) = Adapter::spawn_pty(spec, size, !stdin_is_terminal())?;
             let (host, to_adapter) = TerminalHost::start(pty, size, menu)?;
             return Ok(Started {
                 adapter,

@@ -83,10 +83,12 @@ impl Adapter {
     /// Start an interactive adapter: its stdin and stderr are the slave of a new PTY of `size`
     /// that is its controlling terminal (it leads its own session, so its process group is its
     /// pid, as with [`Adapter::spawn`]); stdout stays a pipe for events. Returns the PTY's
-    /// master side.
+    /// master side. `raw` starts the PTY in raw mode, for scripted input: bytes written before
+    /// the adapter configured its terminal are then neither echoed, edited nor flushed.
     pub fn spawn_pty(
         spec: &SpawnSpec,
         size: TermSize,
+        raw: bool,
     ) -> Result<(Adapter, pty_process::Pty), LocalRunError> {
         let failed = |e: pty_process::Error| {
             LocalRunError::Invalid(format!(
@@ -97,6 +99,13 @@ impl Adapter {
         let (pty, pts) = pty_process::open().map_err(failed)?;
         pty.resize(pty_process::Size::new(size.rows, size.cols))
             .map_err(failed)?;
+        if raw {
+            let io = |e: rustix::io::Errno| failed(pty_process::Error::Io(e.into()));
+            let mut termios = rustix::termios::tcgetattr(&pty).map_err(io)?;
+            termios.make_raw();
+            rustix::termios::tcsetattr(&pty, rustix::termios::OptionalActions::Now, &termios)
+                .map_err(io)?;
+        }
         let mut cmd = pty_process::Command::new(&spec.program)
             .args(&spec.args)
             .current_dir(&spec.cwd)
