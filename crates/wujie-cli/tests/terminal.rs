@@ -77,12 +77,18 @@ impl Term {
         self.screen.lock().unwrap().screen().contents()
     }
 
+    /// Waits until `cond` holds on a screen that stopped changing (a redraw may arrive in
+    /// several reads; a snapshot must not catch it half done).
     fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let text = self.contents();
             if cond(&text) {
-                return text;
+                std::thread::sleep(Duration::from_millis(50));
+                if self.contents() == text {
+                    return text;
+                }
+                continue;
             }
             assert!(
                 start.elapsed() < DEADLINE,
@@ -167,7 +173,7 @@ fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {
     insta::assert_snapshot!("menu_before", stable(&before));
 
     term.send(b"e");
-    let during = term.wait_text("/wujiecreateissue");
+    let during = term.wait_text("/wujiecreateissue  create an issue from this discussion");
     insta::assert_snapshot!("menu_during", stable(&during));
 
     term.send(b"\x1b");
@@ -191,7 +197,7 @@ fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
     term.send(b"/wujie");
     term.wait_text("/wujiecreateissue");
     term.send(b"\r");
-    let card = term.wait_text("Create the issue and continue in this context");
+    let card = term.wait_text("  Cancel");
     insta::assert_snapshot!("card", stable(&card));
     term.send(b"\r");
     let back = term.wait_for("the card to close", |s| {
@@ -222,6 +228,41 @@ fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
     assert!(
         messages.contains(&("final".into(), "done: go".into())),
         "what the agent said after the promotion belongs to the run: {messages:?}"
+    );
+}
+
+#[test]
+fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
+    let env = Env::new();
+    install_tui(&env);
+    let mut term = Term::discuss(&env, &["--handoff", "current_context"]);
+    term.wait_text("Ctrl+D quit");
+    term.say("plan storage", "agent: SQLite or PostgreSQL?");
+    term.say("sqlite", "agent: - WAL mode");
+    let card = term.wait_text("Ctrl+C: cancel and end this session");
+    assert!(
+        card.contains("Hand off to a new issue: Use SQLite for storage"),
+        "{card}"
+    );
+    assert!(
+        !card.contains("Back to the discussion"),
+        "no way back from a native handoff"
+    );
+    term.send(b"\r");
+    // The adapter got the accepted decision on its terminal and goes on in this context.
+    term.wait_text("agent: executing the plan for WUJ-1");
+    term.send(b"\x04");
+    assert!(term.wait_exit().success(), "{}", term.contents());
+    let issue = env.issue("WUJ-1");
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+    assert!(
+        run["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"] == "plan executed"),
+        "{run}"
     );
 }
 

@@ -5,6 +5,11 @@
 //! entries; the server filters). A native `handoff_ready` is confirmed (`--confirm`), the issue
 //! and run are created through the promotion state machine, the reporter switches to the run,
 //! and exactly one `handoff_decision` frame answers the adapter on its stdin.
+//!
+//! For `interactive_pty` providers the terminal host relays the user's terminal and draws the
+//! cards: `/wujiecreateissue` from its menu goes through the same pending-promotion path as a
+//! native handoff (without a decision frame: the adapter never asked). On that card "Back to
+//! the discussion" closes it; "Cancel" ends the session like Ctrl+C on a native card.
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -133,7 +133,9 @@ enum View {
 
 struct Relay {
     to_adapter: AdapterStdin,
-    shadow: vt100::Parser,
+    /// What the real screen shows, for placing the overlay; only kept when there is a menu
+    /// (`wujie run` has no overlay and relays without parsing).
+    shadow: Option<vt100::Parser>,
     size: TermSize,
     scanner: InputScanner,
     line: InputLine,
@@ -159,7 +161,8 @@ impl Relay {
     ) -> Relay {
         Relay {
             to_adapter,
-            shadow: vt100::Parser::new(nonzero(size.rows), nonzero(size.cols), 0),
+            shadow: menu_enabled
+                .then(|| vt100::Parser::new(nonzero(size.rows), nonzero(size.cols), 0)),
             size,
             scanner: InputScanner::new(),
             line: InputLine::new(),
@@ -214,11 +217,12 @@ impl Relay {
         // `wujie` prints next does not land inside the adapter's last screen.
         self.close_view();
         self.release_held();
-        let (row, _) = self.shadow.screen().cursor_position();
-        let below = self.placement().used_rows.saturating_sub(row + 1);
         let mut out = Vec::new();
-        if below > 0 {
-            out.extend_from_slice(format!("\x1b[{below}B").as_bytes());
+        if let Some(place) = self.placement() {
+            let below = place.used_rows.saturating_sub(place.cursor.row + 1);
+            if below > 0 {
+                out.extend_from_slice(format!("\x1b[{below}B").as_bytes());
+            }
         }
         out.extend_from_slice(b"\r\n");
         self.show(&out);
@@ -269,7 +273,9 @@ impl Relay {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(bytes);
         let _ = err.flush();
-        self.shadow.process(bytes);
+        if let Some(shadow) = &mut self.shadow {
+            shadow.process(bytes);
+        }
     }
 
     fn release_held(&mut self) {
@@ -376,8 +382,8 @@ impl Relay {
     }
 
     /// Where the overlay goes: under the adapter's cursor, keeping its used rows.
-    fn placement(&self) -> Placement {
-        let screen = self.shadow.screen();
+    fn placement(&self) -> Option<Placement> {
+        let screen = self.shadow.as_ref()?.screen();
         let (row, col) = screen.cursor_position();
         let used = screen
             .rows(0, self.size.cols)
@@ -386,8 +392,10 @@ impl Relay {
             .map(|(i, _)| i + 1)
             .last()
             .unwrap_or(0);
-        Placement::new(self.size, CursorPos { row, col })
-            .with_used_rows(u16::try_from(used).unwrap_or(u16::MAX))
+        Some(
+            Placement::new(self.size, CursorPos { row, col })
+                .with_used_rows(u16::try_from(used).unwrap_or(u16::MAX)),
+        )
     }
 
     fn open_menu(&mut self, menu: Menu) {
@@ -415,7 +423,7 @@ impl Relay {
 
     fn open_overlay(&mut self, lines: &[OverlayLine]) -> Option<Overlay> {
         let mut out = Vec::new();
-        let overlay = Overlay::open(self.placement(), lines, &mut out).ok()?;
+        let overlay = Overlay::open(self.placement()?, lines, &mut out).ok()?;
         self.show(&out);
         Some(overlay)
     }
@@ -449,9 +457,11 @@ impl Relay {
         };
         self.show(&out);
         self.size = size;
-        self.shadow
-            .screen_mut()
-            .set_size(nonzero(size.rows), nonzero(size.cols));
+        if let Some(shadow) = &mut self.shadow {
+            shadow
+                .screen_mut()
+                .set_size(nonzero(size.rows), nonzero(size.cols));
+        }
         self.to_adapter.resize(size).await;
         match reopen {
             None => {}
