@@ -306,3 +306,11 @@ pub async fn next_input(
         None => std::future::pending().await,
     }
 }
+
+/// Sleeps until `at`; never resolves without a deadline (for optional `select!` timers).
+pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -27,7 +27,7 @@ use wujie_term::{
 
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
 use crate::error::LocalRunError;
-use crate::session::{AdapterStdin, StdinSink, spawn_stdin_reader};
+use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
 
 /// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
 /// adapter blocks on its writes instead of our memory growing.
@@ -209,7 +209,7 @@ impl Relay {
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
                 },
-                () = sleep_until(deadline), if deadline.is_some() => self.tick().await,
+                () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
             }
         }
         // The adapter is gone: never leave an overlay or held output behind, and leave the
@@ -468,12 +468,5 @@ impl Relay {
             Some(Ok(menu)) => self.open_menu(menu),
             Some(Err(card)) => self.open_card(card).await,
         }
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
