@@ -260,11 +260,27 @@ impl Relay {
     }
 
     fn adapter_output(&mut self, bytes: &[u8]) {
-        if matches!(self.view, View::Closed) {
-            self.show(bytes);
-            self.trigger.on_adapter_output(self.now());
-        } else {
+        if !matches!(self.view, View::Closed) {
             self.held.extend_from_slice(bytes);
+            return;
+        }
+        // Only while the trigger waits for the echo does it matter whether output was visible
+        // (a title update or a mode switch is not an echo); compare the shadow screen then.
+        let before = match (&self.shadow, self.trigger.next_deadline()) {
+            (Some(shadow), Some(_)) => Some(shadow.screen().clone()),
+            _ => None,
+        };
+        self.show(bytes);
+        let visible = match (&before, &self.shadow) {
+            (Some(before), Some(shadow)) => {
+                let now = shadow.screen();
+                now.cursor_position() != before.cursor_position()
+                    || !now.contents_diff(before).is_empty()
+            }
+            _ => true,
+        };
+        if visible {
+            self.trigger.on_adapter_output(self.now());
         }
     }
 
