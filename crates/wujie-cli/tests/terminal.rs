@@ -198,7 +198,11 @@ fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
     term.wait_text("/wujiecreateissue");
     term.send(b"\r");
     let card = term.wait_text("  Cancel");
-    insta::assert_snapshot!("card", stable(&card));
+    // Only the card itself: whether the adapter already echoed the erased trigger text when the
+    // card opened depends on timing (its output is held back while the card is open).
+    let at = card.find("New issue:").expect("the card's title");
+    insta::assert_snapshot!("card", stable(&card[at..]));
+    assert!(card[..at].contains("agent: - WAL mode\n>"), "{card}");
     term.send(b"\r");
     let back = term.wait_for("the card to close", |s| {
         !s.contains("Create the issue and continue")
@@ -309,6 +313,56 @@ fn the_terminal_is_restored_after_the_adapter_crashes() {
         "line editing, signals and echo are back on:\n{screen}\n{modes}"
     );
     assert!(!modes.contains("-icanon") && !modes.contains("-echo") && !modes.contains("-isig"));
+}
+
+/// The `wujie` process started by the shell `parent`.
+fn wujie_child_of(parent: u32) -> i32 {
+    let mut found = 0;
+    wait_until(30, "wujie to start", || {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1));
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if ppid == Some(&parent.to_string())
+                && String::from_utf8_lossy(&cmdline).starts_with(WUJIE)
+            {
+                found = pid;
+                return true;
+            }
+        }
+        false
+    });
+    found
+}
+
+#[test]
+fn the_terminal_is_restored_after_sigterm() {
+    let env = Env::new();
+    install_tui(&env);
+    let script = format!(
+        "{WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    );
+    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    term.wait_text("Ctrl+D quit");
+    let pid = wujie_child_of(term.child.id());
+    assert!(pid > 0);
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    assert!(screen.contains("EXIT=130"), "a cancelled session: {screen}");
+    assert!(
+        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
+        "line editing, signals and echo are back on:\n{screen}"
+    );
 }
 
 #[test]

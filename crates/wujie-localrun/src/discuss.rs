@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tokio::time::Instant;
 use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
@@ -31,17 +30,13 @@ use crate::registry::{AdapterCommand, Provider};
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::run::STOP_GRACE;
 use crate::session::{
-    AdapterStdin, Binding, Started, StdoutEvents, StopSignals, adapter_env, host_event, next_input,
-    pipe_input, sleep_until_opt,
+    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
+    next_input, pipe_input,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 use crate::terminal::{HostEvent, TerminalHost};
 use tokio::sync::mpsc;
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
-
-/// After the user's input ended: how long the adapter's output must stay quiet before its stdin
-/// closes.
-const STDIN_CLOSE_QUIET: Duration = Duration::from_millis(200);
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
 const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
@@ -372,15 +367,12 @@ impl Flow<'_> {
         let mut signals = StopSignals::install()?;
         self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
-        // When the adapter's stdin closes after the user's input ended.
-        let mut close_at: Option<Instant> = None;
+        let mut close = QuietClose::default();
         loop {
             tokio::select! {
                 read = events.next() => {
                     let Some(read) = read? else { return Ok(End::Eof) };
-                    if let Some(at) = close_at.as_mut() {
-                        *at = Instant::now() + STDIN_CLOSE_QUIET;
-                    }
+                    close.on_output();
                     let mut items = Vec::new();
                     for line in read.lines {
                         let line = match line {
@@ -445,18 +437,13 @@ impl Flow<'_> {
                     None => {
                         self.from_user = None;
                         // An adapter that may ask for a handoff still needs its stdin for the
-                        // decision frame; any other sees the end of the user's input, once its
-                        // output has been quiet for a moment: a request it printed just now
-                        // (even one it may not make) is still answered, not cut off.
+                        // decision frame; any other sees the end of the user's input.
                         if !self.provider.manifest.capabilities.native_plan_handoff {
-                            close_at = Some(Instant::now() + STDIN_CLOSE_QUIET);
+                            close.arm();
                         }
                     }
                 },
-                () = sleep_until_opt(close_at), if close_at.is_some() => {
-                    close_at = None;
-                    self.to_adapter.close().await;
-                },
+                () = close.due(), if close.is_armed() => self.to_adapter.close().await,
                 () = signals.recv() => {
                     // The decision goes out before the adapter is told to stop.
                     self.cancel_pending("cancelled by the user").await;

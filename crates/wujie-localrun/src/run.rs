@@ -17,10 +17,10 @@ use crate::events::items_for_line;
 use crate::registry::Provider;
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
-    AdapterStdin, Binding, Started, StdoutEvents, StopSignals, adapter_env, next_input, pipe_input,
+    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
+    spawn_stdin_reader,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
-use tokio::sync::mpsc;
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -139,8 +139,14 @@ pub async fn run(
         to_adapter,
         host,
     } = started;
-    let from_user = pipe_input(&host);
-    let end = pump(&mut adapter, &to_adapter, from_user, &reporter, &run_id).await;
+    let end = pump(
+        &mut adapter,
+        &to_adapter,
+        host.is_none(),
+        &reporter,
+        &run_id,
+    )
+    .await;
     let end = match end {
         Ok(end) => end,
         Err(e) => {
@@ -214,7 +220,7 @@ pub async fn run(
 async fn pump(
     adapter: &mut Adapter,
     to_adapter: &AdapterStdin,
-    mut from_user: Option<mpsc::Receiver<Option<Vec<u8>>>>,
+    forward_input: bool,
     reporter: &Reporter,
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
@@ -224,6 +230,9 @@ async fn pump(
         .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
     let mut events = StdoutEvents::new(stdout);
     let mut signals = StopSignals::install()?;
+    // The user's stdin, unless the terminal host relays it.
+    let mut from_user = forward_input.then(spawn_stdin_reader);
+    let mut close = QuietClose::default();
     let mut cancelled = false;
     // Armed by the first stop signal.
     let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
@@ -234,6 +243,7 @@ async fn pump(
                 let Some(read) = read? else {
                     return Ok(if cancelled { PumpEnd::Cancelled } else { PumpEnd::Eof });
                 };
+                close.on_output();
                 let mut items = Vec::new();
                 let mut invalid = None;
                 for line in read.lines {
@@ -273,9 +283,10 @@ async fn pump(
                 // End of the user's input closes the adapter's stdin too.
                 None => {
                     from_user = None;
-                    to_adapter.close().await;
+                    close.arm();
                 }
             },
+            () = close.due(), if close.is_armed() => to_adapter.close().await,
             () = signals.recv() => {
                 if cancelled {
                     adapter.signal(Signal::SIGKILL);

@@ -314,3 +314,39 @@ pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
+
+/// After the user's input ended, the adapter's stdin closes once the adapter's output has been
+/// quiet for this long: a request it printed just then (a handoff it may not make) is still
+/// answered on its stdin instead of racing the close.
+pub const STDIN_CLOSE_QUIET: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// When to close the adapter's stdin after the end of the user's input (see
+/// [`STDIN_CLOSE_QUIET`]).
+#[derive(Debug, Default)]
+pub struct QuietClose {
+    at: Option<tokio::time::Instant>,
+}
+
+impl QuietClose {
+    /// The user's input ended: close after a quiet period.
+    pub fn arm(&mut self) {
+        self.at = Some(tokio::time::Instant::now() + STDIN_CLOSE_QUIET);
+    }
+
+    /// The adapter printed something: the quiet period starts again.
+    pub fn on_output(&mut self) {
+        if self.at.is_some() {
+            self.arm();
+        }
+    }
+
+    pub fn is_armed(&self) -> bool {
+        self.at.is_some()
+    }
+
+    /// Resolves when it is time to close (then disarms); never while unarmed.
+    pub async fn due(&mut self) {
+        sleep_until_opt(self.at).await;
+        self.at = None;
+    }
+}
