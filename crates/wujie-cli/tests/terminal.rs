@@ -405,6 +405,27 @@ fn piped_input_drives_an_interactive_provider() {
 }
 
 #[test]
+fn run_relays_an_interactive_provider_on_a_terminal() {
+    let env = Env::new();
+    install_tui(&env);
+    let key = env.create_issue("tui run");
+    let mut term = Term::spawn(&env, WUJIE, &["run", &key, "--", "fake-tui-v2"]);
+    term.wait_text("Ctrl+D quit");
+    term.say("hello", "agent: SQLite or PostgreSQL?");
+    term.send(b"\x04");
+    assert!(term.wait_exit().success(), "{}", term.contents());
+    let run = &env.issue(&key)["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+    let kinds: Vec<_> = run["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.contains(&"user_input".to_owned()), "{kinds:?}");
+}
+
+#[test]
 fn run_exits_with_the_adapters_status() {
     let env = Env::new();
     install_tui(&env);
