@@ -281,6 +281,26 @@ fn a_resize_reaches_the_adapter() {
 }
 
 #[test]
+fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
+    let env = Env::new();
+    install_tui(&env);
+    let term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    term.resize(20, 60);
+    // Reopened at the new size: the menu still shows, exactly once.
+    let screen = term.wait_for("the menu at the new size", |s| {
+        s.matches("/wujiecreateissue").count() == 1
+    });
+    assert!(screen.contains("> /wujie"), "{screen}");
+    term.send(b"\x1b");
+    // The adapter's redraw for the new size was held back while the menu was open.
+    let after = term.wait_text("60x20");
+    assert!(!after.contains("/wujiecreateissue"), "{after}");
+}
+
+#[test]
 fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
     let env = Env::new();
     install_tui(&env);
