@@ -261,7 +261,7 @@ pub async fn discuss(
         }
         End::Invalid(message) => {
             let _ = adapter.stop(STOP_GRACE).await;
-            eprintln!("wujie: {message}");
+            flow.say(message.clone());
             (1, Some(message))
         }
     };
@@ -468,8 +468,8 @@ impl Flow<'_> {
         self.to_adapter.send_flushed(decision.encode_frame()).await;
     }
 
-    async fn refuse(&self, request_id: &str, mode: Option<HandoffMode>, error: String) {
-        eprintln!("wujie: handoff {request_id:?} refused: {error}");
+    async fn refuse(&mut self, request_id: &str, mode: Option<HandoffMode>, error: String) {
+        self.say(format!("handoff {request_id:?} refused: {error}"));
         self.send_decision(HandoffDecision {
             request_id: request_id.to_owned(),
             accepted: false,
