@@ -5,6 +5,11 @@
 //! entries; the server filters). A native `handoff_ready` is confirmed (`--confirm`), the issue
 //! and run are created through the promotion state machine, the reporter switches to the run,
 //! and exactly one `handoff_decision` frame answers the adapter on its stdin.
+//!
+//! For `interactive_pty` providers the terminal host relays the user's terminal and draws the
+//! cards: `/wujiecreateissue` from its menu goes through the same pending-promotion path as a
+//! native handoff (without a decision frame: the adapter never asked). On that card "Back to
+//! the discussion" closes it; "Cancel" ends the session like Ctrl+C on a native card.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,9 +30,13 @@ use crate::registry::{AdapterCommand, Provider};
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::run::STOP_GRACE;
 use crate::session::{
-    AdapterStdin, Binding, StdoutEvents, StopSignals, adapter_env, spawn_stdin_reader,
+    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
+    next_input, pipe_input,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::terminal::{HostEvent, TerminalHost};
+use tokio::sync::mpsc;
+use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
 const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
@@ -142,9 +151,11 @@ pub fn require_v2(provider: &Provider) -> Result<(), LocalRunError> {
     )))
 }
 
+/// A promotion waiting for the user's answer.
 struct Pending {
-    request_id: String,
-    mode: HandoffMode,
+    /// The adapter's native request, answered with a decision frame; `None` for
+    /// `/wujiecreateissue`, which the adapter does not know about.
+    handoff: Option<(String, HandoffMode)>,
     draft: IssueDraft,
     discussion: Discussion,
 }
@@ -196,12 +207,20 @@ pub async fn discuss(
     );
     let mut args = command.leading_args.clone();
     args.extend(req.args.iter().cloned());
-    let mut adapter = Adapter::spawn(&SpawnSpec {
-        program: command.program.clone(),
-        args,
-        cwd: req.cwd.clone(),
-        env,
-    })?;
+    let Started {
+        mut adapter,
+        to_adapter,
+        host,
+    } = Started::spawn(
+        &SpawnSpec {
+            program: command.program.clone(),
+            args,
+            cwd: req.cwd.clone(),
+            env,
+        },
+        provider,
+        true,
+    )?;
     let mut flow = Flow {
         conn,
         outbox: &outbox,
@@ -212,11 +231,20 @@ pub async fn discuss(
             id: discussion.id.clone(),
             kind: TargetKind::Discussion,
         },
-        to_adapter: AdapterStdin::spawn(adapter.stdin.take()),
+        to_adapter,
+        from_user: None,
+        host,
         pending: None,
         promoted: None,
+        notices: Vec::new(),
     };
-    let end = flow.pump(&mut adapter).await?;
+    let end = match flow.pump(&mut adapter).await {
+        Ok(end) => end,
+        Err(e) => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            return Err(e);
+        }
+    };
     let cancelled = matches!(end, End::Cancelled);
     let (exit_code, error) = match end {
         End::Eof => {
@@ -233,10 +261,17 @@ pub async fn discuss(
         }
         End::Invalid(message) => {
             let _ = adapter.stop(STOP_GRACE).await;
-            eprintln!("wujie: {message}");
+            flow.say(message.clone());
             (1, Some(message))
         }
     };
+    // The last of the adapter's screen output reaches the terminal before it is restored.
+    if let Some(host) = flow.host.take() {
+        host.finish().await;
+    }
+    for notice in flow.notices.drain(..) {
+        eprintln!("wujie: {notice}");
+    }
     let promoted = flow.promoted.take();
     let promoted_run = match promoted {
         Some((issue_key, run_id)) => {
@@ -310,10 +345,16 @@ struct Flow<'a> {
     /// Where events go now: the discussion, then the run once promoted.
     target: TargetRef,
     to_adapter: AdapterStdin,
-    /// A handoff waiting for the user's answer on the terminal.
+    /// The user's stdin when the adapter is on pipes.
+    from_user: Option<mpsc::Receiver<Option<Vec<u8>>>>,
+    /// The terminal host when the adapter is on a PTY; it draws the menu and the cards.
+    host: Option<TerminalHost>,
+    /// A promotion waiting for the user's answer on the terminal.
     pending: Option<Pending>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
+    /// Messages held until the terminal host has given the screen back.
+    notices: Vec<String>,
 }
 
 impl Flow<'_> {
@@ -324,13 +365,14 @@ impl Flow<'_> {
             .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
         let mut events = StdoutEvents::new(stdout);
         let mut signals = StopSignals::install()?;
-        let mut from_user = spawn_stdin_reader();
-        let mut user_open = true;
+        self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
+        let mut close = QuietClose::default();
         loop {
             tokio::select! {
                 read = events.next() => {
                     let Some(read) = read? else { return Ok(End::Eof) };
+                    close.on_output();
                     let mut items = Vec::new();
                     for line in read.lines {
                         let line = match line {
@@ -362,17 +404,30 @@ impl Flow<'_> {
                     }
                     self.record(items).await?;
                 }
-                input = from_user.recv(), if user_open => match input.flatten() {
+                event = host_event(&mut self.host) => match event {
+                    HostEvent::Command(command) if command == CREATE_ISSUE => {
+                        self.on_create_issue().await;
+                    }
+                    HostEvent::Command(_) => {}
+                    HostEvent::Card(choice) => {
+                        if self.decide(choice).await? {
+                            adapter.signal(Signal::SIGTERM);
+                            return Ok(End::Cancelled);
+                        }
+                    }
+                },
+                input = next_input(&mut self.from_user), if self.from_user.is_some() => match input {
                     Some(bytes) if self.pending.is_some() => {
                         answer.push_str(&String::from_utf8_lossy(&bytes));
                         if let Some(end) = answer.find('\n') {
                             let line = answer[..end].trim().to_lowercase();
                             answer.clear();
-                            if matches!(line.as_str(), "" | "y" | "yes" | "c" | "create") {
-                                let pending = self.pending.take().expect("pending checked");
-                                self.accept(pending).await?;
+                            let choice = if matches!(line.as_str(), "" | "y" | "yes" | "c" | "create") {
+                                CardChoice::Create
                             } else {
-                                self.cancel_pending("cancelled by the user").await;
+                                CardChoice::Cancel
+                            };
+                            if self.decide(choice).await? {
                                 adapter.signal(Signal::SIGTERM);
                                 return Ok(End::Cancelled);
                             }
@@ -380,14 +435,15 @@ impl Flow<'_> {
                     }
                     Some(bytes) => self.to_adapter.send(bytes).await,
                     None => {
-                        user_open = false;
+                        self.from_user = None;
                         // An adapter that may ask for a handoff still needs its stdin for the
                         // decision frame; any other sees the end of the user's input.
                         if !self.provider.manifest.capabilities.native_plan_handoff {
-                            self.to_adapter.close().await;
+                            close.arm();
                         }
                     }
                 },
+                () = close.due(), if close.is_armed() => self.to_adapter.close().await,
                 () = signals.recv() => {
                     // The decision goes out before the adapter is told to stop.
                     self.cancel_pending("cancelled by the user").await;
@@ -412,8 +468,8 @@ impl Flow<'_> {
         self.to_adapter.send_flushed(decision.encode_frame()).await;
     }
 
-    async fn refuse(&self, request_id: &str, mode: Option<HandoffMode>, error: String) {
-        eprintln!("wujie: handoff {request_id:?} refused: {error}");
+    async fn refuse(&mut self, request_id: &str, mode: Option<HandoffMode>, error: String) {
+        self.say(format!("handoff {request_id:?} refused: {error}"));
         self.send_decision(HandoffDecision {
             request_id: request_id.to_owned(),
             accepted: false,
@@ -429,10 +485,78 @@ impl Flow<'_> {
     /// Answer a waiting handoff with "no" and give the adapter a moment to read it before the
     /// caller signals it.
     async fn cancel_pending(&mut self, why: &str) {
-        if let Some(p) = self.pending.take() {
-            self.refuse(&p.request_id, Some(p.mode), why.to_owned())
-                .await;
+        if let Some((request_id, mode)) = self.pending.take().and_then(|p| p.handoff) {
+            self.refuse(&request_id, Some(mode), why.to_owned()).await;
             tokio::time::sleep(DECISION_READ_PAUSE).await;
+        }
+    }
+
+    /// `/wujiecreateissue` from the menu: show the card for the discussion so far.
+    async fn on_create_issue(&mut self) {
+        if let Some((key, _)) = &self.promoted {
+            self.notices
+                .push(format!("this discussion is already issue {key}"));
+            return;
+        }
+        if self.pending.is_some() {
+            return;
+        }
+        match self.delivered_discussion().await {
+            Ok(discussion) => {
+                let draft = promotion::draft_from(&discussion, None);
+                self.ask(Pending {
+                    handoff: None,
+                    draft,
+                    discussion,
+                })
+                .await;
+            }
+            Err(error) => self
+                .notices
+                .push(format!("could not prepare the issue: {error}")),
+        }
+    }
+
+    /// Put the pending promotion in front of the user: the card in the terminal host, else
+    /// the plain prompt.
+    async fn ask(&mut self, pending: Pending) {
+        match &self.host {
+            Some(host) => {
+                let (title, description) = (&pending.draft.title, &pending.draft.description);
+                let card = match pending.handoff {
+                    None => IssueCard::create_issue(title, description),
+                    Some((_, mode)) => IssueCard::native_handoff(
+                        title,
+                        description,
+                        mode == HandoffMode::CurrentContext,
+                    ),
+                };
+                host.show_card(card).await;
+            }
+            None => print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m)),
+        }
+        self.pending = Some(pending);
+    }
+
+    /// The user's answer to the pending promotion. Returns true when the session ends
+    /// (cancel): the caller stops the adapter.
+    async fn decide(&mut self, choice: CardChoice) -> Result<bool, LocalRunError> {
+        match choice {
+            CardChoice::Create => {
+                if let Some(pending) = self.pending.take() {
+                    self.accept(pending).await?;
+                }
+                Ok(false)
+            }
+            CardChoice::BackToDiscussion => {
+                self.pending = None;
+                Ok(false)
+            }
+            CardChoice::Cancel => {
+                self.cancel_pending("cancelled by the user").await;
+                self.pending = None;
+                Ok(true)
+            }
         }
     }
 
@@ -449,11 +573,8 @@ impl Flow<'_> {
             self.refuse(request_id, Some(mode), error).await;
             return Ok(());
         }
-        if let Some(p) = &self.pending {
-            let error = format!(
-                "another handoff request ({:?}) is waiting for confirmation",
-                p.request_id
-            );
+        if self.pending.is_some() {
+            let error = "another issue promotion is waiting for confirmation".to_owned();
             self.refuse(request_id, Some(mode), error).await;
             return Ok(());
         }
@@ -471,8 +592,7 @@ impl Flow<'_> {
         };
         let draft = promotion::draft_from(&discussion, None);
         let pending = Pending {
-            request_id: request_id.to_owned(),
-            mode,
+            handoff: Some((request_id.to_owned(), mode)),
             draft,
             discussion,
         };
@@ -487,7 +607,7 @@ impl Flow<'_> {
                 .await;
                 Ok(())
             }
-            ConfirmMode::Ask if !self.req.stdin_is_terminal => {
+            ConfirmMode::Ask if !self.req.stdin_is_terminal && self.host.is_none() => {
                 self.refuse(
                     request_id,
                     Some(mode),
@@ -497,8 +617,7 @@ impl Flow<'_> {
                 Ok(())
             }
             ConfirmMode::Ask => {
-                print_card(&pending.draft, mode);
-                self.pending = Some(pending);
+                self.ask(pending).await;
                 Ok(())
             }
         }
@@ -522,17 +641,26 @@ impl Flow<'_> {
             .map_err(|e| promotion::redacted(&e))
     }
 
+    /// A message for the user: at once on a plain terminal; after the session while the
+    /// terminal host owns the screen (writing into the adapter's screen would break it).
+    fn say(&mut self, message: String) {
+        if self.host.is_some() {
+            self.notices.push(message);
+        } else {
+            eprintln!("wujie: {message}");
+        }
+    }
+
     async fn accept(&mut self, pending: Pending) -> Result<(), LocalRunError> {
         let cwd = self.req.cwd.to_string_lossy().into_owned();
         match promotion::promote(&self.conn.client, &pending.discussion, &pending.draft, &cwd).await
         {
             Err(e) => {
-                self.refuse(
-                    &pending.request_id,
-                    Some(pending.mode),
-                    promotion::redacted(&e),
-                )
-                .await;
+                let error = promotion::redacted(&e);
+                match pending.handoff {
+                    Some((request_id, mode)) => self.refuse(&request_id, Some(mode), error).await,
+                    None => self.say(format!("could not create the issue: {error}")),
+                }
                 Ok(())
             }
             Ok(promoted) => {
@@ -553,20 +681,22 @@ impl Flow<'_> {
                 };
                 self.reporter.add_target(target.clone());
                 self.target = target;
-                eprintln!(
-                    "wujie: created {} “{}”; the agent continues there (run {run_id}).",
+                self.say(format!(
+                    "created {} “{}”; the agent continues there (run {run_id}).",
                     promoted.issue.key, promoted.issue.title
-                );
-                self.send_decision(HandoffDecision {
-                    request_id: pending.request_id,
-                    accepted: true,
-                    mode: Some(pending.mode),
-                    issue_id: Some(promoted.issue.id.clone()),
-                    issue_key: Some(promoted.issue.key.clone()),
-                    run_id: Some(run_id.clone()),
-                    error: None,
-                })
-                .await;
+                ));
+                if let Some((request_id, mode)) = pending.handoff {
+                    self.send_decision(HandoffDecision {
+                        request_id,
+                        accepted: true,
+                        mode: Some(mode),
+                        issue_id: Some(promoted.issue.id.clone()),
+                        issue_key: Some(promoted.issue.key.clone()),
+                        run_id: Some(run_id.clone()),
+                        error: None,
+                    })
+                    .await;
+                }
                 self.promoted = Some((promoted.issue.key, run_id));
                 Ok(())
             }
@@ -575,12 +705,10 @@ impl Flow<'_> {
 }
 
 /// The plain confirmation prompt (the terminal host draws a card instead).
-fn print_card(draft: &IssueDraft, mode: HandoffMode) {
+fn print_card(draft: &IssueDraft, mode: Option<HandoffMode>) {
     let preview: Vec<&str> = draft.description.lines().take(8).collect();
-    eprintln!(
-        "\n┌ Create an issue from this discussion ({})",
-        mode.as_str()
-    );
+    let mode = mode.map_or("/wujiecreateissue", HandoffMode::as_str);
+    eprintln!("\n┌ Create an issue from this discussion ({mode})");
     eprintln!("│ {}", draft.title);
     for line in preview {
         eprintln!("│   {line}");

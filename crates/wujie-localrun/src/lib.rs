@@ -16,6 +16,7 @@ pub mod run;
 pub mod session;
 pub mod supervisor;
 pub mod sync;
+pub mod terminal;
 pub mod turns;
 
 pub use error::LocalRunError;

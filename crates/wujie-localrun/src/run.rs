@@ -17,7 +17,8 @@ use crate::events::items_for_line;
 use crate::registry::Provider;
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
-    AdapterStdin, Binding, StdoutEvents, StopSignals, adapter_env, spawn_stdin_reader,
+    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
+    spawn_stdin_reader,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 
@@ -118,8 +119,8 @@ pub async fn run(
         cwd: req.cwd.clone(),
         env,
     };
-    let mut adapter = match Adapter::spawn(&spec) {
-        Ok(a) => a,
+    let started = match Started::spawn(&spec, provider, false) {
+        Ok(started) => started,
         Err(e) => {
             let finish = FinishRun {
                 status: RunStatus::Failed,
@@ -133,7 +134,27 @@ pub async fn run(
     };
     let heartbeat = spawn_heartbeat(conn.client.clone(), outbox.clone(), run_id.clone());
 
-    let end = pump(&mut adapter, &reporter, &run_id).await?;
+    let Started {
+        mut adapter,
+        to_adapter,
+        host,
+    } = started;
+    let end = pump(
+        &mut adapter,
+        &to_adapter,
+        host.is_none(),
+        &reporter,
+        &run_id,
+    )
+    .await;
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            let _ = adapter.stop(STOP_GRACE).await;
+            drop(host);
+            return Err(e);
+        }
+    };
     let (status, exit_code, error) = match end {
         PumpEnd::Eof => {
             let code =
@@ -164,6 +185,10 @@ pub async fn run(
         }
     };
     heartbeat.abort();
+    // The last of the adapter's screen output reaches the terminal before it is restored.
+    if let Some(host) = host {
+        host.finish().await;
+    }
     let finish = FinishRun {
         status,
         exit_code: Some(exit_code),
@@ -194,6 +219,8 @@ pub async fn run(
 /// terminate (a second one, or the grace period, kills it) while what it still prints is kept.
 async fn pump(
     adapter: &mut Adapter,
+    to_adapter: &AdapterStdin,
+    forward_input: bool,
     reporter: &Reporter,
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
@@ -203,9 +230,9 @@ async fn pump(
         .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
     let mut events = StdoutEvents::new(stdout);
     let mut signals = StopSignals::install()?;
-    let to_adapter = AdapterStdin::spawn(adapter.stdin.take());
-    let mut from_user = spawn_stdin_reader();
-    let mut user_open = true;
+    // The user's stdin, unless the terminal host relays it.
+    let mut from_user = forward_input.then(spawn_stdin_reader);
+    let mut close = QuietClose::default();
     let mut cancelled = false;
     // Armed by the first stop signal.
     let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
@@ -216,6 +243,7 @@ async fn pump(
                 let Some(read) = read? else {
                     return Ok(if cancelled { PumpEnd::Cancelled } else { PumpEnd::Eof });
                 };
+                close.on_output();
                 let mut items = Vec::new();
                 let mut invalid = None;
                 for line in read.lines {
@@ -223,7 +251,7 @@ async fn pump(
                         Ok(line) => {
                             for event in &line.events {
                                 if let Event::HandoffReady { request_id, .. } = event {
-                                    refuse_handoff(&to_adapter, request_id).await;
+                                    refuse_handoff(to_adapter, request_id).await;
                                 }
                             }
                             items.extend(
@@ -235,7 +263,7 @@ async fn pump(
                         Err(EventError {
                             kind: EventErrorKind::UnknownHandoffMode { request_id, .. },
                             ..
-                        }) => refuse_handoff(&to_adapter, &request_id).await,
+                        }) => refuse_handoff(to_adapter, &request_id).await,
                         Err(e) => {
                             invalid = Some(e.to_string());
                             break;
@@ -250,14 +278,15 @@ async fn pump(
                     return Ok(PumpEnd::Invalid(message));
                 }
             }
-            input = from_user.recv(), if user_open => match input.flatten() {
+            input = next_input(&mut from_user), if from_user.is_some() => match input {
                 Some(bytes) => to_adapter.send(bytes).await,
                 // End of the user's input closes the adapter's stdin too.
                 None => {
-                    user_open = false;
-                    to_adapter.close().await;
+                    from_user = None;
+                    close.arm();
                 }
             },
+            () = close.due(), if close.is_armed() => to_adapter.close().await,
             () = signals.recv() => {
                 if cancelled {
                     adapter.signal(Signal::SIGKILL);

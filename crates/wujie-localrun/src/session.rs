@@ -1,15 +1,19 @@
 //! Plumbing shared by every way of driving an adapter (`run`, `discuss`): its environment, its
 //! stdout as decoded event lines, its stdin fed by one writer, and the user's stop signals.
 
+use pty_process::OwnedWritePty;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
 use tokio::sync::{mpsc, oneshot};
 use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, DecodedLine, EventError, LineDecoder};
 use wujie_store::outbox::now_ms;
+use wujie_term::TermSize;
 
 use crate::error::LocalRunError;
 use crate::registry::Provider;
+use crate::supervisor::{Adapter, SpawnSpec};
+use crate::terminal::{HostEvent, TerminalHost, stdin_is_terminal, terminal_size};
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
 #[derive(Debug, Clone, Default)]
@@ -104,6 +108,12 @@ impl StdoutEvents {
     }
 }
 
+/// Where the adapter reads its input: a pipe, or the master side of its PTY.
+pub enum StdinSink {
+    Pipe(ChildStdin),
+    Pty(OwnedWritePty),
+}
+
 /// The single writer of the adapter's stdin: user input and control frames go through it in
 /// order, so a frame is never interleaved with other bytes.
 #[derive(Clone)]
@@ -113,20 +123,36 @@ pub struct AdapterStdin {
 
 enum StdinWrite {
     Bytes(Vec<u8>, Option<oneshot::Sender<()>>),
+    /// New window size for the adapter's PTY (ignored for a pipe).
+    Resize(TermSize),
     /// Close the pipe: the adapter sees end of input.
     Close,
 }
 
 impl AdapterStdin {
-    pub fn spawn(stdin: Option<ChildStdin>) -> AdapterStdin {
+    pub fn spawn(sink: Option<StdinSink>) -> AdapterStdin {
         let (tx, mut rx) = mpsc::channel::<StdinWrite>(64);
         tokio::spawn(async move {
-            let Some(mut stdin) = stdin else { return };
+            let Some(mut sink) = sink else { return };
             while let Some(write) = rx.recv().await {
-                let StdinWrite::Bytes(bytes, done) = write else {
-                    break;
+                let (bytes, done) = match write {
+                    StdinWrite::Bytes(bytes, done) => (bytes, done),
+                    StdinWrite::Resize(size) => {
+                        if let StdinSink::Pty(pty) = &sink {
+                            let _ = pty.resize(pty_process::Size::new(size.rows, size.cols));
+                        }
+                        continue;
+                    }
+                    StdinWrite::Close => break,
                 };
-                let ok = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+                let ok = match &mut sink {
+                    StdinSink::Pipe(pipe) => {
+                        pipe.write_all(&bytes).await.is_ok() && pipe.flush().await.is_ok()
+                    }
+                    StdinSink::Pty(pty) => {
+                        pty.write_all(&bytes).await.is_ok() && pty.flush().await.is_ok()
+                    }
+                };
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
@@ -136,6 +162,11 @@ impl AdapterStdin {
             }
         });
         AdapterStdin { tx }
+    }
+
+    /// Resize the adapter's PTY, in order with the bytes queued before.
+    pub async fn resize(&self, size: TermSize) {
+        let _ = self.tx.send(StdinWrite::Resize(size)).await;
     }
 
     /// Queue bytes for the adapter.
@@ -210,5 +241,112 @@ impl StopSignals {
             _ = self.term.recv() => {},
             _ = self.hup.recv() => {},
         }
+    }
+}
+
+/// An adapter that was started, with the way the user reaches it.
+pub struct Started {
+    pub adapter: Adapter,
+    /// The single writer of the adapter's stdin (a pipe, or its PTY).
+    pub to_adapter: AdapterStdin,
+    /// For `interactive_pty` providers: the terminal host that relays the user's terminal.
+    pub host: Option<TerminalHost>,
+}
+
+impl Started {
+    /// Start the adapter the way its manifest asks: on a PTY behind the terminal host for
+    /// `interactive_pty` providers (`menu` enables the `/wujie` menu), else on pipes.
+    pub fn spawn(
+        spec: &SpawnSpec,
+        provider: &Provider,
+        menu: bool,
+    ) -> Result<Started, LocalRunError> {
+        if provider.manifest.capabilities.interactive_pty {
+            let size = terminal_size();
+            let (adapter, pty) = Adapter::spawn_pty(spec, size, !stdin_is_terminal())?;
+            let (host, to_adapter) = TerminalHost::start(pty, size, menu)?;
+            return Ok(Started {
+                adapter,
+                to_adapter,
+                host: Some(host),
+            });
+        }
+        let mut adapter = Adapter::spawn(spec)?;
+        let to_adapter = AdapterStdin::spawn(adapter.stdin.take().map(StdinSink::Pipe));
+        Ok(Started {
+            adapter,
+            to_adapter,
+            host: None,
+        })
+    }
+}
+
+/// The next event from the terminal host; never resolves without a host or once it ended.
+pub async fn host_event(host: &mut Option<TerminalHost>) -> HostEvent {
+    if let Some(host) = host
+        && let Some(event) = host.events.recv().await
+    {
+        return event;
+    }
+    std::future::pending().await
+}
+
+/// The user's stdin for a pump that forwards it itself (adapters on pipes); `None` when the
+/// terminal host relays the user's input.
+pub fn pipe_input(host: &Option<TerminalHost>) -> Option<mpsc::Receiver<Option<Vec<u8>>>> {
+    host.is_none().then(spawn_stdin_reader)
+}
+
+/// The next chunk of the user's input; never resolves without a reader.
+pub async fn next_input(
+    from_user: &mut Option<mpsc::Receiver<Option<Vec<u8>>>>,
+) -> Option<Vec<u8>> {
+    match from_user {
+        Some(rx) => rx.recv().await.flatten(),
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps until `at`; never resolves without a deadline (for optional `select!` timers).
+pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// After the user's input ended, the adapter's stdin closes once the adapter's output has been
+/// quiet for this long: a request it printed just then (a handoff it may not make) is still
+/// answered on its stdin instead of racing the close.
+pub const STDIN_CLOSE_QUIET: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// When to close the adapter's stdin after the end of the user's input (see
+/// [`STDIN_CLOSE_QUIET`]).
+#[derive(Debug, Default)]
+pub struct QuietClose {
+    at: Option<tokio::time::Instant>,
+}
+
+impl QuietClose {
+    /// The user's input ended: close after a quiet period.
+    pub fn arm(&mut self) {
+        self.at = Some(tokio::time::Instant::now() + STDIN_CLOSE_QUIET);
+    }
+
+    /// The adapter printed something: the quiet period starts again.
+    pub fn on_output(&mut self) {
+        if self.at.is_some() {
+            self.arm();
+        }
+    }
+
+    pub fn is_armed(&self) -> bool {
+        self.at.is_some()
+    }
+
+    /// Resolves when it is time to close (then disarms); never while unarmed.
+    pub async fn due(&mut self) {
+        sleep_until_opt(self.at).await;
+        self.at = None;
     }
 }

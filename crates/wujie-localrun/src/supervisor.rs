@@ -11,6 +11,8 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use wujie_term::TermSize;
+
 use crate::error::LocalRunError;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
@@ -70,6 +72,52 @@ impl Adapter {
             stdin: child.stdin.take(),
             child,
         })
+    }
+
+    /// Start an interactive adapter: its stdin and stderr are the slave of a new PTY of `size`
+    /// that is its controlling terminal (it leads its own session, so its process group is its
+    /// pid, as with [`Adapter::spawn`]); stdout stays a pipe for events. Returns the PTY's
+    /// master side. `raw` starts the PTY in raw mode, for scripted input: bytes written before
+    /// the adapter configured its terminal are then neither echoed, edited nor flushed.
+    pub fn spawn_pty(
+        spec: &SpawnSpec,
+        size: TermSize,
+        raw: bool,
+    ) -> Result<(Adapter, pty_process::Pty), LocalRunError> {
+        let failed = |e: pty_process::Error| {
+            LocalRunError::Invalid(format!(
+                "could not start adapter {} on a terminal: {e}",
+                spec.program.display()
+            ))
+        };
+        let (pty, pts) = pty_process::open().map_err(failed)?;
+        pty.resize(pty_process::Size::new(size.rows, size.cols))
+            .map_err(failed)?;
+        if raw {
+            let io = |e: rustix::io::Errno| failed(pty_process::Error::Io(e.into()));
+            let mut termios = rustix::termios::tcgetattr(&pty).map_err(io)?;
+            termios.make_raw();
+            rustix::termios::tcsetattr(&pty, rustix::termios::OptionalActions::Now, &termios)
+                .map_err(io)?;
+        }
+        let mut cmd = pty_process::Command::new(&spec.program)
+            .args(&spec.args)
+            .current_dir(&spec.cwd)
+            .stdout(Stdio::piped())
+            .kill_on_drop(false);
+        for var in WUJIE_ENV_VARS {
+            cmd = cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .spawn(pts)
+            .map_err(failed)?;
+        let adapter = Adapter {
+            stdout: child.stdout.take(),
+            stdin: None,
+            child,
+        };
+        Ok((adapter, pty))
     }
 
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {

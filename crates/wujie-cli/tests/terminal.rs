@@ -1,0 +1,556 @@
+//! The interactive terminal host: `wujie discuss` / `wujie run` with a provider whose manifest
+//! says `interactive_pty: true` (examples/fake-tui-v2, an inline TUI), driven through a real PTY
+//! whose output is read into a vt100 screen model, and once through tmux like a person would.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const ROWS: u16 = 24;
+const COLS: u16 = 80;
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn install_tui(env: &Env) {
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        examples().join("fake-tui-v2").to_str().unwrap(),
+    ]);
+}
+
+/// A program on a PTY of our own, its output rendered by a vt100 model.
+struct Term {
+    pty: Arc<pty_process::blocking::Pty>,
+    screen: Arc<Mutex<vt100::Parser>>,
+    child: std::process::Child,
+}
+
+impl Term {
+    fn spawn(env: &Env, program: &str, args: &[&str]) -> Term {
+        let (pty, pts) = pty_process::blocking::open().expect("a pty");
+        pty.resize(pty_process::Size::new(ROWS, COLS)).unwrap();
+        let mut cmd = pty_process::blocking::Command::new(program)
+            .args(args)
+            .current_dir(env.work.path())
+            .env("WUJIE_HOME", env.home.path())
+            .env("TERM", "xterm-256color");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WUJIE_") && k != "WUJIE_HOME" {
+                cmd = cmd.env_remove(k);
+            }
+        }
+        let child = cmd.spawn(pts).expect("spawn on the pty");
+        let pty = Arc::new(pty);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            ROWS.try_into().unwrap(),
+            COLS.try_into().unwrap(),
+            0,
+        )));
+        let (reader, model) = (pty.clone(), screen.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            // EIO once the program and everything it started closed the terminal.
+            while let Ok(n @ 1..) = (&*reader).read(&mut buf) {
+                model.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Term { pty, screen, child }
+    }
+
+    fn discuss(env: &Env, args: &[&str]) -> Term {
+        let mut all = vec!["discuss", "--", "fake-tui-v2"];
+        all.extend_from_slice(args);
+        Term::spawn(env, WUJIE, &all)
+    }
+
+    fn send(&self, bytes: &[u8]) {
+        (&*self.pty).write_all(bytes).unwrap();
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until `cond` holds on a screen that stopped changing (a redraw may arrive in
+    /// several reads; a snapshot must not catch it half done).
+    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let text = self.contents();
+            if cond(&text) {
+                std::thread::sleep(Duration::from_millis(50));
+                if self.contents() == text {
+                    return text;
+                }
+                continue;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; screen:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        self.wait_for(text, |s| s.contains(text))
+    }
+
+    /// Type a line and wait for the adapter's answer.
+    fn say(&self, line: &str, answer: &str) {
+        self.send(line.as_bytes());
+        self.wait_text(&format!("> {line}"));
+        self.send(b"\r");
+        self.wait_text(answer);
+    }
+
+    fn resize(&self, rows: u16, cols: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
+        self.pty.resize(pty_process::Size::new(rows, cols)).unwrap();
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for exit; screen:\n{}",
+                self.contents()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Screen text with the ids that change from run to run replaced.
+fn stable(screen: &str) -> String {
+    let mut out = String::new();
+    for line in screen.lines() {
+        let line = match line.find("discussion ") {
+            Some(at) if line[at..].contains('-') => {
+                format!("{}discussion [id]{}", &line[..at], {
+                    let rest = &line[at + "discussion ".len()..];
+                    rest.find(' ').map_or("", |end| &rest[end..])
+                })
+            }
+            _ => line.to_owned(),
+        };
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
+}
+
+#[test]
+fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {
+    let env = Env::new();
+    install_tui(&env);
+    let term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.say("hello", "agent: SQLite or PostgreSQL?");
+    term.send(b"/wuji");
+    let before = term.wait_text("> /wuji");
+    insta::assert_snapshot!("menu_before", stable(&before));
+
+    term.send(b"e");
+    let during = term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    insta::assert_snapshot!("menu_during", stable(&during));
+
+    term.send(b"\x1b");
+    let after = term.wait_for("the menu to close", |s| !s.contains("/wujiecreateissue"));
+    insta::assert_snapshot!("menu_after", stable(&after));
+    assert_eq!(
+        after,
+        before.replace("> /wuji", "> /wujie"),
+        "every adapter row is back, and Esc kept the trigger text on the adapter's line"
+    );
+}
+
+#[test]
+fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
+    let env = Env::new();
+    install_tui(&env);
+    let mut term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.say("plan storage", "agent: SQLite or PostgreSQL?");
+    term.say("sqlite", "agent: - WAL mode");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue");
+    term.send(b"\r");
+    let card = term.wait_text("  Cancel");
+    // Only the card itself: whether the adapter already echoed the erased trigger text when the
+    // card opened depends on timing (its output is held back while the card is open).
+    let at = card.find("New issue:").expect("the card's title");
+    insta::assert_snapshot!("card", stable(&card[at..]));
+    assert!(card[..at].contains("agent: - WAL mode\n>"), "{card}");
+    term.send(b"\r");
+    let back = term.wait_for("the card to close", |s| {
+        !s.contains("Create the issue and continue")
+    });
+    assert!(
+        back.lines().any(|l| l.trim_end() == ">"),
+        "the trigger text was erased from the adapter's line:\n{back}"
+    );
+    // The same adapter process goes on: its third turn answers with a final.
+    term.say("go", "agent: done: go");
+    term.send(b"\x04");
+    let status = term.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", term.contents());
+
+    let issues = env.json(&["issue", "list"]);
+    let key = issues[0]["key"].as_str().expect("an issue was created");
+    let issue = env.issue(key);
+    assert_eq!(issue["title"], "Use SQLite for storage");
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+    let messages: Vec<_> = run["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["type"].clone(), m["content"].clone()))
+        .collect();
+    assert!(
+        messages.contains(&("final".into(), "done: go".into())),
+        "what the agent said after the promotion belongs to the run: {messages:?}"
+    );
+}
+
+#[test]
+fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
+    let env = Env::new();
+    install_tui(&env);
+    let mut term = Term::discuss(&env, &["--handoff", "current_context"]);
+    term.wait_text("Ctrl+D quit");
+    term.say("plan storage", "agent: SQLite or PostgreSQL?");
+    term.say("sqlite", "agent: - WAL mode");
+    let card = term.wait_text("Ctrl+C: cancel and end this session");
+    assert!(
+        card.contains("Hand off to a new issue: Use SQLite for storage"),
+        "{card}"
+    );
+    assert!(
+        !card.contains("Back to the discussion"),
+        "no way back from a native handoff"
+    );
+    term.send(b"\r");
+    // The adapter got the accepted decision on its terminal and goes on in this context.
+    term.wait_text("agent: executing the plan for WUJ-1");
+    term.send(b"\x04");
+    assert!(term.wait_exit().success(), "{}", term.contents());
+    let issue = env.issue("WUJ-1");
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+    assert!(
+        run["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"] == "plan executed"),
+        "{run}"
+    );
+}
+
+#[test]
+fn a_resize_reaches_the_adapter() {
+    let env = Env::new();
+    install_tui(&env);
+    let term = Term::discuss(&env, &[]);
+    term.wait_text(&format!("{COLS}x{ROWS}"));
+    term.resize(20, 60);
+    term.wait_text("60x20");
+}
+
+#[test]
+fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
+    let env = Env::new();
+    install_tui(&env);
+    let term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    term.resize(20, 60);
+    // Reopened at the new size: the menu still shows, exactly once.
+    let screen = term.wait_for("the menu at the new size", |s| {
+        s.matches("/wujiecreateissue").count() == 1
+    });
+    assert!(screen.contains("> /wujie"), "{screen}");
+    term.send(b"\x1b");
+    // The adapter's redraw for the new size was held back while the menu was open.
+    let after = term.wait_text("60x20");
+    assert!(!after.contains("/wujiecreateissue"), "{after}");
+}
+
+#[test]
+fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
+    let env = Env::new();
+    install_tui(&env);
+    let mut term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"\x03");
+    let status = term.wait_exit();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the adapter quit on the byte; {}",
+        term.contents()
+    );
+}
+
+#[test]
+fn the_terminal_is_restored_after_the_adapter_crashes() {
+    let env = Env::new();
+    install_tui(&env);
+    let script = format!(
+        "{WUJIE} discuss -- fake-tui-v2 --crash-after 1; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    );
+    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"boom\r");
+    let screen = term.wait_text("EXIT=3");
+    let modes = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    assert!(
+        modes.contains("icanon isig echo") || modes.contains("isig icanon echo"),
+        "line editing, signals and echo are back on:\n{screen}\n{modes}"
+    );
+    assert!(!modes.contains("-icanon") && !modes.contains("-echo") && !modes.contains("-isig"));
+}
+
+/// The `wujie` process started by the shell `parent`.
+fn wujie_child_of(parent: u32) -> i32 {
+    let mut found = 0;
+    wait_until(30, "wujie to start", || {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1));
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if ppid == Some(&parent.to_string())
+                && String::from_utf8_lossy(&cmdline).starts_with(WUJIE)
+            {
+                found = pid;
+                return true;
+            }
+        }
+        false
+    });
+    found
+}
+
+#[test]
+fn the_terminal_is_restored_after_sigterm() {
+    let env = Env::new();
+    install_tui(&env);
+    let script = format!(
+        "{WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    );
+    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    term.wait_text("Ctrl+D quit");
+    let pid = wujie_child_of(term.child.id());
+    assert!(pid > 0);
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    assert!(screen.contains("EXIT=130"), "a cancelled session: {screen}");
+    assert!(
+        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
+        "line editing, signals and echo are back on:\n{screen}"
+    );
+}
+
+#[test]
+fn piped_input_drives_an_interactive_provider() {
+    let env = Env::new();
+    install_tui(&env);
+    let mut child = env
+        .cmd()
+        .args(["--output", "json", "discuss", "--", "fake-tui-v2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"plan storage\rsqlite\r")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = env.json(&[
+        "discussion",
+        "show",
+        report["discussion_id"].as_str().unwrap(),
+    ]);
+    let kinds: Vec<_> = d["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["user_input", "question", "user_input", "plan"]);
+}
+
+#[test]
+fn run_relays_an_interactive_provider_on_a_terminal() {
+    let env = Env::new();
+    install_tui(&env);
+    let key = env.create_issue("tui run");
+    let mut term = Term::spawn(&env, WUJIE, &["run", &key, "--", "fake-tui-v2"]);
+    term.wait_text("Ctrl+D quit");
+    term.say("hello", "agent: SQLite or PostgreSQL?");
+    term.send(b"\x04");
+    assert!(term.wait_exit().success(), "{}", term.contents());
+    let run = &env.issue(&key)["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+    let kinds: Vec<_> = run["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(kinds.contains(&"user_input".to_owned()), "{kinds:?}");
+}
+
+#[test]
+fn run_exits_with_the_adapters_status() {
+    let env = Env::new();
+    install_tui(&env);
+    let key = env.create_issue("crashy");
+    let mut child = env
+        .cmd()
+        .args(["run", &key, "--", "fake-tui-v2", "--crash-after", "1"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"boom\r").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(env.issue(&key)["runs"][0]["status"], "failed");
+}
+
+/// tmux on a private socket, killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn wait_text(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.tmux(&["capture-pane", "-p", "-t", "t"]);
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {text:?}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
+    let env = Env::new();
+    install_tui(&env);
+    let tmux = Tmux {
+        socket: format!("wujie-test-{}", std::process::id()),
+    };
+    let shell = format!(
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; sleep 30",
+        work = env.work.path().display(),
+        home = env.home.path().display(),
+    );
+    tmux.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &shell,
+    ]);
+    tmux.wait_text("Ctrl+D quit");
+    tmux.keys(&["-l", "we need a tracker"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("SQLite or PostgreSQL?");
+    tmux.keys(&["-l", "sqlite please"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("WAL mode");
+    tmux.keys(&["-l", "/wujie"]);
+    tmux.wait_text("/wujiecreateissue");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Create the issue and continue in this context");
+    tmux.keys(&["Enter"]);
+    tmux.keys(&["-l", "carry on"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("done: carry on");
+    tmux.keys(&["C-d"]);
+    let screen = tmux.wait_text("EXIT=0");
+    assert!(screen.contains("became"), "{screen}");
+
+    let issues = env.json(&["issue", "list"]);
+    let key = issues[0]["key"].as_str().expect("an issue exists");
+    let issue = env.issue(key);
+    assert_eq!(issue["runs"][0]["status"], "succeeded");
+    assert!(issue["discussion_id"].is_string());
+}

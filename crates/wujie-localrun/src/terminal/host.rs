@@ -1,0 +1,488 @@
+//! The relay between the user's terminal and the adapter's PTY, with the `/wujie` menu and the
+//! issue card drawn as an overlay.
+//!
+//! One task owns the user's side: it reads the user's input, scans it, forwards it to the PTY
+//! (through the adapter's single stdin writer, so control frames never interleave), relays the
+//! adapter's terminal output to our stderr, keeps a vt100 shadow of what the real screen shows
+//! (adapter output and our overlay bytes alike) to know the cursor and the used rows, and
+//! follows SIGWINCH. The pump that reads the adapter's events talks to it through
+//! [`TerminalHost`]: it receives [`HostEvent`]s (a chosen command, a card decision) and asks for
+//! a card with [`TerminalHost::show_card`].
+
+use std::io::Write;
+use std::num::NonZeroU16;
+use std::time::Duration;
+
+use pty_process::OwnedReadPty;
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use wujie_term::{
+    CardChoice, CardUpdate, CursorPos, InputEvent, InputKind, InputLine, InputScanner, IssueCard,
+    Key, Menu, MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, Placement, TermSize,
+    TriggerAction, TriggerDetector, default_commands,
+};
+
+use super::raw::{RawMode, stdin_is_terminal, terminal_size};
+use crate::error::LocalRunError;
+use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
+
+/// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
+/// adapter blocks on its writes instead of our memory growing.
+pub const HOLD_CAP: usize = 1 << 20;
+/// How long an unfinished escape sequence from the user may wait for its next byte before the
+/// scanner hands it over as it is (a lone Esc key).
+const ESCAPE_IDLE: Duration = Duration::from_millis(25);
+/// Most rows the issue card asks for.
+const CARD_MAX_ROWS: u16 = 12;
+/// After the adapter exited: how long its PTY may still take to deliver the last output.
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// What the user did in the overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostEvent {
+    /// A menu command was chosen (the trigger text has been erased from the adapter's line).
+    Command(String),
+    /// A decision on the card asked for with [`TerminalHost::show_card`].
+    Card(CardChoice),
+}
+
+enum Request {
+    ShowCard(IssueCard),
+}
+
+/// The running host. Dropping it (or [`TerminalHost::finish`]) restores the user's terminal.
+pub struct TerminalHost {
+    pub events: mpsc::Receiver<HostEvent>,
+    requests: mpsc::Sender<Request>,
+    task: JoinHandle<()>,
+    _raw: Option<RawMode>,
+}
+
+impl TerminalHost {
+    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`].
+    /// `menu` enables the `/wujie` trigger (discussions). Returns the host and the adapter's
+    /// stdin writer (the PTY master), for control frames.
+    pub fn start(
+        pty: pty_process::Pty,
+        size: TermSize,
+        menu: bool,
+    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+        let raw = if stdin_is_terminal() {
+            Some(RawMode::enable().map_err(|e| {
+                LocalRunError::Invalid(format!("could not switch the terminal to raw mode: {e}"))
+            })?)
+        } else {
+            None
+        };
+        let mut winch = signal(SignalKind::window_change())
+            .map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")))?;
+        let (reader, writer) = pty.into_split();
+        let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
+        let (events_tx, events) = mpsc::channel(8);
+        let (requests, mut requests_rx) = mpsc::channel(8);
+        let mut relay = Relay::new(to_adapter.clone(), size, menu, events_tx);
+        let interactive = raw.is_some();
+        let task = tokio::spawn(async move {
+            relay
+                .run(reader, &mut winch, &mut requests_rx, interactive)
+                .await;
+        });
+        Ok((
+            TerminalHost {
+                events,
+                requests,
+                task,
+                _raw: raw,
+            },
+            to_adapter,
+        ))
+    }
+
+    /// Draws `card`; the decision comes back as [`HostEvent::Card`].
+    pub async fn show_card(&self, card: IssueCard) {
+        let _ = self.requests.send(Request::ShowCard(card)).await;
+    }
+
+    /// After the adapter exited: let the last output through (bounded, since a grandchild may
+    /// keep the PTY open), then restore the terminal.
+    pub async fn finish(mut self) {
+        if tokio::time::timeout(DRAIN_LIMIT, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+        }
+    }
+}
+
+impl Drop for TerminalHost {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the overlay shows.
+enum View {
+    Closed,
+    Menu(Menu, Overlay),
+    Card(IssueCard, Overlay),
+}
+
+struct Relay {
+    to_adapter: AdapterStdin,
+    /// What the real screen shows, for placing the overlay; only kept when there is a menu
+    /// (`wujie run` has no overlay and relays without parsing).
+    shadow: Option<vt100::Parser>,
+    size: TermSize,
+    scanner: InputScanner,
+    line: InputLine,
+    trigger: TriggerDetector,
+    menu_enabled: bool,
+    view: View,
+    held: Vec<u8>,
+    origin: Instant,
+    escape_since: Option<Instant>,
+    events: mpsc::Sender<HostEvent>,
+}
+
+fn nonzero(n: u16) -> NonZeroU16 {
+    NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN)
+}
+
+impl Relay {
+    fn new(
+        to_adapter: AdapterStdin,
+        size: TermSize,
+        menu_enabled: bool,
+        events: mpsc::Sender<HostEvent>,
+    ) -> Relay {
+        Relay {
+            to_adapter,
+            shadow: menu_enabled
+                .then(|| vt100::Parser::new(nonzero(size.rows), nonzero(size.cols), 0)),
+            size,
+            scanner: InputScanner::new(),
+            line: InputLine::new(),
+            trigger: TriggerDetector::new(),
+            menu_enabled,
+            view: View::Closed,
+            held: Vec::new(),
+            origin: Instant::now(),
+            escape_since: None,
+            events,
+        }
+    }
+
+    async fn run(
+        &mut self,
+        mut pty: OwnedReadPty,
+        winch: &mut tokio::signal::unix::Signal,
+        requests: &mut mpsc::Receiver<Request>,
+        interactive: bool,
+    ) {
+        let mut from_user = spawn_stdin_reader();
+        let mut user_open = true;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let deadline = self.next_deadline();
+            tokio::select! {
+                read = pty.read(&mut buf), if self.held.len() < HOLD_CAP => match read {
+                    // EIO once the adapter and everything it started closed the PTY.
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => self.adapter_output(&buf[..n]),
+                },
+                input = from_user.recv(), if user_open => match input.flatten() {
+                    Some(bytes) => self.user_input(&bytes).await,
+                    None => {
+                        user_open = false;
+                        if !interactive {
+                            // Scripted input ended: the end-of-file character tells a
+                            // line-reading adapter, as a terminal would.
+                            self.to_adapter.send(vec![0x04]).await;
+                        }
+                    }
+                },
+                _ = winch.recv() => self.resize(terminal_size()).await,
+                Some(request) = requests.recv() => match request {
+                    Request::ShowCard(card) => self.open_card(card).await,
+                },
+                () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
+            }
+        }
+        // The adapter is gone: never leave an overlay or held output behind, and leave the
+        // cursor on a fresh line under everything it drew (its margin rows included), so what
+        // `wujie` prints next does not land inside the adapter's last screen.
+        self.close_view();
+        self.release_held();
+        let mut out = Vec::new();
+        if let Some(place) = self.placement() {
+            let below = place.used_rows.saturating_sub(place.cursor.row + 1);
+            if below > 0 {
+                out.extend_from_slice(format!("\x1b[{below}B").as_bytes());
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+        self.show(&out);
+    }
+
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let trigger = self.trigger.next_deadline().map(|d| self.origin + d);
+        let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
+        match (trigger, escape) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    async fn tick(&mut self) {
+        if self
+            .escape_since
+            .is_some_and(|t| t.elapsed() >= ESCAPE_IDLE)
+        {
+            self.escape_since = None;
+            let events = self.scanner.flush_idle();
+            self.handle_events(events).await;
+        }
+        self.poll_trigger().await;
+    }
+
+    async fn poll_trigger(&mut self) {
+        if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.now()) {
+            self.open_menu(Menu::new(default_commands(), &query));
+        }
+    }
+
+    fn adapter_output(&mut self, bytes: &[u8]) {
+        if !matches!(self.view, View::Closed) {
+            self.held.extend_from_slice(bytes);
+            return;
+        }
+        // Only while the trigger waits for the echo does it matter whether output was visible
+        // (a title update or a mode switch is not an echo); compare the shadow screen then.
+        let before = match (&self.shadow, self.trigger.next_deadline()) {
+            (Some(shadow), Some(_)) => Some(shadow.screen().clone()),
+            _ => None,
+        };
+        self.show(bytes);
+        let visible = match (&before, &self.shadow) {
+            (Some(before), Some(shadow)) => {
+                let now = shadow.screen();
+                now.cursor_position() != before.cursor_position()
+                    || !now.contents_diff(before).is_empty()
+            }
+            _ => true,
+        };
+        if visible {
+            self.trigger.on_adapter_output(self.now());
+        }
+    }
+
+    /// Writes to the real terminal and to its shadow.
+    fn show(&mut self, bytes: &[u8]) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(bytes);
+        let _ = err.flush();
+        if let Some(shadow) = &mut self.shadow {
+            shadow.process(bytes);
+        }
+    }
+
+    fn release_held(&mut self) {
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.show(&held);
+            self.trigger.on_adapter_output(self.now());
+        }
+    }
+
+    async fn user_input(&mut self, bytes: &[u8]) {
+        let events = self.scanner.feed(bytes);
+        self.escape_since = match self.scanner.pending() {
+            Pending::Escape => Some(Instant::now()),
+            Pending::Nothing | Pending::String | Pending::Paste => None,
+        };
+        self.handle_events(events).await;
+    }
+
+    async fn handle_events(&mut self, events: Vec<InputEvent>) {
+        let mut forward = Vec::new();
+        for event in events {
+            if matches!(self.view, View::Closed) {
+                forward.extend_from_slice(&event.bytes);
+                self.line.apply(&event);
+                continue;
+            }
+            match event.kind {
+                InputKind::Typing => {
+                    // What was typed before this key reaches the adapter first.
+                    self.flush_forward(&mut forward).await;
+                    self.overlay_key(Key::decode(&event.bytes)).await;
+                }
+                // Focus and mouse events belong to the overlay's screen, not the adapter's.
+                InputKind::Focus { .. } | InputKind::Mouse(_) => {}
+                // Terminal replies and pastes still go to the adapter, unchanged.
+                _ => forward.extend_from_slice(&event.bytes),
+            }
+        }
+        self.flush_forward(&mut forward).await;
+    }
+
+    /// Sends forwarded bytes, then tells the trigger detector what the line looks like now.
+    async fn flush_forward(&mut self, forward: &mut Vec<u8>) {
+        if forward.is_empty() {
+            return;
+        }
+        self.to_adapter.send(std::mem::take(forward)).await;
+        if self.menu_enabled && matches!(self.view, View::Closed) {
+            self.trigger.on_input(self.line.trigger_query(), self.now());
+            self.poll_trigger().await;
+        }
+    }
+
+    async fn overlay_key(&mut self, key: Key) {
+        let cols = self.size.cols;
+        let mut out = Vec::new();
+        match &mut self.view {
+            View::Closed => {}
+            View::Menu(menu, overlay) => match menu.handle_key(key) {
+                MenuUpdate::Unchanged => {}
+                MenuUpdate::Redraw => {
+                    overlay.redraw(&menu.lines(cols, overlay.max_height()), &mut out)
+                }
+                MenuUpdate::Closed(outcome) => {
+                    self.close_view();
+                    match outcome {
+                        MenuOutcome::Chosen { command, erase } => {
+                            self.to_adapter.send(erase).await;
+                            self.line.clear();
+                            self.trigger.menu_closed();
+                            self.trigger.on_input(None, self.now());
+                            let _ = self.events.send(HostEvent::Command(command)).await;
+                        }
+                        MenuOutcome::Dismissed { forward } => {
+                            self.trigger.menu_closed();
+                            for event in InputScanner::new().feed(&forward) {
+                                self.line.apply(&event);
+                            }
+                            if !forward.is_empty() {
+                                self.to_adapter.send(forward).await;
+                            }
+                            self.trigger.on_input(self.line.trigger_query(), self.now());
+                        }
+                    }
+                    self.release_held();
+                    return;
+                }
+            },
+            View::Card(card, overlay) => match card.handle_key(key) {
+                CardUpdate::Unchanged => {}
+                CardUpdate::Redraw => {
+                    overlay.redraw(&card.lines(cols, overlay.max_height()), &mut out)
+                }
+                CardUpdate::Decided(choice) => {
+                    self.close_view();
+                    self.release_held();
+                    let _ = self.events.send(HostEvent::Card(choice)).await;
+                    return;
+                }
+            },
+        }
+        self.show(&out);
+    }
+
+    /// Where the overlay goes: under the adapter's cursor, keeping its used rows.
+    fn placement(&self) -> Option<Placement> {
+        let screen = self.shadow.as_ref()?.screen();
+        let (row, col) = screen.cursor_position();
+        let used = screen
+            .rows(0, self.size.cols)
+            .enumerate()
+            .filter(|(_, text)| !text.trim().is_empty())
+            .map(|(i, _)| i + 1)
+            .last()
+            .unwrap_or(0);
+        Some(
+            Placement::new(self.size, CursorPos { row, col })
+                .with_used_rows(u16::try_from(used).unwrap_or(u16::MAX)),
+        )
+    }
+
+    fn open_menu(&mut self, menu: Menu) {
+        let rows = menu.wanted_rows().min(Overlay::capacity(self.size));
+        let lines = menu.lines(self.size.cols, rows);
+        match self.open_overlay(&lines) {
+            Some(overlay) => self.view = View::Menu(menu, overlay),
+            // No room on a tiny terminal: the typed text simply stays with the adapter.
+            None => self.trigger.menu_closed(),
+        }
+    }
+
+    async fn open_card(&mut self, card: IssueCard) {
+        self.close_view();
+        let rows = CARD_MAX_ROWS.min(Overlay::capacity(self.size));
+        let lines = card.lines(self.size.cols, rows);
+        match self.open_overlay(&lines) {
+            Some(overlay) => self.view = View::Card(card, overlay),
+            // Without room for the card nothing may be created behind the user's back.
+            None => {
+                let _ = self.events.send(HostEvent::Card(CardChoice::Cancel)).await;
+            }
+        }
+    }
+
+    fn open_overlay(&mut self, lines: &[OverlayLine]) -> Option<Overlay> {
+        let mut out = Vec::new();
+        let overlay = Overlay::open(self.placement()?, lines, &mut out).ok()?;
+        self.show(&out);
+        Some(overlay)
+    }
+
+    fn close_view(&mut self) {
+        let mut out = Vec::new();
+        match std::mem::replace(&mut self.view, View::Closed) {
+            View::Closed => return,
+            View::Menu(_, overlay) | View::Card(_, overlay) => overlay.close(&mut out),
+        }
+        self.show(&out);
+    }
+
+    /// The user's terminal changed size: the overlay is closed at the old size, the shadow and
+    /// the adapter's PTY follow, and the overlay opens again at the new size.
+    async fn resize(&mut self, size: TermSize) {
+        if size == self.size {
+            return;
+        }
+        let mut out = Vec::new();
+        let reopen = match std::mem::replace(&mut self.view, View::Closed) {
+            View::Closed => None,
+            View::Menu(menu, overlay) => {
+                overlay.close(&mut out);
+                Some(Ok(menu))
+            }
+            View::Card(card, overlay) => {
+                overlay.close(&mut out);
+                Some(Err(card))
+            }
+        };
+        self.show(&out);
+        self.size = size;
+        if let Some(shadow) = &mut self.shadow {
+            shadow
+                .screen_mut()
+                .set_size(nonzero(size.rows), nonzero(size.cols));
+        }
+        self.to_adapter.resize(size).await;
+        match reopen {
+            None => {}
+            Some(Ok(menu)) => self.open_menu(menu),
+            Some(Err(card)) => self.open_card(card).await,
+        }
+    }
+}

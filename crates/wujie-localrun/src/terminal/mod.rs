@@ -1,0 +1,10 @@
+//! The interactive terminal host for providers whose manifest says `interactive_pty: true`:
+//! the adapter runs on a PTY of its own, the user's terminal is in raw mode and relayed to it
+//! byte for byte, and in discussions `/wujie` opens the command menu and the issue card as an
+//! overlay drawn over the adapter's screen.
+
+mod host;
+mod raw;
+
+pub use host::{HOLD_CAP, HostEvent, TerminalHost};
+pub use raw::{RawMode, stdin_is_terminal, terminal_size};
