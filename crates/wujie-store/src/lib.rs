@@ -61,6 +61,34 @@ impl WriteTx<'_> {
     }
 }
 
+/// An exclusive lock on `<database>.setup-lock` while the schema is created or migrated, so
+/// concurrent processes on one database migrate one after the other. Released on drop.
+pub(crate) async fn setup_lock(
+    database: &Path,
+) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".setup-lock");
+    let path = std::path::PathBuf::from(name);
+    let io = |source: std::io::Error| StoreError::Io {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    tokio::task::spawn_blocking(move || {
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| std::io::Error::from(errno))
+    })
+    .await
+    .map_err(std::io::Error::other)
+    .and_then(|r| r)
+    .map_err(io)
+}
+
 impl Store {
     /// Opens (creating the file and its parent directories if needed) the SQLite database at
     /// `path`, applies the embedded migrations and creates the default workspace.
@@ -88,12 +116,15 @@ impl Store {
                 path: path.to_path_buf(),
                 source,
             })?;
+        // Two processes opening a fresh profile at once would both try to create the schema.
+        let setup = setup_lock(path).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Store {
             pool,
             writer: Arc::new(Mutex::new(())),
         };
         store.ensure_default_workspace().await?;
+        drop(setup);
         Ok(store)
     }
 

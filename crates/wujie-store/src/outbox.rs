@@ -22,6 +22,8 @@ pub enum OutboxError {
     },
     #[error("outbox: {0}")]
     Sql(#[from] sqlx::Error),
+    #[error("outbox: {0}")]
+    Setup(String),
     #[error("outbox migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
@@ -112,7 +114,11 @@ impl Outbox {
             .connect_with(options)
             .await
             .map_err(open_err)?;
+        let setup = crate::setup_lock(path)
+            .await
+            .map_err(|e| OutboxError::Setup(e.to_string()))?;
         sqlx::migrate!("./migrations_outbox").run(&pool).await?;
+        drop(setup);
         Ok(Outbox { pool })
     }
 
