@@ -163,19 +163,14 @@ impl Client {
         &self,
         method: Method,
         path: &str,
-        body: Option<&(dyn ErasedBody + Sync)>,
+        body: Option<Vec<u8>>,
     ) -> Result<reqwest::Response, ClientError> {
         let url = format!("{}/api/v1{path}", self.base);
         let mut req = self
             .http
             .request(method.clone(), &url)
             .bearer_auth(&self.token.0);
-        if let Some(body) = body {
-            let bytes = body.to_json().map_err(|e| ClientError::Decode {
-                method: method.clone(),
-                path: path.to_string(),
-                message: format!("cannot encode the request: {e}"),
-            })?;
+        if let Some(bytes) = body {
             req = req
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(bytes);
@@ -214,6 +209,24 @@ impl Client {
         method: Method,
         path: &str,
         body: Option<&(dyn ErasedBody + Sync)>,
+    ) -> Result<T, ClientError> {
+        let body = match body {
+            Some(body) => Some(body.to_json().map_err(|e| ClientError::Decode {
+                method: method.clone(),
+                path: path.to_string(),
+                message: format!("cannot encode the request: {e}"),
+            })?),
+            None => None,
+        };
+        self.call_encoded(method, path, body).await
+    }
+
+    /// `call` with a body that is already JSON.
+    async fn call_encoded<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
     ) -> Result<T, ClientError> {
         let resp = self.send(method.clone(), path, body).await?;
         let bytes = resp
@@ -285,6 +298,27 @@ impl Client {
     ) -> Result<IngestResult, ClientError> {
         let path = format!("/runs/{}/events", segment(run_id));
         self.call(Method::POST, &path, Some(batch)).await
+    }
+
+    /// `ingest_run_events` with the batch already encoded (see [`EncodedBatch`]): the reporter
+    /// sends rows as they are stored in its outbox, without decoding and encoding them again.
+    pub async fn ingest_run_events_encoded(
+        &self,
+        run_id: &str,
+        batch: EncodedBatch,
+    ) -> Result<IngestResult, ClientError> {
+        let path = format!("/runs/{}/events", segment(run_id));
+        self.call_encoded(Method::POST, &path, Some(batch.0)).await
+    }
+
+    /// `ingest_discussion_events` with the batch already encoded.
+    pub async fn ingest_discussion_events_encoded(
+        &self,
+        id: &str,
+        batch: EncodedBatch,
+    ) -> Result<IngestResult, ClientError> {
+        let path = format!("/discussions/{}/events", segment(id));
+        self.call_encoded(Method::POST, &path, Some(batch.0)).await
     }
 
     pub async fn heartbeat(&self, run_id: &str) -> Result<(), ClientError> {
@@ -391,6 +425,25 @@ fn network_error(method: &Method, path: &str, e: reqwest::Error) -> ClientError 
 }
 
 /// Request bodies, type-erased so `send` is not generic (one copy of the request code).
+/// An ingest batch body built from items that are already JSON (`IngestItem`s encoded by this
+/// program). The server validates every item as usual.
+#[derive(Debug, Clone)]
+pub struct EncodedBatch(Vec<u8>);
+
+impl EncodedBatch {
+    pub fn from_items<'a>(items: impl IntoIterator<Item = &'a str>) -> EncodedBatch {
+        let mut body = b"{\"items\":[".to_vec();
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item.as_bytes());
+        }
+        body.extend_from_slice(b"]}");
+        EncodedBatch(body)
+    }
+}
+
 trait ErasedBody {
     fn to_json(&self) -> Result<Vec<u8>, serde_json::Error>;
 }

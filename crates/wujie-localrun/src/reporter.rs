@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use wujie_client::{Client, ClientError};
-use wujie_protocol::api::{FinishRun, IngestBatch, IngestItem, IngestOutcome};
+use wujie_client::{Client, ClientError, EncodedBatch};
+use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
 
 /// Most items in one request; about the point where larger batches stop paying off.
-pub const BATCH_MAX_ITEMS: usize = 500;
+pub const BATCH_MAX_ITEMS: usize = 1000;
 /// Most bytes of items in one request, well under the server's body limit.
 pub const BATCH_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// Capacity of the recording channel, in batches of items.
-const RECORD_QUEUE: usize = 64;
+const RECORD_QUEUE: usize = 16;
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -494,30 +494,25 @@ async fn deliver_batch(
     stats: &mut DeliveryStats,
     notice: &dyn ReporterNotice,
 ) -> Step {
+    // Rows are sent as stored (they are `IngestItem`s this program encoded); the server
+    // validates each one.
     let mut bytes = 0;
-    let mut items = Vec::with_capacity(rows.len());
     let mut sent = Vec::with_capacity(rows.len());
     for row in rows {
         bytes += row.item_json.len();
-        if !items.is_empty() && bytes > BATCH_MAX_BYTES {
+        if !sent.is_empty() && bytes > BATCH_MAX_BYTES {
             break;
-        }
-        match serde_json::from_str::<IngestItem>(&row.item_json) {
-            Ok(item) => items.push(item),
-            // Written by us, so this means a damaged file: keep the row, refuse it visibly.
-            Err(e) => {
-                let reason = format!("outbox row is not a valid item: {e}");
-                notice.refused(&row.item_json, &reason);
-                let _ = outbox.settle(&[], &[(row.seq, reason)]).await;
-                return Step::Progress;
-            }
         }
         sent.push(row);
     }
-    let batch = IngestBatch { items };
+    let batch = EncodedBatch::from_items(sent.iter().map(|r| r.item_json.as_str()));
     let result = match target.kind {
-        TargetKind::Run => client.ingest_run_events(&target.id, &batch).await,
-        TargetKind::Discussion => client.ingest_discussion_events(&target.id, &batch).await,
+        TargetKind::Run => client.ingest_run_events_encoded(&target.id, batch).await,
+        TargetKind::Discussion => {
+            client
+                .ingest_discussion_events_encoded(&target.id, batch)
+                .await
+        }
     };
     match result {
         Ok(result) => {
@@ -548,8 +543,10 @@ async fn deliver_batch(
             stats.last_ack_ms = Some(now);
             Step::Progress
         }
-        Err(e) if e.status().map(|s| s.as_u16()) == Some(413) && sent.len() > 1 => Step::Shrink,
         Err(e) if e.is_retryable() => Step::Retry(Some(e)),
+        // Too large, or refused as a whole: halve the batch until the row at fault stands alone,
+        // so one bad row never takes the others with it.
+        Err(_) if sent.len() > 1 => Step::Shrink,
         Err(e) => {
             // Refused as a whole and for good (e.g. the run no longer exists): keep every row,
             // marked with the server's reason, and say so.

@@ -192,11 +192,22 @@ impl Outbox {
         refused: &[(i64, String)],
     ) -> Result<(), OutboxError> {
         let mut tx = self.pool.begin().await?;
-        for seq in delivered {
-            sqlx::query("DELETE FROM items WHERE seq = ?")
-                .bind(seq)
+        // Delivered rows are mostly one run of consecutive sequence numbers: delete them as
+        // ranges rather than one statement per row.
+        let mut sorted = delivered.to_vec();
+        sorted.sort_unstable();
+        let mut i = 0;
+        while i < sorted.len() {
+            let mut j = i;
+            while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+                j += 1;
+            }
+            sqlx::query("DELETE FROM items WHERE seq BETWEEN ? AND ?")
+                .bind(sorted[i])
+                .bind(sorted[j])
                 .execute(&mut *tx)
                 .await?;
+            i = j + 1;
         }
         for (seq, reason) in refused {
             sqlx::query("UPDATE items SET failed = ? WHERE seq = ?")
