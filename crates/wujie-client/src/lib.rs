@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wujie_protocol::api::{
     ApiError, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun, CreateToken,
-    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, FinishRun, IngestBatch, IngestResult,
-    IssueDetail, IssueSummary, PromoteDiscussion, Promoted, Run, Workspace,
+    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, FinishRun, FinishedRun, IngestBatch,
+    IngestResult, IssueDetail, IssueSummary, PromoteDiscussion, Promoted, Run, Workspace,
 };
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -327,7 +327,11 @@ impl Client {
         Ok(())
     }
 
-    pub async fn finish_run(&self, run_id: &str, req: &FinishRun) -> Result<Run, ClientError> {
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        req: &FinishRun,
+    ) -> Result<FinishedRun, ClientError> {
         let path = format!("/runs/{}/finish", segment(run_id));
         self.call(Method::POST, &path, Some(req)).await
     }

@@ -164,6 +164,18 @@ pub struct FinishRun {
     pub error: Option<String>,
 }
 
+/// Answer to `POST /runs/{id}/finish`: the recorded outcome, without the run's (possibly very
+/// long) transcript.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinishedRun {
+    pub id: String,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    pub ended_at: Option<String>,
+}
+
 /// One event to ingest, keyed for idempotency. For messages `source`/`source_key` are the
 /// adapter's own; for usage (which carries none) the reporter assigns a stable key.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -23,7 +23,7 @@ use crate::routes::{discussions, issues, meta, runs, tokens};
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,
         api::Comment, api::RunStatus, api::RunMessage, api::Run, api::IssueDetail, api::CreateRun,
-        api::CreatedRun, api::FinishRun, api::IngestItem, api::IngestBatch, api::IngestOutcome,
+        api::CreatedRun, api::FinishRun, api::FinishedRun, api::IngestItem, api::IngestBatch, api::IngestOutcome,
         api::IngestItemResult, api::IngestResult, api::CreateComment, api::CreateToken,
         api::CreatedToken, api::ApiError, api::DiscussionStatus, api::CreateDiscussion,
         api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,

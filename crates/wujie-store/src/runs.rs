@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use sqlx::SqliteConnection;
-use wujie_protocol::api::{CreateRun, CreatedRun, FinishRun, IssueStatus, Run, RunStatus};
+use wujie_protocol::api::{
+    CreateRun, CreatedRun, FinishRun, FinishedRun, IssueStatus, Run, RunStatus,
+};
 
 use crate::issues::resolve_issue;
 use crate::rows::{issue_status_str, load_run, parse_run_status, run_not_found};
@@ -89,7 +91,11 @@ impl Store {
     /// Records a run's outcome. Allowed while running, and over a failure recorded by the
     /// stale-run rule (a late reporter knows the real outcome). Finishing again with the same
     /// outcome is a no-op; with another one it is a conflict.
-    pub async fn finish_run(&self, run_id: &str, req: &FinishRun) -> Result<Run, StoreError> {
+    pub async fn finish_run(
+        &self,
+        run_id: &str,
+        req: &FinishRun,
+    ) -> Result<FinishedRun, StoreError> {
         if req.status == RunStatus::Running {
             return Err(StoreError::Invalid(
                 "a run cannot be finished with status running; use succeeded, failed or cancelled"
@@ -129,9 +135,23 @@ impl Store {
                     .unwrap_or_default()
             )));
         }
-        let run = load_run(&mut w.tx, run_id).await?;
+        let (status, exit_code, error, ended_at): (
+            String,
+            Option<i64>,
+            Option<String>,
+            Option<String>,
+        ) = sqlx::query_as("SELECT status, exit_code, error, ended_at FROM runs WHERE id = ?")
+            .bind(run_id)
+            .fetch_one(&mut *w.tx)
+            .await?;
         w.commit().await?;
-        Ok(run)
+        Ok(FinishedRun {
+            id: run_id.to_owned(),
+            status: parse_run_status(&status)?,
+            exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
+            error,
+            ended_at,
+        })
     }
 
     /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,

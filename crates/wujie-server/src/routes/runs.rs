@@ -2,7 +2,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
-    ApiError, CreateRun, CreatedRun, FinishRun, IngestBatch, IngestResult, Run,
+    ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
 };
 
 use super::Body;
@@ -77,14 +77,14 @@ pub(crate) async fn heartbeat(
 #[utoipa::path(post, path = "/api/v1/runs/{id}/finish", tag = "runs", security(("bearer" = [])),
     params(("id" = String, Path, description = "Run id")),
     request_body = FinishRun,
-    responses((status = 200, body = Run), (status = 409, body = ApiError),
+    responses((status = 200, body = FinishedRun, description = "The recorded outcome"), (status = 409, body = ApiError),
         (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
 pub(crate) async fn finish_run(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     Body(req): Body<FinishRun>,
-) -> ApiResult<Json<Run>> {
+) -> ApiResult<Json<FinishedRun>> {
     caller.require_run(&id)?;
     Ok(Json(state.store.finish_run(&id, &req).await?))
 }
