@@ -26,6 +26,33 @@ done"#,
     )
 }
 
+/// Run `count` events on a new issue of the laptop profile; when the adapter pauses after
+/// `pause_after` events, kill the team server and let the adapter finish. Returns the issue key
+/// and `wujie run`'s output.
+fn run_through_outage(
+    laptop: &Env,
+    server: &mut Server,
+    count: usize,
+    pause_after: usize,
+    title: &str,
+) -> (String, std::process::Output) {
+    let dir = laptop.work.path().to_path_buf();
+    let plugin = laptop.plugin("count", V1, &counting_adapter(&dir, count, pause_after));
+    laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = laptop.create_issue(title);
+    let run = laptop
+        .cmd()
+        .args(["run", &key, "--drain-timeout", "1", "--", "count"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    server.kill();
+    std::fs::write(dir.join("go"), "").unwrap();
+    (key, run.wait_with_output().unwrap())
+}
+
 /// The team server (profile A) and a laptop profile B logged in to it.
 fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
     let team = Env::new();
@@ -76,28 +103,7 @@ fn assert_exact(issue: &serde_json::Value, count: usize) {
 #[test]
 fn server_killed_mid_run_then_restarted() {
     let (team, mut server, laptop) = team_and_laptop(&[]);
-    let dir = laptop.work.path().to_path_buf();
-    laptop.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        laptop
-            .plugin("count", V1, &counting_adapter(&dir, 10_000, 5_000))
-            .to_str()
-            .unwrap(),
-    ]);
-    let key = laptop.create_issue("server dies");
-    let run = laptop
-        .cmd()
-        .args(["run", &key, "--drain-timeout", "2", "--", "count"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
-    server.kill();
-    std::fs::write(dir.join("go"), "").unwrap();
-    let out = run.wait_with_output().unwrap();
+    let (key, out) = run_through_outage(&laptop, &mut server, 10_000, 5_000, "server dies");
     assert!(
         out.status.success(),
         "the adapter's status, not the server's"
@@ -126,29 +132,8 @@ fn server_killed_mid_run_then_restarted() {
 #[test]
 fn server_down_while_the_adapter_runs_then_sync() {
     let (team, mut server, laptop) = team_and_laptop(&[]);
-    let dir = laptop.work.path().to_path_buf();
-    laptop.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        laptop
-            .plugin("count", V1, &counting_adapter(&dir, 2_000, 0))
-            .to_str()
-            .unwrap(),
-    ]);
-    let key = laptop.create_issue("server down");
-    let run = laptop
-        .cmd()
-        .args(["run", &key, "--drain-timeout", "1", "--", "count"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // The run exists; from the first event on, the server is gone.
-    wait_until(60, "the adapter to start", || dir.join("paused").exists());
-    server.kill();
-    std::fs::write(dir.join("go"), "").unwrap();
-    let out = run.wait_with_output().unwrap();
+    let (key, out) = run_through_outage(&laptop, &mut server, 2_000, 0, "server down");
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
