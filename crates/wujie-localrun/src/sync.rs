@@ -11,6 +11,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde::Serialize;
 use wujie_protocol::api::{FinishRun, RunStatus};
+use wujie_store::REPORTER_STOPPED;
 use wujie_store::outbox::{Outbox, TargetKind, TargetState, now_ms};
 
 use crate::connection::Connection;
@@ -21,7 +22,6 @@ use crate::reporter::{Reporter, ReporterNotice, TargetRef};
 /// A reporter that has not refreshed its heartbeat for this long is taken as gone even if its
 /// pid exists (the pid may have been reused).
 const REPORTER_STALE_MS: i64 = 30_000;
-pub const REPORTER_STOPPED: &str = "reporter stopped";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetStatus {
