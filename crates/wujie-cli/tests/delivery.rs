@@ -183,9 +183,7 @@ fn sigkilled_wujie_loses_nothing_it_had_read() {
         .trim()
         .parse()
         .unwrap();
-    let _ = std::process::Command::new("kill")
-        .args(["-KILL", &format!("-{adapter}")])
-        .status();
+    signal_group(adapter, nix::sys::signal::Signal::SIGKILL);
 
     laptop.ok(&["local-run", "sync"]);
     let issue = laptop.issue(&key);

@@ -352,13 +352,10 @@ fn creation_failure_answers_no_and_the_discussion_goes_on() {
     );
     // This adapter keeps waiting after a refusal; the user ends the session with Ctrl+C and the
     // discussion stays open for later.
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(signal_pid(
+        child.id() as i32,
+        nix::sys::signal::Signal::SIGINT
+    ));
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -399,13 +396,7 @@ fn ctrl_c_answers_no_before_stopping_the_adapter() {
     });
     let pid = wait_for_wujie_pid(&env);
     std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-INT", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(signal_pid(pid, nix::sys::signal::Signal::SIGINT));
     let _ = child.stdin.take();
     let _ = child.wait();
     wait_until(10, "the adapter to log", || {

@@ -444,7 +444,10 @@ fn ctrl_c_cancels_the_run_and_stops_the_group() {
         .spawn()
         .unwrap();
     wait_until(30, "the adapter to start", || started.exists());
-    nix_kill(child.id() as i32, libc::SIGINT);
+    assert!(signal_pid(
+        child.id() as i32,
+        nix::sys::signal::Signal::SIGINT
+    ));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let issue = env.issue(&key);
@@ -456,12 +459,4 @@ fn ctrl_c_cancels_the_run_and_stops_the_group() {
         .parse()
         .unwrap();
     wait_until(10, "the adapter's child to be gone", || !pid_alive(pid));
-}
-
-fn nix_kill(pid: i32, sig: i32) {
-    let ok = std::process::Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
 }

@@ -372,11 +372,7 @@ fn the_terminal_is_restored_after_sigterm() {
     term.wait_text("Ctrl+D quit");
     let pid = wujie_child_of(term.child.id());
     assert!(pid > 0);
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    assert!(signal_pid(pid, nix::sys::signal::Signal::SIGTERM));
     let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
     assert!(screen.contains("EXIT=130"), "a cancelled session: {screen}");
     assert!(

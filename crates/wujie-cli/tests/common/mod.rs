@@ -196,3 +196,15 @@ pub fn pid_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Send `signal` to one process; returns whether it was delivered. Signals are sent with the
+/// system call rather than `kill(1)`: procps' `kill -KILL -12345` reads the group as `-1` and
+/// so signals every process the user may signal.
+pub fn signal_pid(pid: i32, signal: nix::sys::signal::Signal) -> bool {
+    pid > 1 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).is_ok()
+}
+
+/// Send `signal` to the process group `pgid` (an adapter leads its own group).
+pub fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
+    pgid > 1 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
+}
