@@ -14,7 +14,7 @@ use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use wujie_client::{Client, ClientError, EncodedBatch};
-use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome};
+use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
 
 /// Most items in one request; about the point where larger batches stop paying off.
@@ -394,6 +394,8 @@ async fn deliver_loop(
     let mut stats = DeliveryStats::default();
     let mut backoff = BACKOFF_START;
     let mut batch_cap = BATCH_MAX_ITEMS;
+    // The batch read while the previous one was in flight, and whose target it belongs to.
+    let mut prefetched: Option<(String, Vec<OutboxRow>)> = None;
     loop {
         let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = shared
             .targets
@@ -404,15 +406,23 @@ async fn deliver_loop(
             .collect();
         let mut outcome = Step::Idle;
         for (target, finish, finish_sent) in &targets {
-            let rows = match outbox.pending(&target.id, batch_cap as i64).await {
-                Ok(rows) => rows,
-                Err(_) => {
-                    outcome = Step::Retry(None);
-                    break;
-                }
+            let rows = match prefetched.take() {
+                Some((id, rows)) if id == target.id && !rows.is_empty() => rows,
+                _ => match outbox.pending(&target.id, batch_cap as i64).await {
+                    Ok(rows) => rows,
+                    Err(_) => {
+                        outcome = Step::Retry(None);
+                        break;
+                    }
+                },
             };
             if !rows.is_empty() {
-                outcome = deliver_batch(&outbox, &client, target, rows, &mut stats, &*notice).await;
+                let (step, next) = deliver_batch(
+                    &outbox, &client, target, rows, batch_cap, &mut stats, &*notice,
+                )
+                .await;
+                outcome = step;
+                prefetched = next.map(|rows| (target.id.clone(), rows));
                 break;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
@@ -486,14 +496,17 @@ enum Step {
     Retry(Option<ClientError>),
 }
 
+/// Send one batch and settle it. While the request is in flight the batch after it is read
+/// (returned with a successful step) so the next request does not wait for the outbox.
 async fn deliver_batch(
     outbox: &Outbox,
     client: &Client,
     target: &TargetRef,
     rows: Vec<OutboxRow>,
+    batch_cap: usize,
     stats: &mut DeliveryStats,
     notice: &dyn ReporterNotice,
-) -> Step {
+) -> (Step, Option<Vec<OutboxRow>>) {
     // Rows are sent as stored (they are `IngestItem`s this program encoded); the server
     // validates each one.
     let mut bytes = 0;
@@ -506,14 +519,39 @@ async fn deliver_batch(
         sent.push(row);
     }
     let batch = EncodedBatch::from_items(sent.iter().map(|r| r.item_json.as_str()));
-    let result = match target.kind {
-        TargetKind::Run => client.ingest_run_events_encoded(&target.id, batch).await,
-        TargetKind::Discussion => {
-            client
-                .ingest_discussion_events_encoded(&target.id, batch)
-                .await
+    let request = async {
+        match target.kind {
+            TargetKind::Run => client.ingest_run_events_encoded(&target.id, batch).await,
+            TargetKind::Discussion => {
+                client
+                    .ingest_discussion_events_encoded(&target.id, batch)
+                    .await
+            }
         }
     };
+    let last_sent = sent.last().map_or(0, |r| r.seq);
+    let (result, next) = tokio::join!(
+        request,
+        outbox.pending_after(&target.id, last_sent, batch_cap as i64)
+    );
+    // The prefetched rows follow this batch only if the server answered for every row of it;
+    // otherwise the next batch starts over from the oldest pending row.
+    let answered_all = matches!(&result, Ok(r) if r.results.len() >= sent.len());
+    let step = settle_batch(outbox, result, &sent, stats, notice).await;
+    let next = match (&step, next) {
+        (Step::Progress, Ok(rows)) if answered_all => Some(rows),
+        _ => None,
+    };
+    (step, next)
+}
+
+async fn settle_batch(
+    outbox: &Outbox,
+    result: Result<IngestResult, ClientError>,
+    sent: &[OutboxRow],
+    stats: &mut DeliveryStats,
+    notice: &dyn ReporterNotice,
+) -> Step {
     match result {
         Ok(result) => {
             let now = now_ms();

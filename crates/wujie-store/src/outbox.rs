@@ -4,13 +4,18 @@
 //! crash of `wujie` (even SIGKILL) loses nothing it had read: WAL with `synchronous=NORMAL`
 //! makes each commit survive the process, and delivery is idempotent server-side, so sending a
 //! row again after a lost acknowledgement is harmless.
+//!
+//! Every write goes through one connection. The reader's appends and the deliverer's deletes
+//! then queue for it without blocking, instead of colliding on SQLite's write lock, whose busy
+//! handler sleeps for milliseconds at a time. Reads use their own connections (WAL readers never
+//! wait for the writer).
 
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
+use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -83,8 +88,14 @@ pub struct FailedRow {
 
 #[derive(Debug, Clone)]
 pub struct Outbox {
-    pool: SqlitePool,
+    /// The one connection that writes.
+    writer: SqlitePool,
+    reader: SqlitePool,
 }
+
+/// Rows per INSERT statement: one statement per row costs more than the row itself; three bound
+/// values a row stays far below SQLite's limit of 32,766.
+const INSERT_CHUNK: usize = 500;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -109,17 +120,22 @@ impl Outbox {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(2)
-            .connect_with(options)
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
             .await
             .map_err(open_err)?;
         let setup = crate::setup_lock(path)
             .await
             .map_err(|e| OutboxError::Setup(e.to_string()))?;
-        sqlx::migrate!("./migrations_outbox").run(&pool).await?;
+        sqlx::migrate!("./migrations_outbox").run(&writer).await?;
         drop(setup);
-        Ok(Outbox { pool })
+        let reader = SqlitePoolOptions::new()
+            .max_connections(2)
+            .connect_with(options)
+            .await
+            .map_err(open_err)?;
+        Ok(Outbox { writer, reader })
     }
 
     pub async fn add_target(&self, t: &NewTarget<'_>) -> Result<(), OutboxError> {
@@ -137,7 +153,7 @@ impl Outbox {
         .bind(t.reporter_pid as i64)
         .bind(now)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(())
     }
@@ -148,12 +164,13 @@ impl Outbox {
         target_id: &str,
         items: &[(String, i64)],
     ) -> Result<(), OutboxError> {
-        let mut tx = self.pool.begin().await?;
-        for (json, read_at) in items {
-            sqlx::query("INSERT INTO items (target_id, item_json, read_at) VALUES (?, ?, ?)")
-                .bind(target_id)
-                .bind(json)
-                .bind(read_at)
+        let mut tx = self.writer.begin().await?;
+        for chunk in items.chunks(INSERT_CHUNK) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO items (target_id, item_json, read_at) ")
+                .push_values(chunk, |mut row, (json, read_at)| {
+                    row.push_bind(target_id).push_bind(json).push_bind(read_at);
+                })
+                .build()
                 .execute(&mut *tx)
                 .await?;
         }
@@ -167,13 +184,25 @@ impl Outbox {
         target_id: &str,
         limit: i64,
     ) -> Result<Vec<OutboxRow>, OutboxError> {
+        self.pending_after(target_id, 0, limit).await
+    }
+
+    /// Like [`Outbox::pending`], but only rows after `after_seq`: the batch that follows one
+    /// still in flight.
+    pub async fn pending_after(
+        &self,
+        target_id: &str,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<OutboxRow>, OutboxError> {
         let rows = sqlx::query(
             "SELECT seq, item_json, read_at FROM items
-             WHERE target_id = ? AND failed IS NULL ORDER BY seq LIMIT ?",
+             WHERE target_id = ? AND failed IS NULL AND seq > ? ORDER BY seq LIMIT ?",
         )
         .bind(target_id)
+        .bind(after_seq)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await?;
         Ok(rows
             .into_iter()
@@ -191,7 +220,7 @@ impl Outbox {
         delivered: &[i64],
         refused: &[(i64, String)],
     ) -> Result<(), OutboxError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         // Delivered rows are mostly one run of consecutive sequence numbers: delete them as
         // ranges rather than one statement per row.
         let mut sorted = delivered.to_vec();
@@ -226,7 +255,7 @@ impl Outbox {
              WHERE target_id = ? AND failed IS NOT NULL ORDER BY seq",
         )
         .bind(target_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await?;
         Ok(rows
             .into_iter()
@@ -244,7 +273,7 @@ impl Outbox {
             "UPDATE items SET failed = NULL WHERE target_id = ? AND failed IS NOT NULL",
         )
         .bind(target_id)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(done.rows_affected())
     }
@@ -253,7 +282,7 @@ impl Outbox {
         sqlx::query("UPDATE targets SET heartbeat_at = ? WHERE id = ?")
             .bind(now_ms())
             .bind(target_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -265,14 +294,14 @@ impl Outbox {
         sqlx::query("UPDATE targets SET finish_json = ? WHERE id = ?")
             .bind(finish_json)
             .bind(target_id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
 
     /// The finish was acknowledged: forget the target unless refused rows still need a look.
     pub async fn finish_delivered(&self, target_id: &str) -> Result<(), OutboxError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.writer.begin().await?;
         sqlx::query("UPDATE targets SET finish_sent = 1 WHERE id = ?")
             .bind(target_id)
             .execute(&mut *tx)
@@ -296,7 +325,7 @@ impl Outbox {
                     (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NOT NULL)
              FROM targets t ORDER BY t.created_at",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reader)
         .await?;
         Ok(rows
             .into_iter()
