@@ -8,7 +8,7 @@
 
 use wujie_client::{Client, Token};
 use wujie_server::{EmbeddedServer, ServerConfig};
-use wujie_store::Store;
+use wujie_store::{Store, StoreOptions};
 
 use crate::error::LocalRunError;
 use crate::profile::Profile;
@@ -69,7 +69,7 @@ impl Connection {
 
     /// Start the in-process server over the profile's database.
     pub async fn embedded(profile: &Profile) -> Result<Connection, LocalRunError> {
-        let store = open_store(profile).await?;
+        let store = open_store(profile, StoreOptions::EMBEDDED).await?;
         let token = local_token(profile, &store).await?;
         let server = EmbeddedServer::start(store, ServerConfig::default())
             .await
@@ -111,9 +111,9 @@ impl Connection {
     }
 }
 
-pub async fn open_store(profile: &Profile) -> Result<Store, LocalRunError> {
+pub async fn open_store(profile: &Profile, options: StoreOptions) -> Result<Store, LocalRunError> {
     let path = profile.database_path();
-    Store::open(&path).await.map_err(|e| {
+    Store::open_with(&path, options).await.map_err(|e| {
         LocalRunError::Invalid(format!("cannot open database {}: {e}", path.display()))
     })
 }

@@ -396,6 +396,8 @@ async fn deliver_loop(
     let mut batch_cap = BATCH_MAX_ITEMS;
     // The batch read while the previous one was in flight, and whose target it belongs to.
     let mut prefetched: Option<(String, Vec<OutboxRow>)> = None;
+    // The last batch the server answered for, settled in the outbox during the next request.
+    let mut unsettled: Option<Settlement> = None;
     loop {
         let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = shared
             .targets
@@ -408,21 +410,36 @@ async fn deliver_loop(
         for (target, finish, finish_sent) in &targets {
             let rows = match prefetched.take() {
                 Some((id, rows)) if id == target.id && !rows.is_empty() => rows,
-                _ => match outbox.pending(&target.id, batch_cap as i64).await {
-                    Ok(rows) => rows,
-                    Err(_) => {
-                        outcome = Step::Retry(None);
-                        break;
+                _ => {
+                    // A fresh read must not see the last batch still pending: it would be sent
+                    // again (harmless, but wasted).
+                    let settled = match unsettled.take() {
+                        Some(s) => s.apply(&outbox, &mut stats).await,
+                        None => Ok(()),
+                    };
+                    match (settled, outbox.pending(&target.id, batch_cap as i64).await) {
+                        (Ok(()), Ok(rows)) => rows,
+                        _ => {
+                            outcome = Step::Retry(None);
+                            break;
+                        }
                     }
-                },
+                }
             };
             if !rows.is_empty() {
-                let (step, next) = deliver_batch(
-                    &outbox, &client, target, rows, batch_cap, &mut stats, &*notice,
+                let sent = deliver_batch(
+                    &outbox,
+                    &client,
+                    target,
+                    rows,
+                    unsettled.take(),
+                    &mut stats,
+                    &*notice,
                 )
                 .await;
-                outcome = step;
-                prefetched = next.map(|rows| (target.id.clone(), rows));
+                outcome = sent.step;
+                unsettled = sent.settlement;
+                prefetched = sent.next.map(|rows| (target.id.clone(), rows));
                 break;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
@@ -496,17 +513,56 @@ enum Step {
     Retry(Option<ClientError>),
 }
 
-/// Send one batch and settle it. While the request is in flight the batch after it is read
-/// (returned with a successful step) so the next request does not wait for the outbox.
+/// A batch the server answered for: what to delete from the outbox, what to mark refused, and
+/// the figures to count once that is done.
+struct Settlement {
+    delivered: Vec<i64>,
+    refused: Vec<(i64, String)>,
+    /// Read times of the delivered rows.
+    read_at: Vec<i64>,
+    acked_at: i64,
+}
+
+impl Settlement {
+    async fn apply(self, outbox: &Outbox, stats: &mut DeliveryStats) -> Result<(), OutboxError> {
+        outbox.settle(&self.delivered, &self.refused).await?;
+        for read_at in &self.read_at {
+            stats.latency.record(self.acked_at - read_at);
+        }
+        if let Some(first) = self.read_at.iter().min() {
+            stats.first_read_ms = Some(stats.first_read_ms.map_or(*first, |f| f.min(*first)));
+        }
+        stats.delivered += self.delivered.len() as u64;
+        stats.refused += self.refused.len() as u64;
+        if !self.delivered.is_empty() {
+            stats.last_ack_ms = Some(self.acked_at);
+        }
+        Ok(())
+    }
+}
+
+/// What sending one batch led to.
+struct Sent {
+    step: Step,
+    /// To be applied before rows are read afresh (or during the next request).
+    settlement: Option<Settlement>,
+    /// The batch after this one, read while this one was in flight.
+    next: Option<Vec<OutboxRow>>,
+}
+
+/// Send one batch. While the request is in flight, the previous batch is settled and the batch
+/// after this one is read, so neither outbox access waits on the network nor the network on
+/// them. The server dedupes on (source, source_key), so a batch whose settlement fails is
+/// merely sent again.
 async fn deliver_batch(
     outbox: &Outbox,
     client: &Client,
     target: &TargetRef,
     rows: Vec<OutboxRow>,
-    batch_cap: usize,
+    previous: Option<Settlement>,
     stats: &mut DeliveryStats,
     notice: &dyn ReporterNotice,
-) -> (Step, Option<Vec<OutboxRow>>) {
+) -> Sent {
     // Rows are sent as stored (they are `IngestItem`s this program encoded); the server
     // validates each one.
     let mut bytes = 0;
@@ -529,74 +585,83 @@ async fn deliver_batch(
             }
         }
     };
+    let settle_previous = async {
+        match previous {
+            Some(s) => s.apply(outbox, stats).await,
+            None => Ok(()),
+        }
+    };
     let last_sent = sent.last().map_or(0, |r| r.seq);
-    let (result, next) = tokio::join!(
+    let (result, next, settled) = tokio::join!(
         request,
-        outbox.pending_after(&target.id, last_sent, batch_cap as i64)
+        // A full batch: a shrunk one is only retried alone, never prefetched for.
+        outbox.pending_after(&target.id, last_sent, BATCH_MAX_ITEMS as i64),
+        settle_previous
     );
-    // The prefetched rows follow this batch only if the server answered for every row of it;
-    // otherwise the next batch starts over from the oldest pending row.
+    // The prefetched rows follow this batch only if the server answered for every row of it
+    // and the outbox is healthy; otherwise the next batch starts over from the oldest row.
     let answered_all = matches!(&result, Ok(r) if r.results.len() >= sent.len());
-    let step = settle_batch(outbox, result, &sent, stats, notice).await;
-    let next = match (&step, next) {
-        (Step::Progress, Ok(rows)) if answered_all => Some(rows),
+    let (step, settlement) = answer(result, &sent, notice);
+    let next = match (&step, next, settled.is_ok()) {
+        (Step::Progress, Ok(rows), true) if answered_all => Some(rows),
         _ => None,
     };
-    (step, next)
+    let step = match (step, settled) {
+        (Step::Progress, Err(_)) => Step::Retry(None),
+        (step, _) => step,
+    };
+    Sent {
+        step,
+        settlement,
+        next,
+    }
 }
 
-async fn settle_batch(
-    outbox: &Outbox,
+/// What the server's answer means for the rows sent.
+fn answer(
     result: Result<IngestResult, ClientError>,
     sent: &[OutboxRow],
-    stats: &mut DeliveryStats,
     notice: &dyn ReporterNotice,
-) -> Step {
+) -> (Step, Option<Settlement>) {
     match result {
         Ok(result) => {
-            let now = now_ms();
-            let mut delivered = Vec::with_capacity(sent.len());
-            let mut refused = Vec::new();
+            let mut settlement = Settlement {
+                delivered: Vec::with_capacity(sent.len()),
+                refused: Vec::new(),
+                read_at: Vec::with_capacity(sent.len()),
+                acked_at: now_ms(),
+            };
+            // An answer with fewer results than items leaves the rest pending for a retry.
             for (row, r) in sent.iter().zip(result.results.iter()) {
                 if r.outcome == IngestOutcome::Rejected {
                     let reason = r.reason.clone().unwrap_or_else(|| "refused".to_owned());
                     notice.refused(&row.item_json, &reason);
-                    refused.push((row.seq, reason));
+                    settlement.refused.push((row.seq, reason));
                 } else {
-                    delivered.push(row.seq);
-                    stats.latency.record(now - row.read_at_ms);
-                    stats.first_read_ms = Some(
-                        stats
-                            .first_read_ms
-                            .map_or(row.read_at_ms, |f| f.min(row.read_at_ms)),
-                    );
+                    settlement.delivered.push(row.seq);
+                    settlement.read_at.push(row.read_at_ms);
                 }
             }
-            // An answer with fewer results than items leaves the rest pending for a retry.
-            if outbox.settle(&delivered, &refused).await.is_err() {
-                return Step::Retry(None);
-            }
-            stats.delivered += delivered.len() as u64;
-            stats.refused += refused.len() as u64;
-            stats.last_ack_ms = Some(now);
-            Step::Progress
+            (Step::Progress, Some(settlement))
         }
-        Err(e) if e.is_retryable() => Step::Retry(Some(e)),
+        Err(e) if e.is_retryable() => (Step::Retry(Some(e)), None),
         // Too large, or refused as a whole: halve the batch until the row at fault stands alone,
         // so one bad row never takes the others with it.
-        Err(_) if sent.len() > 1 => Step::Shrink,
+        Err(_) if sent.len() > 1 => (Step::Shrink, None),
         Err(e) => {
             // Refused as a whole and for good (e.g. the run no longer exists): keep every row,
             // marked with the server's reason, and say so.
             let reason = e.to_string();
-            let refused: Vec<(i64, String)> =
-                sent.iter().map(|r| (r.seq, reason.clone())).collect();
             if let Some(first) = sent.first() {
                 notice.refused(&first.item_json, &reason);
             }
-            stats.refused += refused.len() as u64;
-            let _ = outbox.settle(&[], &refused).await;
-            Step::Progress
+            let settlement = Settlement {
+                delivered: Vec::new(),
+                refused: sent.iter().map(|r| (r.seq, reason.clone())).collect(),
+                read_at: Vec::new(),
+                acked_at: now_ms(),
+            };
+            (Step::Progress, Some(settlement))
         }
     }
 }

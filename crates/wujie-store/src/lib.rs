@@ -89,10 +89,36 @@ pub(crate) async fn setup_lock(
     .map_err(io)
 }
 
+/// How much memory the store may keep, by who runs it.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// SQLite's page cache per connection, in KiB.
+    pub page_cache_kib: u32,
+}
+
+impl StoreOptions {
+    /// A standalone server: a larger page cache keeps the idempotency index hot during long
+    /// ingests from many runs.
+    pub const SERVER: StoreOptions = StoreOptions {
+        page_cache_kib: 32 * 1024,
+    };
+    /// The server embedded in a `wujie` command: it serves one user's runs, and its memory is
+    /// that command's memory.
+    pub const EMBEDDED: StoreOptions = StoreOptions {
+        page_cache_kib: 4 * 1024,
+    };
+}
+
 impl Store {
     /// Opens (creating the file and its parent directories if needed) the SQLite database at
     /// `path`, applies the embedded migrations and creates the default workspace.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, StoreOptions::SERVER).await
+    }
+
+    /// [`Store::open`] with explicit options.
+    pub async fn open_with(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let tuning = options;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
                 path: parent.to_path_buf(),
@@ -106,8 +132,8 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true)
-            // A larger page cache keeps the idempotency index hot during long ingests.
-            .pragma("cache_size", "-32768");
+            // Negative: a size in KiB rather than in pages.
+            .pragma("cache_size", format!("-{}", tuning.page_cache_kib));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)

@@ -6,12 +6,13 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use wujie_localrun::connection::{local_token, open_store};
 use wujie_server::ServerConfig;
+use wujie_store::StoreOptions;
 
 use crate::cli::ServerArgs;
 use crate::context::Context;
 
 pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
-    let store = open_store(&ctx.profile).await?;
+    let store = open_store(&ctx.profile, StoreOptions::SERVER).await?;
     // Mint the profile's token if needed, so the CLI on this profile can talk to this server
     // without any step.
     local_token(&ctx.profile, &store).await?;
