@@ -10,7 +10,6 @@
 //! a card with [`TerminalHost::show_card`].
 
 use std::io::Write;
-use std::num::NonZeroU16;
 use std::time::Duration;
 
 use pty_process::OwnedReadPty;
@@ -26,6 +25,7 @@ use wujie_term::{
 };
 
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
+use super::shadow::ShadowScreen;
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
 
@@ -135,7 +135,7 @@ struct Relay {
     to_adapter: AdapterStdin,
     /// What the real screen shows, for placing the overlay; only kept when there is a menu
     /// (`wujie run` has no overlay and relays without parsing).
-    shadow: Option<vt100::Parser>,
+    shadow: Option<ShadowScreen>,
     size: TermSize,
     scanner: InputScanner,
     line: InputLine,
@@ -148,10 +148,6 @@ struct Relay {
     events: mpsc::Sender<HostEvent>,
 }
 
-fn nonzero(n: u16) -> NonZeroU16 {
-    NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN)
-}
-
 impl Relay {
     fn new(
         to_adapter: AdapterStdin,
@@ -161,8 +157,7 @@ impl Relay {
     ) -> Relay {
         Relay {
             to_adapter,
-            shadow: menu_enabled
-                .then(|| vt100::Parser::new(nonzero(size.rows), nonzero(size.cols), 0)),
+            shadow: menu_enabled.then(|| ShadowScreen::new(size)),
             size,
             scanner: InputScanner::new(),
             line: InputLine::new(),
@@ -267,13 +262,13 @@ impl Relay {
         // Only while the trigger waits for the echo does it matter whether output was visible
         // (a title update or a mode switch is not an echo); compare the shadow screen then.
         let before = match (&self.shadow, self.trigger.next_deadline()) {
-            (Some(shadow), Some(_)) => Some(shadow.screen().clone()),
+            (Some(shadow), Some(_)) => shadow.screen(),
             _ => None,
         };
         self.show(bytes);
-        let visible = match (&before, &self.shadow) {
-            (Some(before), Some(shadow)) => {
-                let now = shadow.screen();
+        let now = before.as_ref().and_then(|_| self.shadow.as_ref()?.screen());
+        let visible = match (&before, &now) {
+            (Some(before), Some(now)) => {
                 now.cursor_position() != before.cursor_position()
                     || !now.contents_diff(before).is_empty()
             }
@@ -289,8 +284,8 @@ impl Relay {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(bytes);
         let _ = err.flush();
-        if let Some(shadow) = &mut self.shadow {
-            shadow.process(bytes);
+        if let Some(shadow) = &self.shadow {
+            shadow.feed(bytes);
         }
     }
 
@@ -399,7 +394,7 @@ impl Relay {
 
     /// Where the overlay goes: under the adapter's cursor, keeping its used rows.
     fn placement(&self) -> Option<Placement> {
-        let screen = self.shadow.as_ref()?.screen();
+        let screen = self.shadow.as_ref()?.screen()?;
         let (row, col) = screen.cursor_position();
         let used = screen
             .rows(0, self.size.cols)
@@ -473,10 +468,8 @@ impl Relay {
         };
         self.show(&out);
         self.size = size;
-        if let Some(shadow) = &mut self.shadow {
-            shadow
-                .screen_mut()
-                .set_size(nonzero(size.rows), nonzero(size.cols));
+        if let Some(shadow) = &self.shadow {
+            shadow.resize(size);
         }
         self.to_adapter.resize(size).await;
         match reopen {
