@@ -49,17 +49,20 @@ pub enum Agent {
     Opencode,
     /// PyPI `hermes-agent`, over OpenAI Chat Completions.
     Hermes,
+    /// npm `@google/gemini-cli`, over Gemini `streamGenerateContent`.
+    Gemini,
 }
 
 impl Agent {
     /// Every supported agent.
-    pub const ALL: [Agent; 6] = [
+    pub const ALL: [Agent; 7] = [
         Agent::Pi,
         Agent::Codex,
         Agent::Grok,
         Agent::Claude,
         Agent::Opencode,
         Agent::Hermes,
+        Agent::Gemini,
     ];
     /// The agents CI installs and tests.
     pub const CI: [Agent; 3] = [Agent::Pi, Agent::Codex, Agent::Grok];
@@ -73,6 +76,7 @@ impl Agent {
             Agent::Claude => "claude",
             Agent::Opencode => "opencode",
             Agent::Hermes => "hermes",
+            Agent::Gemini => "gemini",
         }
     }
 
@@ -87,6 +91,7 @@ impl Agent {
         match self {
             Agent::Codex => Api::OpenaiResponses,
             Agent::Claude => Api::AnthropicMessages,
+            Agent::Gemini => Api::GeminiGenerateContent,
             Agent::Pi | Agent::Grok | Agent::Opencode | Agent::Hermes => Api::OpenaiChat,
         }
     }
@@ -166,6 +171,10 @@ impl Agent {
                 json!({"command": command, "description": "Run the command"}),
             ),
             Agent::Hermes => (&["terminal"], json!({"command": command})),
+            Agent::Gemini => (
+                &["run_shell_command"],
+                json!({"command": command, "description": "Run the command"}),
+            ),
         };
         ToolCallSpec {
             tool: ToolNames::AnyOf(names.iter().map(|n| n.to_string()).collect()),
@@ -301,6 +310,7 @@ impl AgentHome {
     /// | claude | `-p PROMPT --output-format stream-json --verbose --allowedTools Bash` | JSONL messages |
     /// | opencode | `run --format json PROMPT` (model from its config) | JSONL parts |
     /// | hermes | `chat -Q -q PROMPT --yolo` | plain text (Hermes has no JSONL mode) |
+    /// | gemini | `-p PROMPT -o stream-json --approval-mode yolo --skip-trust` | JSONL events |
     pub fn headless(&self, prompt: &str) -> Command {
         let mut cmd = self.command();
         cmd.args(self.model_args());
@@ -331,6 +341,15 @@ impl AgentHome {
             ]),
             Agent::Opencode => cmd.args(["run", "--format", "json", prompt]),
             Agent::Hermes => cmd.args(["chat", "-Q", "-q", prompt, "--yolo"]),
+            Agent::Gemini => cmd.args([
+                "-p",
+                prompt,
+                "-o",
+                "stream-json",
+                "--approval-mode",
+                "yolo",
+                "--skip-trust",
+            ]),
         };
         cmd
     }
@@ -349,7 +368,8 @@ impl AgentHome {
     }
 
     /// The agent as an Agent Client Protocol server (JSON-RPC lines on stdin/stdout), for the
-    /// agents that speak it themselves: grok `agent stdio`, opencode `acp`, hermes `acp`.
+    /// agents that speak it themselves: grok `agent stdio`, opencode `acp`, hermes `acp`,
+    /// gemini `--acp`.
     /// `None` for pi, Codex and Claude Code, which need third-party adapters. Stdin is closed in
     /// the returned command: set it to piped before spawning.
     pub fn acp(&self) -> Option<Command> {
@@ -357,6 +377,7 @@ impl AgentHome {
             Agent::Grok => &["agent", "stdio"],
             Agent::Opencode => &["acp"],
             Agent::Hermes => &["acp"],
+            Agent::Gemini => &["--acp"],
             Agent::Pi | Agent::Codex | Agent::Claude => return None,
         };
         let mut cmd = self.command();
@@ -470,6 +491,20 @@ impl AgentHome {
                 );
                 self.write(".hermes/config.yaml", &config)?;
                 self.env("HERMES_HOME", self.home().join(".hermes").to_string_lossy());
+            }
+            Agent::Gemini => {
+                // Gemini CLI speaks only the Gemini protocol; the base URL has no version (it
+                // adds `/v1beta`). Update checks, telemetry and usage statistics stay off.
+                let settings = json!({
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "model": {"name": MODEL},
+                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                    "telemetry": {"enabled": false},
+                    "privacy": {"usageStatisticsEnabled": false}});
+                self.write(".gemini/settings.json", &pretty(&settings))?;
+                self.env("GOOGLE_GEMINI_BASE_URL", url);
+                self.env("GEMINI_API_KEY", API_KEY);
+                self.env("GEMINI_CLI_TRUST_WORKSPACE", "true");
             }
         }
         Ok(())

@@ -147,13 +147,17 @@ fn assert_mock_saw_the_turn(run: &Run) {
     }
 }
 
-/// Whether a tool result is the output of `echo hello`: a line `hello`, or (Hermes) a JSON
-/// object whose `output` is `hello`.
+/// Whether a tool result is the output of `echo hello`: a line `hello`, (Gemini) a line
+/// `Output: hello`, or (Hermes) a JSON object whose `output` is `hello`.
 fn shows_hello(text: &str) -> bool {
     let json_output = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v["output"].as_str().map(|o| o.trim() == "hello"));
-    json_output.unwrap_or(false) || text.lines().any(|l| l.trim() == "hello")
+    json_output.unwrap_or(false)
+        || text.lines().map(str::trim).any(|l| {
+            let l = l.strip_prefix("Output:").map_or(l, str::trim);
+            l == "hello"
+        })
 }
 
 fn has(events: &[Value], pred: impl Fn(&Value) -> bool) -> bool {
@@ -335,6 +339,49 @@ async fn opencode() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini() {
+    let Some(run) = run(Agent::Gemini).await else {
+        return;
+    };
+    assert_mock_saw_the_turn(&run);
+    let events = run.events();
+    let call_id = events
+        .iter()
+        .find(|e| {
+            e["type"] == "tool_use"
+                && e["tool_name"] == "run_shell_command"
+                && e["parameters"]["command"] == "echo hello"
+        })
+        .map(|e| e["tool_id"].clone());
+    let Some(call_id) = call_id else {
+        panic!(
+            "no run_shell_command tool_use of echo hello\n{}",
+            run.describe()
+        );
+    };
+    assert!(
+        has(&events, |e| e["type"] == "tool_result"
+            && e["tool_id"] == call_id
+            && e["status"] == "success"
+            && e["output"].to_string().contains("hello")),
+        "no successful tool_result with hello for {call_id}\n{}",
+        run.describe()
+    );
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "message" && e["role"] == "assistant")
+        .filter_map(|e| e["content"].as_str())
+        .collect();
+    assert_eq!(text.trim(), "done", "{}", run.describe());
+    assert!(
+        has(&events, |e| e["type"] == "result"
+            && e["status"] == "success"),
+        "no successful result\n{}",
+        run.describe()
+    );
+}
+
 /// Hermes has no JSONL output mode; its structured interface is ACP (`hermes acp`), driven here
 /// by a minimal client: initialize, session/new, session/prompt, allowing every permission request.
 #[tokio::test(flavor = "multi_thread")]
@@ -377,6 +424,34 @@ async fn hermes() {
         "{}",
         run.describe()
     );
+}
+
+/// Gemini CLI's other structured interface: ACP (`gemini --acp`).
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_acp() {
+    let Some(run) = run_acp(Agent::Gemini).await else {
+        return;
+    };
+    assert_mock_saw_the_turn(&run);
+    let updates: Vec<Value> = run
+        .events()
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| m["params"]["update"].clone())
+        .collect();
+    assert!(
+        has(&updates, |u| u["sessionUpdate"] == "tool_call_update"
+            && u["status"] == "completed"
+            && u.to_string().contains("hello")),
+        "no completed tool_call_update with hello\n{}",
+        run.describe()
+    );
+    let text: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(text.trim(), "done", "{}", run.describe());
 }
 
 /// `AgentHome::headless` for Hermes: `hermes chat -Q -q`, plain text (the answer, then
