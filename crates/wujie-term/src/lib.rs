@@ -68,6 +68,7 @@ mod line;
 mod menu;
 mod overlay;
 mod scanner;
+mod screen;
 pub mod text;
 mod trigger;
 
@@ -84,4 +85,5 @@ pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,
     STRING_CAP, StringKind, Terminator,
 };
+pub use screen::ScreenModel;
 pub use trigger::{ECHO_WAIT, SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector};

@@ -1,0 +1,851 @@
+//! A light model of the screen an adapter draws: where its cursor is, which rows hold text, and
+//! whether anything was drawn. That is all the overlay needs, and tracking only that is about
+//! ten times cheaper than a full terminal emulator, which would otherwise cap how fast output is
+//! relayed.
+//!
+//! The cursor follows vt100's rules (the emulator the tests check screens with), including
+//! pending wrap at the right margin, scroll regions, origin mode, the saved cursor, the alternate
+//! screen and resizing; a property test holds the two together. Cells only remember whether
+//! they hold ink (a non-whitespace character) and whether they are half of a wide character.
+//! Not modelled: a variation selector that widens the character before it.
+//!
+//! Pure: no I/O, and no input can make it panic.
+
+use unicode_width::UnicodeWidthChar;
+
+use crate::overlay::{CursorPos, TermSize};
+
+const INK: u8 = 1;
+const WIDE: u8 = 2;
+const WIDE_CONT: u8 = 4;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cell(u8);
+
+impl Cell {
+    fn is_wide(self) -> bool {
+        self.0 & WIDE != 0
+    }
+    fn is_wide_cont(self) -> bool {
+        self.0 & WIDE_CONT != 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Pos {
+    row: u16,
+    col: u16,
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    cells: Vec<Cell>,
+}
+
+impl Row {
+    fn new(cols: u16) -> Row {
+        Row {
+            cells: vec![Cell::default(); usize::from(cols)],
+        }
+    }
+
+    fn reset(&mut self) {
+        self.cells.fill(Cell::default());
+    }
+
+    fn has_ink(&self) -> bool {
+        self.cells.iter().any(|c| c.0 & INK != 0)
+    }
+
+    /// Clears the other half of a wide character at `col`.
+    fn clear_wide(&mut self, col: usize) {
+        let cell = self.cells[col];
+        if cell.is_wide() {
+            match self.cells.get_mut(col + 1) {
+                Some(next) => *next = Cell::default(),
+                None => self.cells[col] = Cell::default(),
+            }
+        } else if cell.is_wide_cont() && col > 0 {
+            self.cells[col - 1] = Cell::default();
+        }
+    }
+
+    fn erase(&mut self, col: usize) {
+        self.clear_wide(col);
+        self.cells[col] = Cell::default();
+    }
+
+    fn insert(&mut self, at: usize, count: usize) {
+        let count = count.min(self.cells.len() - at);
+        if count == 0 {
+            return;
+        }
+        let was_cont = self.cells[at].is_wide_cont();
+        if was_cont {
+            self.cells[at].0 &= !WIDE_CONT;
+        }
+        let slice = &mut self.cells[at..];
+        slice.rotate_right(count);
+        slice[..count].fill(Cell::default());
+        if was_cont {
+            self.cells[at].0 |= WIDE_CONT;
+        }
+        self.truncated();
+    }
+
+    fn remove(&mut self, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        self.clear_wide(start);
+        if end - 1 != start {
+            self.clear_wide(end - 1);
+        }
+        let count = end - start;
+        let slice = &mut self.cells[start..];
+        slice[..count].fill(Cell::default());
+        slice.rotate_left(count);
+    }
+
+    fn resize(&mut self, cols: u16) {
+        let cols = usize::from(cols);
+        if cols < self.cells.len() {
+            self.cells.truncate(cols);
+            self.truncated();
+        } else {
+            self.cells.resize(cols, Cell::default());
+        }
+    }
+
+    /// A wide character cut off at the end of the row is cleared.
+    fn truncated(&mut self) {
+        if let Some(last) = self.cells.last_mut()
+            && last.is_wide()
+        {
+            *last = Cell::default();
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Grid {
+    rows_n: u16,
+    cols: u16,
+    pos: Pos,
+    saved_pos: Pos,
+    rows: Vec<Row>,
+    scroll_top: u16,
+    scroll_bottom: u16,
+    origin_mode: bool,
+    saved_origin_mode: bool,
+    /// For the primary screen: how many rows scrolled off its top, which a taller window brings
+    /// back (as blank rows, since no scrollback is kept). `None` on the alternate screen.
+    scrolled_off: Option<usize>,
+}
+
+impl Grid {
+    fn new(size: TermSize, primary: bool) -> Grid {
+        Grid {
+            rows_n: size.rows,
+            cols: size.cols,
+            pos: Pos::default(),
+            saved_pos: Pos::default(),
+            rows: Vec::new(),
+            scroll_top: 0,
+            scroll_bottom: size.rows - 1,
+            origin_mode: false,
+            saved_origin_mode: false,
+            scrolled_off: primary.then_some(0),
+        }
+    }
+
+    fn allocate_rows(&mut self) {
+        if self.rows.is_empty() {
+            self.rows = (0..self.rows_n).map(|_| Row::new(self.cols)).collect();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.pos = Pos::default();
+        self.saved_pos = Pos::default();
+        self.rows.iter_mut().for_each(Row::reset);
+        self.scroll_top = 0;
+        self.scroll_bottom = self.rows_n - 1;
+        self.origin_mode = false;
+        self.saved_origin_mode = false;
+    }
+
+    fn set_size(&mut self, size: TermSize) {
+        if size.rows == self.rows_n && size.cols == self.cols {
+            return;
+        }
+        self.scroll_top = 0;
+        self.scroll_bottom = self.rows_n - 1;
+        let diff = self.rows_n.abs_diff(size.rows);
+        let was_empty = self.rows.is_empty();
+        let pos_diff = if was_empty {
+            0
+        } else if size.rows < self.rows_n {
+            let below = self.rows_n - self.pos.row - 1;
+            let pushed = diff.saturating_sub(below);
+            self.scroll_up(pushed);
+            self.rows.truncate(usize::from(size.rows));
+            pushed
+        } else if let Some(off) = &mut self.scrolled_off {
+            let pulled = u16::try_from(*off).unwrap_or(u16::MAX).min(diff);
+            *off -= usize::from(pulled);
+            let cols = self.cols;
+            self.rows.splice(0..0, (0..pulled).map(|_| Row::new(cols)));
+            self.rows
+                .resize_with(usize::from(size.rows), || Row::new(cols));
+            pulled
+        } else {
+            let cols = self.cols;
+            self.rows
+                .resize_with(usize::from(size.rows), || Row::new(cols));
+            0
+        };
+        for row in &mut self.rows {
+            row.resize(size.cols);
+        }
+        if size.rows < self.rows_n {
+            self.pos.row = self.pos.row.saturating_sub(pos_diff);
+            self.saved_pos.row = self
+                .saved_pos
+                .row
+                .saturating_sub(pos_diff)
+                .min(size.rows - 1);
+        } else {
+            self.pos.row += pos_diff;
+            self.saved_pos.row += pos_diff;
+        }
+        self.pos.col = self.pos.col.min(size.cols - 1);
+        self.saved_pos.col = self.saved_pos.col.min(size.cols - 1);
+        self.scroll_bottom = size.rows - 1;
+        self.rows_n = size.rows;
+        self.cols = size.cols;
+    }
+
+    fn row_mut(&mut self) -> &mut Row {
+        let row = usize::from(self.pos.row);
+        &mut self.rows[row]
+    }
+
+    fn set_pos(&mut self, mut pos: Pos) {
+        if self.origin_mode {
+            pos.row = pos.row.saturating_add(self.scroll_top);
+        }
+        self.pos = pos;
+        self.row_clamp_top(self.origin_mode);
+        self.row_clamp_bottom(self.origin_mode);
+        self.col_clamp();
+    }
+
+    fn erase_all(&mut self) {
+        self.rows.iter_mut().for_each(Row::reset);
+    }
+
+    fn erase_all_forward(&mut self) {
+        let from = usize::from(self.pos.row) + 1;
+        self.rows.iter_mut().skip(from).for_each(Row::reset);
+        self.erase_row_forward();
+    }
+
+    fn erase_all_backward(&mut self) {
+        let to = usize::from(self.pos.row);
+        self.rows.iter_mut().take(to).for_each(Row::reset);
+        self.erase_row_backward();
+    }
+
+    fn erase_row_forward(&mut self) {
+        let (from, cols) = (usize::from(self.pos.col), usize::from(self.cols));
+        let row = self.row_mut();
+        for col in from..cols {
+            row.erase(col);
+        }
+    }
+
+    fn erase_row_backward(&mut self) {
+        let to = usize::from(self.pos.col.min(self.cols - 1));
+        let row = self.row_mut();
+        for col in 0..=to {
+            row.erase(col);
+        }
+    }
+
+    fn erase_cells(&mut self, count: u16) {
+        let from = self.pos.col;
+        let to = usize::from(from.saturating_add(count).min(self.cols));
+        let row = self.row_mut();
+        for col in usize::from(from)..to {
+            row.erase(col);
+        }
+    }
+
+    fn insert_cells(&mut self, count: u16) {
+        let at = usize::from(self.pos.col);
+        let row = self.row_mut();
+        if at < row.cells.len() {
+            row.insert(at, usize::from(count));
+        }
+    }
+
+    fn delete_cells(&mut self, count: u16) {
+        let start = self.pos.col;
+        let end = start.saturating_add(count).min(self.cols);
+        self.row_mut()
+            .remove(usize::from(start), usize::from(end.max(start)));
+    }
+
+    fn insert_lines(&mut self, count: u16) {
+        if count == 0 || !(self.scroll_top..=self.scroll_bottom).contains(&self.pos.row) {
+            return;
+        }
+        let between = &mut self.rows[usize::from(self.pos.row)..=usize::from(self.scroll_bottom)];
+        let n = usize::from(count).min(between.len());
+        between.rotate_right(n);
+        between[..n].iter_mut().for_each(Row::reset);
+    }
+
+    fn delete_lines(&mut self, count: u16) {
+        if !(self.scroll_top..=self.scroll_bottom).contains(&self.pos.row) {
+            return;
+        }
+        let between = &mut self.rows[usize::from(self.pos.row)..=usize::from(self.scroll_bottom)];
+        let n = usize::from(count).min(between.len());
+        between[..n].iter_mut().for_each(Row::reset);
+        between.rotate_left(n);
+    }
+
+    fn scroll_up(&mut self, count: u16) {
+        let top = self.scroll_top == 0;
+        let between =
+            &mut self.rows[usize::from(self.scroll_top)..=usize::from(self.scroll_bottom)];
+        let n = usize::from(count).min(between.len());
+        if top && let Some(off) = &mut self.scrolled_off {
+            *off = off.saturating_add(n);
+        }
+        between[..n].iter_mut().for_each(Row::reset);
+        between.rotate_left(n);
+    }
+
+    fn scroll_down(&mut self, count: u16) {
+        if count == 0 {
+            return;
+        }
+        let between =
+            &mut self.rows[usize::from(self.scroll_top)..=usize::from(self.scroll_bottom)];
+        let n = usize::from(count).min(between.len());
+        between.rotate_right(n);
+        between[..n].iter_mut().for_each(Row::reset);
+    }
+
+    fn set_scroll_region(&mut self, top: u16, bottom: u16) {
+        let bottom = bottom.min(self.rows_n - 1);
+        if top < bottom {
+            self.scroll_top = top;
+            self.scroll_bottom = bottom;
+        } else {
+            self.scroll_top = 0;
+            self.scroll_bottom = self.rows_n - 1;
+        }
+        self.pos = Pos {
+            row: self.scroll_top,
+            col: 0,
+        };
+    }
+
+    fn in_scroll_region(&self) -> bool {
+        (self.scroll_top..=self.scroll_bottom).contains(&self.pos.row)
+    }
+
+    fn set_origin_mode(&mut self, on: bool) {
+        self.origin_mode = on;
+        self.set_pos(Pos::default());
+    }
+
+    fn row_inc_clamp(&mut self, count: u16) {
+        let region = self.in_scroll_region();
+        self.pos.row = self.pos.row.saturating_add(count);
+        self.row_clamp_bottom(region);
+    }
+
+    fn row_inc_scroll(&mut self, count: u16) -> u16 {
+        let region = self.in_scroll_region();
+        self.pos.row = self.pos.row.saturating_add(count);
+        let lines = self.row_clamp_bottom(region);
+        if region {
+            self.scroll_up(lines);
+            lines
+        } else {
+            0
+        }
+    }
+
+    fn row_dec_clamp(&mut self, count: u16) {
+        let region = self.in_scroll_region();
+        self.pos.row = self.pos.row.saturating_sub(count);
+        self.row_clamp_top(region);
+    }
+
+    fn row_dec_scroll(&mut self, count: u16) {
+        let region = self.in_scroll_region();
+        let extra = count.saturating_sub(self.pos.row);
+        self.pos.row = self.pos.row.saturating_sub(count);
+        let lines = self.row_clamp_top(region);
+        self.scroll_down(lines.saturating_add(extra));
+    }
+
+    fn row_set(&mut self, row: u16) {
+        self.pos.row = row.min(self.rows_n - 1);
+    }
+
+    fn col_set(&mut self, col: u16) {
+        self.pos.col = col;
+        self.col_clamp();
+    }
+
+    fn col_tab(&mut self) {
+        self.pos.col -= self.pos.col % 8;
+        self.pos.col = self.pos.col.saturating_add(8);
+        self.col_clamp();
+    }
+
+    /// Moves to the next row first when a character of `width` does not fit on this one.
+    fn col_wrap(&mut self, width: u16) {
+        if self.pos.col > self.cols - width {
+            self.pos.col = 0;
+            self.row_inc_scroll(1);
+        }
+    }
+
+    fn row_clamp_top(&mut self, to_region: bool) -> u16 {
+        if to_region && self.pos.row < self.scroll_top {
+            let rows = self.scroll_top - self.pos.row;
+            self.pos.row = self.scroll_top;
+            rows
+        } else {
+            0
+        }
+    }
+
+    fn row_clamp_bottom(&mut self, to_region: bool) -> u16 {
+        let bottom = if to_region {
+            self.scroll_bottom
+        } else {
+            self.rows_n - 1
+        };
+        if self.pos.row > bottom {
+            let rows = self.pos.row - bottom;
+            self.pos.row = bottom;
+            rows
+        } else {
+            0
+        }
+    }
+
+    fn col_clamp(&mut self) {
+        self.pos.col = self.pos.col.min(self.cols - 1);
+    }
+}
+
+/// The model. Feed it every byte the adapter's screen receives; ask it where the cursor is and
+/// how many rows are used.
+pub struct ScreenModel {
+    parser: vte::Parser,
+    state: State,
+    /// The start of a UTF-8 character whose other bytes have not arrived yet.
+    partial: Vec<u8>,
+}
+
+#[derive(Clone)]
+struct State {
+    primary: Grid,
+    alternate: Grid,
+    alternate_active: bool,
+    last_char: Option<char>,
+    drawn: u64,
+}
+
+impl ScreenModel {
+    pub fn new(size: TermSize) -> ScreenModel {
+        ScreenModel {
+            parser: vte::Parser::new(),
+            state: State::new(sane(size)),
+            partial: Vec::new(),
+        }
+    }
+
+    /// Any chunking of the same bytes gives the same model.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        // vte 0.15 drops the byte that follows a UTF-8 character split across two calls, so a
+        // character is never split: an unfinished one waits for the next chunk.
+        let joined;
+        let input = if self.partial.is_empty() {
+            bytes
+        } else {
+            joined = [std::mem::take(&mut self.partial).as_slice(), bytes].concat();
+            &joined
+        };
+        let (ready, rest) = input.split_at(input.len() - unfinished_utf8(input));
+        self.parser.advance(&mut self.state, ready);
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// The cursor; its column equals the width while a wrap is pending at the right margin.
+    pub fn cursor(&self) -> CursorPos {
+        let pos = self.state.grid().pos;
+        CursorPos {
+            row: pos.row,
+            col: pos.col,
+        }
+    }
+
+    /// Rows from the top down to the last one holding ink.
+    pub fn used_rows(&self) -> u16 {
+        let rows = &self.state.grid().rows;
+        let used = rows.iter().rposition(Row::has_ink).map_or(0, |i| i + 1);
+        u16::try_from(used).unwrap_or(u16::MAX)
+    }
+
+    /// Grows with every character drawn and every change to the cells: equal counts before and
+    /// after some output mean it drew nothing (a title, a mode switch, a cursor hide).
+    pub fn drawn(&self) -> u64 {
+        self.state.drawn
+    }
+
+    pub fn resize(&mut self, size: TermSize) {
+        let size = sane(size);
+        self.state.primary.set_size(size);
+        self.state.alternate.set_size(size);
+    }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character that is not complete yet.
+fn unfinished_utf8(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead byte
+        }
+        let needs = match byte {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => return 0,
+        };
+        return if needs > back { back } else { 0 };
+    }
+    0
+}
+
+/// A zero dimension would make every position invalid; the model keeps at least one cell.
+fn sane(size: TermSize) -> TermSize {
+    TermSize {
+        rows: size.rows.max(1),
+        cols: size.cols.max(1),
+    }
+}
+
+impl State {
+    fn new(size: TermSize) -> State {
+        let mut primary = Grid::new(size, true);
+        primary.allocate_rows();
+        State {
+            primary,
+            alternate: Grid::new(size, false),
+            alternate_active: false,
+            last_char: None,
+            drawn: 0,
+        }
+    }
+
+    fn grid(&self) -> &Grid {
+        if self.alternate_active {
+            &self.alternate
+        } else {
+            &self.primary
+        }
+    }
+
+    fn grid_mut(&mut self) -> &mut Grid {
+        if self.alternate_active {
+            &mut self.alternate
+        } else {
+            &mut self.primary
+        }
+    }
+
+    fn save_cursor(&mut self) {
+        let grid = self.grid_mut();
+        grid.saved_pos = grid.pos;
+        grid.saved_origin_mode = grid.origin_mode;
+    }
+
+    fn restore_cursor(&mut self) {
+        let grid = self.grid_mut();
+        grid.pos = grid.saved_pos;
+        grid.origin_mode = grid.saved_origin_mode;
+    }
+
+    fn enter_alternate(&mut self) {
+        self.alternate_active = true;
+        self.alternate.allocate_rows();
+    }
+
+    fn text(&mut self, c: char) {
+        // Printable ASCII is nearly all output; it skips the width table.
+        let (width, ink) = if (' '..='~').contains(&c) {
+            (1, if c == ' ' { 0 } else { INK })
+        } else {
+            let width = match c.width() {
+                None if u32::from(c) < 256 => return,
+                w => w.unwrap_or(1).min(2) as u16,
+            };
+            (width, if c.is_whitespace() { 0 } else { INK })
+        };
+        let grid = if self.alternate_active {
+            &mut self.alternate
+        } else {
+            &mut self.primary
+        };
+        let (pos, cols) = (grid.pos, grid.cols);
+        if width > cols || (width == 0 && pos.col == 0) {
+            return;
+        }
+        self.drawn += 1;
+        let (row, col, was_wide, is_wide) = if width == 0 {
+            // A combining mark joins the character before the cursor.
+            let row = usize::from(pos.row);
+            let mut col = usize::from(pos.col.min(cols) - 1);
+            if grid.rows[row].cells[col].is_wide_cont() && col > 0 {
+                col -= 1;
+            }
+            let cell = &mut grid.rows[row].cells[col];
+            cell.0 |= ink;
+            (row, col, cell.is_wide(), cell.is_wide())
+        } else {
+            grid.col_wrap(width);
+            let (row, col) = (usize::from(grid.pos.row), usize::from(grid.pos.col));
+            let cell = &mut grid.rows[row].cells[col];
+            let was_wide = cell.is_wide();
+            *cell = Cell(ink | if width == 2 { WIDE } else { 0 });
+            grid.pos.col = grid.pos.col.saturating_add(width);
+            self.last_char = Some(c);
+            (row, col, was_wide, width == 2)
+        };
+        // Writing over half of a wide character clears the other half.
+        let cells = &mut grid.rows[row].cells;
+        if col > 0 && cells[col - 1].is_wide() {
+            cells[col - 1] = Cell::default();
+        }
+        if was_wide
+            && !is_wide
+            && let Some(next) = cells.get_mut(col + 1)
+        {
+            *next = Cell::default();
+        }
+        if !was_wide && is_wide && col + 1 < cells.len() {
+            let next_was_wide = cells[col + 1].is_wide();
+            cells[col + 1] = Cell(WIDE_CONT);
+            if next_was_wide && let Some(next_next) = cells.get_mut(col + 2) {
+                *next_next = Cell::default();
+            }
+        }
+    }
+
+    fn csi(&mut self, params: &vte::Params, intermediates: &[u8], action: char) {
+        let first = || param(params, 0, 0);
+        let count = || first().max(1);
+        match (intermediates.first(), action) {
+            (None, '@') => {
+                self.drawn += 1;
+                self.grid_mut().insert_cells(count());
+            }
+            (None, 'A') => self.grid_mut().row_dec_clamp(count()),
+            (None, 'B') => self.grid_mut().row_inc_clamp(count()),
+            (None, 'C') => {
+                let grid = self.grid_mut();
+                grid.pos.col = grid.pos.col.saturating_add(count());
+                grid.col_clamp();
+            }
+            (None, 'D') => {
+                let grid = self.grid_mut();
+                grid.pos.col = grid.pos.col.saturating_sub(count());
+            }
+            (None, 'E') => {
+                let grid = self.grid_mut();
+                grid.col_set(0);
+                grid.row_inc_clamp(count());
+            }
+            (None, 'F') => {
+                let grid = self.grid_mut();
+                grid.col_set(0);
+                grid.row_dec_clamp(count());
+            }
+            (None, 'G' | '`') => self.grid_mut().col_set(count() - 1),
+            (None, 'H' | 'f') => {
+                let row = param(params, 0, 0).max(1) - 1;
+                let col = param(params, 1, 0).max(1) - 1;
+                self.grid_mut().set_pos(Pos { row, col });
+            }
+            (None | Some(b'?'), 'J') => {
+                self.drawn += 1;
+                match first() {
+                    0 => self.grid_mut().erase_all_forward(),
+                    1 => self.grid_mut().erase_all_backward(),
+                    2 => self.grid_mut().erase_all(),
+                    // Erasing the scrollback also forgets the rows that scrolled off.
+                    3 => {
+                        if let Some(off) = &mut self.grid_mut().scrolled_off {
+                            *off = 0;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            (None | Some(b'?'), 'K') => {
+                self.drawn += 1;
+                match first() {
+                    0 => self.grid_mut().erase_row_forward(),
+                    1 => self.grid_mut().erase_row_backward(),
+                    2 => self.grid_mut().row_mut().reset(),
+                    _ => {}
+                }
+            }
+            (None, 'L') => {
+                self.drawn += 1;
+                self.grid_mut().insert_lines(count());
+            }
+            (None, 'M') => {
+                self.drawn += 1;
+                self.grid_mut().delete_lines(count());
+            }
+            (None, 'P') => {
+                self.drawn += 1;
+                self.grid_mut().delete_cells(count());
+            }
+            (None, 'S') => {
+                self.drawn += 1;
+                self.grid_mut().scroll_up(count());
+            }
+            (None, 'T') => {
+                self.drawn += 1;
+                self.grid_mut().scroll_down(count());
+            }
+            (None, 'X') => {
+                self.drawn += 1;
+                self.grid_mut().erase_cells(count());
+            }
+            (None, 'b') => {
+                if let Some(c) = self.last_char {
+                    for _ in 0..count() {
+                        self.text(c);
+                    }
+                }
+            }
+            (None, 'd') => self.grid_mut().row_set(count() - 1),
+            (None, 'r') => {
+                let rows = self.grid().rows_n;
+                let top = param(params, 0, 0).max(1);
+                let bottom = match param(params, 1, 0) {
+                    0 => rows,
+                    b => b,
+                };
+                self.grid_mut().set_scroll_region(top - 1, bottom - 1);
+            }
+            (Some(b'?'), 'h') => {
+                for p in params.iter() {
+                    match p {
+                        [6] => self.grid_mut().set_origin_mode(true),
+                        [47] => self.enter_alternate(),
+                        [1049] => {
+                            self.save_cursor();
+                            self.alternate.clear();
+                            self.enter_alternate();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            (Some(b'?'), 'l') => {
+                for p in params.iter() {
+                    match p {
+                        [6] => self.grid_mut().set_origin_mode(false),
+                        [47] => self.alternate_active = false,
+                        [1049] => {
+                            self.alternate_active = false;
+                            self.restore_cursor();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The `i`th parameter's first value, or `default` when it is missing.
+fn param(params: &vte::Params, i: usize, default: u16) -> u16 {
+    params
+        .iter()
+        .nth(i)
+        .and_then(|p| p.first().copied())
+        .unwrap_or(default)
+}
+
+impl vte::Perform for State {
+    fn print(&mut self, c: char) {
+        // vt100 leaves replacement characters and C1 controls undrawn.
+        if c != '\u{fffd}' && !('\u{80}'..'\u{a0}').contains(&c) {
+            self.text(c);
+        }
+    }
+
+    fn execute(&mut self, byte: u8) {
+        let grid = self.grid_mut();
+        match byte {
+            8 => grid.pos.col = grid.pos.col.saturating_sub(1),
+            9 => grid.col_tab(),
+            10..=12 => {
+                grid.row_inc_scroll(1);
+            }
+            13 => grid.col_set(0),
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(
+        &mut self,
+        params: &vte::Params,
+        intermediates: &[u8],
+        _ignore: bool,
+        action: char,
+    ) {
+        self.csi(params, intermediates, action);
+    }
+
+    fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, byte: u8) {
+        if !intermediates.is_empty() {
+            return;
+        }
+        match byte {
+            b'7' => self.save_cursor(),
+            b'8' => self.restore_cursor(),
+            b'M' => self.grid_mut().row_dec_scroll(1),
+            b'c' => {
+                self.drawn += 1;
+                let size = TermSize {
+                    rows: self.primary.rows_n,
+                    cols: self.primary.cols,
+                };
+                *self = State {
+                    drawn: self.drawn,
+                    ..State::new(size)
+                };
+            }
+            _ => {}
+        }
+    }
+}
