@@ -593,6 +593,31 @@ impl State {
         self.alternate.allocate_rows();
     }
 
+    /// The common case of [`State::text`]: printable ASCII that neither wraps nor touches half of
+    /// a wide character. Returns false, having done nothing, otherwise.
+    #[inline]
+    fn ascii(&mut self, c: char) -> bool {
+        let grid = if self.alternate_active {
+            &mut self.alternate
+        } else {
+            &mut self.primary
+        };
+        let Pos { row, col } = grid.pos;
+        if col >= grid.cols {
+            return false;
+        }
+        let (row, col) = (usize::from(row), usize::from(col));
+        let cells = &mut grid.rows[row].cells;
+        if cells[col].is_wide() || (col > 0 && cells[col - 1].is_wide()) {
+            return false;
+        }
+        cells[col] = Cell(if c == ' ' { 0 } else { INK });
+        grid.pos.col += 1;
+        self.last_char = Some(c);
+        self.drawn += 1;
+        true
+    }
+
     fn text(&mut self, c: char) {
         // Printable ASCII is nearly all output; it skips the width table.
         let (width, ink) = if (' '..='~').contains(&c) {
@@ -796,7 +821,11 @@ fn param(params: &vte::Params, i: usize, default: u16) -> u16 {
 }
 
 impl vte::Perform for State {
+    #[inline]
     fn print(&mut self, c: char) {
+        if (' '..='~').contains(&c) && self.ascii(c) {
+            return;
+        }
         // vt100 leaves replacement characters and C1 controls undrawn.
         if c != '\u{fffd}' && !('\u{80}'..'\u{a0}').contains(&c) {
             self.text(c);

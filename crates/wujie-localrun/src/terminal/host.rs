@@ -3,7 +3,7 @@
 //!
 //! One task owns the user's side: it reads the user's input, scans it, forwards it to the PTY
 //! (through the adapter's single stdin writer, so control frames never interleave), relays the
-//! adapter's terminal output to our stderr, keeps a vt100 shadow of what the real screen shows
+//! adapter's terminal output to our stderr, keeps a light model of what the real screen shows
 //! (adapter output and our overlay bytes alike) to know the cursor and the used rows, and
 //! follows SIGWINCH. The pump that reads the adapter's events talks to it through
 //! [`TerminalHost`]: it receives [`HostEvent`]s (a chosen command, a card decision) and asks for
@@ -19,13 +19,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
-    CardChoice, CardUpdate, CursorPos, InputEvent, InputKind, InputLine, InputScanner, IssueCard,
-    Key, Menu, MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, Placement, TermSize,
+    CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner, IssueCard, Key, Menu,
+    MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, Placement, ScreenModel, TermSize,
     TriggerAction, TriggerDetector, default_commands,
 };
 
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
-use super::shadow::ShadowScreen;
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
 
@@ -133,9 +132,9 @@ enum View {
 
 struct Relay {
     to_adapter: AdapterStdin,
-    /// What the real screen shows, for placing the overlay; only kept when there is a menu
-    /// (`wujie run` has no overlay and relays without parsing).
-    shadow: Option<ShadowScreen>,
+    /// Where the real screen's cursor is and which rows are used, for placing the overlay; only
+    /// kept when there is a menu (`wujie run` has no overlay and relays without parsing).
+    shadow: Option<ScreenModel>,
     size: TermSize,
     scanner: InputScanner,
     line: InputLine,
@@ -157,7 +156,7 @@ impl Relay {
     ) -> Relay {
         Relay {
             to_adapter,
-            shadow: menu_enabled.then(|| ShadowScreen::new(size)),
+            shadow: menu_enabled.then(|| ScreenModel::new(size)),
             size,
             scanner: InputScanner::new(),
             line: InputLine::new(),
@@ -260,18 +259,15 @@ impl Relay {
             return;
         }
         // Only while the trigger waits for the echo does it matter whether output was visible
-        // (a title update or a mode switch is not an echo); compare the shadow screen then.
+        // (a title update or a mode switch is not an echo): it drew or moved the cursor.
+        let seen = |shadow: &ScreenModel| (shadow.cursor(), shadow.drawn());
         let before = match (&self.shadow, self.trigger.next_deadline()) {
-            (Some(shadow), Some(_)) => shadow.screen(),
+            (Some(shadow), Some(_)) => Some(seen(shadow)),
             _ => None,
         };
         self.show(bytes);
-        let now = before.as_ref().and_then(|_| self.shadow.as_ref()?.screen());
-        let visible = match (&before, &now) {
-            (Some(before), Some(now)) => {
-                now.cursor_position() != before.cursor_position()
-                    || !now.contents_diff(before).is_empty()
-            }
+        let visible = match (before, &self.shadow) {
+            (Some(before), Some(shadow)) => seen(shadow) != before,
             _ => true,
         };
         if visible {
@@ -284,7 +280,7 @@ impl Relay {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(bytes);
         let _ = err.flush();
-        if let Some(shadow) = &self.shadow {
+        if let Some(shadow) = &mut self.shadow {
             shadow.feed(bytes);
         }
     }
@@ -394,19 +390,8 @@ impl Relay {
 
     /// Where the overlay goes: under the adapter's cursor, keeping its used rows.
     fn placement(&self) -> Option<Placement> {
-        let screen = self.shadow.as_ref()?.screen()?;
-        let (row, col) = screen.cursor_position();
-        let used = screen
-            .rows(0, self.size.cols)
-            .enumerate()
-            .filter(|(_, text)| !text.trim().is_empty())
-            .map(|(i, _)| i + 1)
-            .last()
-            .unwrap_or(0);
-        Some(
-            Placement::new(self.size, CursorPos { row, col })
-                .with_used_rows(u16::try_from(used).unwrap_or(u16::MAX)),
-        )
+        let shadow = self.shadow.as_ref()?;
+        Some(Placement::new(self.size, shadow.cursor()).with_used_rows(shadow.used_rows()))
     }
 
     fn open_menu(&mut self, menu: Menu) {
@@ -468,7 +453,7 @@ impl Relay {
         };
         self.show(&out);
         self.size = size;
-        if let Some(shadow) = &self.shadow {
+        if let Some(shadow) = &mut self.shadow {
             shadow.resize(size);
         }
         self.to_adapter.resize(size).await;

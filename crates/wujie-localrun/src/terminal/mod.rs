@@ -5,7 +5,6 @@
 
 mod host;
 mod raw;
-mod shadow;
 
 pub use host::{HOLD_CAP, HostEvent, TerminalHost};
 pub use raw::{RawMode, stdin_is_terminal, terminal_size};

@@ -1,0 +1,37 @@
+//! The screen model never panics on any output, at any size, across resizes; the cursor stays
+//! on the screen (or one past the last column, a pending wrap); chunking does not matter.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wujie_term::{ScreenModel, TermSize};
+
+fuzz_target!(|data: &[u8]| {
+    let [rows, cols, step, resize_rows, resize_cols, output @ ..] = data else {
+        return;
+    };
+    let size = TermSize {
+        rows: u16::from(*rows % 40),
+        cols: u16::from(*cols % 90),
+    };
+    let mut whole = ScreenModel::new(size);
+    let mut chunked = ScreenModel::new(size);
+    whole.feed(output);
+    for chunk in output.chunks(usize::from(*step).max(1)) {
+        chunked.feed(chunk);
+    }
+    assert_eq!(whole.cursor(), chunked.cursor());
+    assert_eq!(whole.used_rows(), chunked.used_rows());
+
+    let resized = TermSize {
+        rows: u16::from(*resize_rows % 40),
+        cols: u16::from(*resize_cols % 90),
+    };
+    for (model, size) in [(&mut whole, size), (&mut chunked, resized)] {
+        model.resize(size);
+        model.feed(output);
+        let cursor = model.cursor();
+        assert!(cursor.row < size.rows.max(1), "{cursor:?} in {size:?}");
+        assert!(cursor.col <= size.cols.max(1), "{cursor:?} in {size:?}");
+        assert!(model.used_rows() <= size.rows.max(1));
+    }
+});
