@@ -679,14 +679,18 @@ impl State {
         }
     }
 
+    /// A change to the cells of the screen in use; it counts as drawing.
+    fn edit(&mut self, change: impl FnOnce(&mut Grid)) {
+        self.drawn += 1;
+        change(self.grid_mut());
+    }
+
     fn csi(&mut self, params: &vte::Params, intermediates: &[u8], action: char) {
         let first = || param(params, 0, 0);
         let count = || first().max(1);
+        let n = count();
         match (intermediates.first(), action) {
-            (None, '@') => {
-                self.drawn += 1;
-                self.grid_mut().insert_cells(count());
-            }
+            (None, '@') => self.edit(|g| g.insert_cells(n)),
             (None, 'A') => self.grid_mut().row_dec_clamp(count()),
             (None, 'B') => self.grid_mut().row_inc_clamp(count()),
             (None, 'C') => {
@@ -714,54 +718,30 @@ impl State {
                 let col = param(params, 1, 0).max(1) - 1;
                 self.grid_mut().set_pos(Pos { row, col });
             }
-            (None | Some(b'?'), 'J') => {
-                self.drawn += 1;
-                match first() {
-                    0 => self.grid_mut().erase_all_forward(),
-                    1 => self.grid_mut().erase_all_backward(),
-                    2 => self.grid_mut().erase_all(),
-                    // Erasing the scrollback also forgets the rows that scrolled off.
-                    3 => {
-                        if let Some(off) = &mut self.grid_mut().scrolled_off {
-                            *off = 0;
-                        }
+            (None | Some(b'?'), 'J') => self.edit(|g| match first() {
+                0 => g.erase_all_forward(),
+                1 => g.erase_all_backward(),
+                2 => g.erase_all(),
+                // Erasing the scrollback also forgets the rows that scrolled off.
+                3 => {
+                    if let Some(off) = &mut g.scrolled_off {
+                        *off = 0;
                     }
-                    _ => {}
                 }
-            }
-            (None | Some(b'?'), 'K') => {
-                self.drawn += 1;
-                match first() {
-                    0 => self.grid_mut().erase_row_forward(),
-                    1 => self.grid_mut().erase_row_backward(),
-                    2 => self.grid_mut().row_mut().reset(),
-                    _ => {}
-                }
-            }
-            (None, 'L') => {
-                self.drawn += 1;
-                self.grid_mut().insert_lines(count());
-            }
-            (None, 'M') => {
-                self.drawn += 1;
-                self.grid_mut().delete_lines(count());
-            }
-            (None, 'P') => {
-                self.drawn += 1;
-                self.grid_mut().delete_cells(count());
-            }
-            (None, 'S') => {
-                self.drawn += 1;
-                self.grid_mut().scroll_up(count());
-            }
-            (None, 'T') => {
-                self.drawn += 1;
-                self.grid_mut().scroll_down(count());
-            }
-            (None, 'X') => {
-                self.drawn += 1;
-                self.grid_mut().erase_cells(count());
-            }
+                _ => {}
+            }),
+            (None | Some(b'?'), 'K') => self.edit(|g| match first() {
+                0 => g.erase_row_forward(),
+                1 => g.erase_row_backward(),
+                2 => g.row_mut().reset(),
+                _ => {}
+            }),
+            (None, 'L') => self.edit(|g| g.insert_lines(n)),
+            (None, 'M') => self.edit(|g| g.delete_lines(n)),
+            (None, 'P') => self.edit(|g| g.delete_cells(n)),
+            (None, 'S') => self.edit(|g| g.scroll_up(n)),
+            (None, 'T') => self.edit(|g| g.scroll_down(n)),
+            (None, 'X') => self.edit(|g| g.erase_cells(n)),
             (None, 'b') => {
                 if let Some(c) = self.last_char {
                     for _ in 0..count() {
