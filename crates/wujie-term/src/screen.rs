@@ -456,6 +456,9 @@ pub struct ScreenModel {
     state: State,
     /// The start of a UTF-8 character whose other bytes have not arrived yet.
     partial: Vec<u8>,
+    /// vte is known to be in its ground state (outside any escape sequence), where printable
+    /// ASCII, CR and LF are drawn without it.
+    ground: bool,
 }
 
 #[derive(Clone)]
@@ -465,6 +468,8 @@ struct State {
     alternate_active: bool,
     last_char: Option<char>,
     drawn: u64,
+    /// An escape sequence was just completed, which leaves vte in its ground state.
+    sequence_done: bool,
 }
 
 impl ScreenModel {
@@ -473,6 +478,7 @@ impl ScreenModel {
             parser: vte::Parser::new(),
             state: State::new(sane(size)),
             partial: Vec::new(),
+            ground: true,
         }
     }
 
@@ -487,8 +493,35 @@ impl ScreenModel {
             joined = [std::mem::take(&mut self.partial).as_slice(), bytes].concat();
             &joined
         };
-        let (ready, rest) = input.split_at(input.len() - unfinished_utf8(input));
-        self.parser.advance(&mut self.state, ready);
+        let (mut ready, rest) = input.split_at(input.len() - unfinished_utf8(input));
+        let fast = |b: u8| matches!(b, b' '..=b'~' | b'\n' | b'\r');
+        while !ready.is_empty() {
+            if self.ground {
+                // The bulk of most output: plain text lines, drawn a row segment at a time.
+                let plain = ready.iter().position(|&b| !fast(b)).unwrap_or(ready.len());
+                self.state.plain(&ready[..plain]);
+                ready = &ready[plain..];
+                // Other text (UTF-8, controls) up to the next escape: vte stays in its ground
+                // state through it, unless it ends inside a character.
+                let other = ready
+                    .iter()
+                    .position(|&b| b == 0x1b || fast(b))
+                    .unwrap_or(ready.len());
+                if other > 0 && unfinished_utf8(&ready[..other]) == 0 {
+                    self.parser.advance(&mut self.state, &ready[..other]);
+                    ready = &ready[other..];
+                    continue;
+                }
+                if ready.is_empty() {
+                    break;
+                }
+            }
+            // An escape sequence (or broken UTF-8) goes through vte until it completes one.
+            self.state.sequence_done = false;
+            let used = self.parser.advance_until_terminated(&mut self.state, ready);
+            ready = &ready[used..];
+            self.ground = self.state.sequence_done;
+        }
         self.partial.extend_from_slice(rest);
     }
 
@@ -557,6 +590,66 @@ impl State {
             alternate_active: false,
             last_char: None,
             drawn: 0,
+            sequence_done: false,
+        }
+    }
+
+    /// A C0 control character.
+    fn control(&mut self, byte: u8) {
+        let grid = self.grid_mut();
+        match byte {
+            8 => grid.pos.col = grid.pos.col.saturating_sub(1),
+            9 => grid.col_tab(),
+            10..=12 => {
+                grid.row_inc_scroll(1);
+            }
+            13 => grid.col_set(0),
+            _ => {}
+        }
+    }
+
+    /// Printable ASCII, CR and LF, as vte would deliver them in its ground state.
+    fn plain(&mut self, bytes: &[u8]) {
+        for piece in bytes.split_inclusive(|&b| b == b'\n' || b == b'\r') {
+            match piece.split_last() {
+                Some((&control, text)) if control == b'\n' || control == b'\r' => {
+                    self.printable(text);
+                    self.control(control);
+                }
+                _ => self.printable(piece),
+            }
+        }
+    }
+
+    /// A run of printable ASCII: whole row segments at once, unless a segment touches half of a
+    /// wide character or the cursor waits to wrap, which [`State::text`] handles per character.
+    fn printable(&mut self, mut run: &[u8]) {
+        while !run.is_empty() {
+            let grid = if self.alternate_active {
+                &mut self.alternate
+            } else {
+                &mut self.primary
+            };
+            let Pos { row, col } = grid.pos;
+            let fits = usize::from(grid.cols.saturating_sub(col)).min(run.len());
+            let (row, col) = (usize::from(row), usize::from(col));
+            let cells = &mut grid.rows[row].cells;
+            let near = &cells[col.saturating_sub(1)..(col + fits + 1).min(cells.len())];
+            if fits == 0 || near.iter().any(|c| c.0 & (WIDE | WIDE_CONT) != 0) {
+                let step = fits.max(1);
+                for &b in &run[..step] {
+                    self.text(char::from(b));
+                }
+                run = &run[step..];
+                continue;
+            }
+            for (cell, &b) in cells[col..col + fits].iter_mut().zip(run) {
+                *cell = Cell(if b == b' ' { 0 } else { INK });
+            }
+            grid.pos.col += fits as u16;
+            self.drawn += fits as u64;
+            self.last_char = Some(char::from(run[fits - 1]));
+            run = &run[fits..];
         }
     }
 
@@ -813,16 +906,16 @@ impl vte::Perform for State {
     }
 
     fn execute(&mut self, byte: u8) {
-        let grid = self.grid_mut();
-        match byte {
-            8 => grid.pos.col = grid.pos.col.saturating_sub(1),
-            9 => grid.col_tab(),
-            10..=12 => {
-                grid.row_inc_scroll(1);
-            }
-            13 => grid.col_set(0),
-            _ => {}
-        }
+        self.control(byte);
+    }
+
+    fn osc_dispatch(&mut self, _params: &[&[u8]], bell_terminated: bool) {
+        // Ended by ESC \ instead, the backslash is still to come (as an escape sequence).
+        self.sequence_done = bell_terminated;
+    }
+
+    fn terminated(&self) -> bool {
+        self.sequence_done
     }
 
     fn csi_dispatch(
@@ -832,10 +925,12 @@ impl vte::Perform for State {
         _ignore: bool,
         action: char,
     ) {
+        self.sequence_done = true;
         self.csi(params, intermediates, action);
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, byte: u8) {
+        self.sequence_done = true;
         if !intermediates.is_empty() {
             return;
         }
@@ -851,6 +946,7 @@ impl vte::Perform for State {
                 };
                 *self = State {
                     drawn: self.drawn,
+                    sequence_done: true,
                     ..State::new(size)
                 };
             }

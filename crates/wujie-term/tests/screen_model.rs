@@ -23,6 +23,9 @@ fn piece() -> impl Strategy<Value = Vec<u8>> {
         1 => Just("\u{301}".as_bytes().to_vec()),
         1 => Just("\u{3000}".as_bytes().to_vec()),
         1 => Just("한".as_bytes().to_vec()),
+        // A character cut short by the next one (broken UTF-8 inside one piece).
+        1 => prop::sample::select(vec![&b"\xe4\xb8a"[..], b"\xc3(", b"\xf0\x9f\x98x", b"\xe4\xb8\x1b[C"])
+            .prop_map(<[u8]>::to_vec),
         3 => prop::sample::select(vec![
             &b"\r"[..], b"\n", b"\r\n", b"\x08", b"\t", b"\x0b", b"\x0c", b"\x1b7", b"\x1b8",
             b"\x1bM", b"\x1b[?6h", b"\x1b[?6l", b"\x1b[?47h", b"\x1b[?47l", b"\x1b[?1049h",
@@ -134,4 +137,24 @@ fn drawing_counts_but_titles_and_modes_do_not() {
     assert!(model.drawn() > before, "the echo drew");
     assert_eq!(model.cursor(), CursorPos { row: 0, col: 3 });
     assert_eq!(model.used_rows(), 1);
+}
+
+#[test]
+fn a_character_cut_short_does_not_swallow_what_follows() {
+    // Broken UTF-8 followed by text and an escape sequence, as vt100 reads it in one piece.
+    for input in [
+        &b"\xe4\xb8a\x1b[2;5Hb"[..],
+        b"ab\xc3\x1b[3;2Hc",
+        b"\xf0\x9f\x98x\r\n\x1b[1;7Hy",
+    ] {
+        let mut parser = vt100::Parser::new(nz(6), nz(12), 0);
+        parser.process(input);
+        let mut model = ScreenModel::new(TermSize { rows: 6, cols: 12 });
+        model.feed(input);
+        assert_eq!(
+            (model.cursor(), model.used_rows()),
+            oracle(&parser),
+            "{input:?}"
+        );
+    }
 }
