@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::lines::{LinePiece, LineSplitter};
+
 /// The nine message types an adapter may report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -500,13 +502,9 @@ pub(crate) fn quote(text: &str) -> String {
 /// reported as too long at once and the rest of it is skipped up to its `'\n'`.
 #[derive(Debug)]
 pub struct LineDecoder {
-    max_line_bytes: usize,
-    /// Bytes of the current, unfinished line.
-    pending: Vec<u8>,
-    /// Lines completed so far, blank ones included.
+    lines: LineSplitter,
+    /// Lines handed over so far, blank and too-long ones included.
     lines_done: u64,
-    /// The current line already passed the limit and was reported; skip to its end.
-    skipping: bool,
 }
 
 impl Default for LineDecoder {
@@ -518,10 +516,8 @@ impl Default for LineDecoder {
 impl LineDecoder {
     pub fn new(max_line_bytes: usize) -> Self {
         LineDecoder {
-            max_line_bytes,
-            pending: Vec::new(),
+            lines: LineSplitter::new(max_line_bytes),
             lines_done: 0,
-            skipping: false,
         }
     }
 
@@ -529,80 +525,42 @@ impl LineDecoder {
     /// count for line numbers but produce no entry.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<Result<DecodedLine, EventError>> {
         let mut out = Vec::new();
-        let mut rest = chunk;
-        while !rest.is_empty() {
-            let (segment, after) = match rest.iter().position(|&b| b == b'\n') {
-                Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-                None => (rest, None),
-            };
-            if !self.skipping {
-                if self.pending.is_empty() && after.is_some() {
-                    // The whole line is inside this chunk: parse it in place, without a copy.
-                    out.extend(self.complete(segment));
-                } else if self.pending.len() + segment.len() > self.max_line_bytes.saturating_add(1)
-                {
-                    // Certainly over the limit whatever follows (one trailing '\r' is allowed
-                    // beyond it): report now instead of buffering further.
-                    self.skipping = true;
-                    self.pending.clear();
-                    out.push(Err(self.too_long(self.lines_done + 1)));
-                } else {
-                    self.pending.extend_from_slice(segment);
-                    if after.is_some() {
-                        let line = std::mem::take(&mut self.pending);
-                        out.extend(self.complete(&line));
-                        // Keep the allocation for the next line.
-                        self.pending = line;
-                        self.pending.clear();
-                    }
-                }
-            }
-            let Some(after) = after else { break };
-            if self.skipping {
-                self.skipping = false;
-                self.lines_done += 1;
-            }
-            rest = after;
-        }
+        let LineDecoder { lines, lines_done } = self;
+        let limit = lines.max_line_bytes();
+        lines.feed(chunk, |piece| out.extend(decode(piece, lines_done, limit)));
         out
     }
 
     /// Ends the stream: parses a last line that had no `'\n'`.
     pub fn finish(&mut self) -> Option<Result<DecodedLine, EventError>> {
-        if self.skipping {
-            self.skipping = false;
-            self.pending.clear();
-            self.lines_done += 1;
-            return None;
-        }
-        if self.pending.is_empty() {
-            return None;
-        }
-        let line = std::mem::take(&mut self.pending);
-        self.complete(&line)
+        let mut out = None;
+        let LineDecoder { lines, lines_done } = self;
+        let limit = lines.max_line_bytes();
+        lines.finish(|piece| out = decode(piece, lines_done, limit));
+        out
     }
+}
 
-    fn too_long(&self, line_no: u64) -> EventError {
-        EventError {
-            line_no,
-            kind: EventErrorKind::LineTooLong {
-                limit: self.max_line_bytes,
-            },
+/// Numbers a line handed over by the splitter and parses it.
+fn decode(
+    piece: LinePiece<'_>,
+    lines_done: &mut u64,
+    limit: usize,
+) -> Option<Result<DecodedLine, EventError>> {
+    *lines_done += 1;
+    let line_no = *lines_done;
+    let content = match piece {
+        LinePiece::Line(content) => content,
+        LinePiece::TooLong => {
+            return Some(Err(EventError {
+                line_no,
+                kind: EventErrorKind::LineTooLong { limit },
+            }));
         }
-    }
-
-    /// Parses a finished line and advances the line count.
-    fn complete(&mut self, line: &[u8]) -> Option<Result<DecodedLine, EventError>> {
-        self.lines_done += 1;
-        let line_no = self.lines_done;
-        let content = line.strip_suffix(b"\r").unwrap_or(line);
-        if content.len() > self.max_line_bytes {
-            return Some(Err(self.too_long(line_no)));
-        }
-        match parse_line(content, line_no) {
-            Ok(events) if events.is_empty() => None,
-            Ok(events) => Some(Ok(DecodedLine { line_no, events })),
-            Err(e) => Some(Err(e)),
-        }
+    };
+    match parse_line(content, line_no) {
+        Ok(events) if events.is_empty() => None,
+        Ok(events) => Some(Ok(DecodedLine { line_no, events })),
+        Err(e) => Some(Err(e)),
     }
 }

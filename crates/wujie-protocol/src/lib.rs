@@ -9,5 +9,6 @@ pub mod api;
 pub mod control;
 pub mod driver;
 pub mod event;
+pub mod lines;
 pub mod manifest;
 pub mod sidecar;

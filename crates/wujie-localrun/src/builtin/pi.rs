@@ -27,8 +27,9 @@ use std::process::Stdio;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
+use wujie_protocol::lines::{LinePiece, LineSplitter};
 
-use crate::builtin::{AgentProgram, BuiltinError, Line, LineSplitter};
+use crate::builtin::{AgentProgram, BuiltinError};
 use crate::supervisor::exit_code_of;
 
 /// The `source` of every message the pi provider reports.
@@ -44,6 +45,21 @@ pub const PI: AgentProgram = AgentProgram {
 /// Longest pi stdout line read. `agent_end` repeats the whole conversation on one line, so the
 /// limit is far above any single event; it only stops a runaway process from exhausting memory.
 pub const MAX_PI_LINE_BYTES: usize = 256 * 1024 * 1024;
+
+/// One line of pi's stdout, kept until the mapper takes it.
+enum Line {
+    Complete(Vec<u8>),
+    TooLong,
+}
+
+impl From<LinePiece<'_>> for Line {
+    fn from(piece: LinePiece<'_>) -> Line {
+        match piece {
+            LinePiece::Line(bytes) => Line::Complete(bytes.to_vec()),
+            LinePiece::TooLong => Line::TooLong,
+        }
+    }
+}
 
 /// What one piece of pi's stdout becomes.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,8 +118,11 @@ impl PiMapper {
 
     /// The outputs of every line the chunk completes.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<PiOutput> {
+        let mut lines = Vec::new();
+        self.lines
+            .feed(chunk, |piece| lines.push(Line::from(piece)));
         let mut out = Vec::new();
-        for line in self.lines.feed(chunk) {
+        for line in lines {
             self.line(line, &mut out);
         }
         out
@@ -112,8 +131,10 @@ impl PiMapper {
     /// Ends the stream: a last line without `'\n'`, then any held text as ordinary `text` (pi
     /// stopped without saying the agent was done, so it is not known to be the final reply).
     pub fn finish(&mut self) -> Vec<PiOutput> {
+        let mut last = None;
+        self.lines.finish(|piece| last = Some(Line::from(piece)));
         let mut out = Vec::new();
-        if let Some(line) = self.lines.finish() {
+        if let Some(line) = last {
             self.line(line, &mut out);
         }
         self.release_held_as_text(&mut out);
