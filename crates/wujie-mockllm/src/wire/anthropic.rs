@@ -1,48 +1,26 @@
 //! Anthropic Messages: `POST /v1/messages` (Claude Code adds `?beta=true`).
 
-use super::{Inspected, SseEvent, content_text, next_id, pieces};
-use crate::script::{Answer, LatestInput, OfferedTool};
+use super::{
+    Inspected, SseEvent, content_text, functions, items, next_id, pieces, results_or_text,
+};
+use crate::script::{Answer, LatestInput};
 use serde_json::{Value, json};
 
 pub fn inspect(body: &Value) -> Inspected {
-    let messages = body["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let messages = items(&body["messages"]);
     let latest = match messages.iter().rev().find(|m| m["role"] == "user") {
         None => LatestInput::Nothing,
         Some(m) => {
-            let blocks = m["content"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            let results: Vec<String> = blocks
+            let results: Vec<String> = items(&m["content"])
                 .iter()
                 .filter(|b| b["type"] == "tool_result")
                 .map(|b| content_text(&b["content"]))
                 .collect();
-            // A user message carrying tool results answers the previous turn's calls; any text
-            // blocks beside them are reminders the agent adds, not a new request.
-            if results.is_empty() {
-                LatestInput::UserText(content_text(&m["content"]))
-            } else {
-                LatestInput::ToolResult(results.join("\n"))
-            }
+            // Text blocks beside tool results are reminders the agent adds, not a new request.
+            results_or_text(results, || content_text(&m["content"]))
         }
     };
-    let offered = body["tools"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|t| {
-            let name = t["name"].as_str()?;
-            Some(OfferedTool {
-                name: name.to_string(),
-                kind: "function".to_string(),
-            })
-        })
-        .collect();
+    let offered = functions(items(&body["tools"]), |t| t["name"].as_str());
     Inspected {
         latest,
         model: body["model"].as_str().map(str::to_string),

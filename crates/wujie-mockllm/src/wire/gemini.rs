@@ -1,8 +1,8 @@
 //! Gemini `generateContent` / `streamGenerateContent` (`POST /v1beta/models/{model}:{method}`).
 //! The model and whether to stream come from the path, not the body.
 
-use super::{Inspected, SseEvent, content_text, pieces};
-use crate::script::{Answer, LatestInput, OfferedTool};
+use super::{Inspected, SseEvent, content_text, functions, items, pieces, results_or_text};
+use crate::script::{Answer, LatestInput};
 use serde_json::{Value, json};
 
 /// The model and method of a Gemini path such as `/v1beta/models/m:streamGenerateContent`.
@@ -32,52 +32,32 @@ fn response_text(response: &Value) -> String {
 
 /// Reads the body; `model` and `stream` are left for the caller to take from the path.
 pub fn inspect(body: &Value) -> Inspected {
-    let contents = body["contents"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let latest = match contents.iter().rev().find(|c| c["role"] != "model") {
+    let latest = match items(&body["contents"])
+        .iter()
+        .rev()
+        .find(|c| c["role"] != "model")
+    {
         None => LatestInput::Nothing,
         Some(content) => {
-            let parts = content["parts"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default();
+            let parts = items(&content["parts"]);
             let results: Vec<String> = parts
                 .iter()
                 .filter_map(|p| p.get("functionResponse"))
                 .map(|r| response_text(&r["response"]))
                 .collect();
-            if results.is_empty() {
+            results_or_text(results, || {
                 let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-                LatestInput::UserText(texts.join("\n"))
-            } else {
-                LatestInput::ToolResult(results.join("\n"))
-            }
+                texts.join("\n")
+            })
         }
     };
-    let offered = body["tools"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|t| {
-            let declarations = t
-                .get("functionDeclarations")
-                .or_else(|| t.get("function_declarations"));
-            declarations
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|d| {
-            let name = d["name"].as_str()?;
-            Some(OfferedTool {
-                name: name.to_string(),
-                kind: "function".to_string(),
-            })
-        })
-        .collect();
+    let declarations = items(&body["tools"]).iter().flat_map(|t| {
+        let list = t
+            .get("functionDeclarations")
+            .or_else(|| t.get("function_declarations"));
+        list.map_or(&[][..], items)
+    });
+    let offered = functions(declarations, |d| d["name"].as_str());
     Inspected {
         latest,
         model: None,

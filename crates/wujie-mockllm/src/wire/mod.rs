@@ -60,6 +60,58 @@ impl SseEvent {
     }
 }
 
+/// The elements of a JSON array; none when the value is missing or not an array.
+pub fn items(value: &Value) -> &[Value] {
+    value.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+/// The function tools a request offers, named by `name_of`; entries without a name are skipped.
+pub fn functions<'a>(
+    tools: impl IntoIterator<Item = &'a Value>,
+    name_of: impl Fn(&'a Value) -> Option<&'a str>,
+) -> Vec<OfferedTool> {
+    tools
+        .into_iter()
+        .filter_map(|t| {
+            Some(OfferedTool {
+                name: name_of(t)?.to_string(),
+                kind: "function".to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The latest input when a turn's message carries tool results beside (or instead of) text:
+/// the results answer the previous turn's calls, so they win over any text.
+pub fn results_or_text(results: Vec<String>, text: impl FnOnce() -> String) -> LatestInput {
+    if results.is_empty() {
+        LatestInput::UserText(text())
+    } else {
+        LatestInput::ToolResult(results.join("\n"))
+    }
+}
+
+/// The latest input of a conversation where tool results are items of their own: the results
+/// at its end (the previous turn's calls answered), else the last user message's text.
+pub fn trailing_results_or_user(
+    items: &[Value],
+    is_result: impl Fn(&Value) -> bool,
+    result_text: impl Fn(&Value) -> String,
+) -> LatestInput {
+    let trailing = items.iter().rev().take_while(|i| is_result(i)).count();
+    if trailing > 0 {
+        let texts: Vec<String> = items[items.len() - trailing..]
+            .iter()
+            .map(result_text)
+            .collect();
+        return LatestInput::ToolResult(texts.join("\n"));
+    }
+    match items.iter().rev().find(|i| i["role"] == "user") {
+        Some(m) => LatestInput::UserText(content_text(&m["content"])),
+        None => LatestInput::Nothing,
+    }
+}
+
 /// The text of a message `content` that is either a string or a list of parts with `text`
 /// (or, for tool results, nested `content`). Parts without text are skipped.
 pub fn content_text(content: &Value) -> String {

@@ -1,48 +1,24 @@
 //! OpenAI Chat Completions: `POST /v1/chat/completions`.
 
-use super::{Inspected, SseEvent, arguments_string, content_text, next_id, now_secs, pieces};
-use crate::script::{Answer, LatestInput, OfferedTool};
+use super::{
+    Inspected, SseEvent, arguments_string, content_text, functions, items, next_id, now_secs,
+    pieces, trailing_results_or_user,
+};
+use crate::script::Answer;
 use serde_json::{Value, json};
 
 pub fn inspect(body: &Value) -> Inspected {
-    let messages = body["messages"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     // Trailing `tool` messages are the results of the previous turn's calls.
-    let trailing_tools: Vec<&Value> = messages
-        .iter()
-        .rev()
-        .take_while(|m| m["role"] == "tool")
-        .collect();
-    let latest = if !trailing_tools.is_empty() {
-        let texts: Vec<String> = trailing_tools
-            .iter()
-            .rev()
-            .map(|m| content_text(&m["content"]))
-            .collect();
-        LatestInput::ToolResult(texts.join("\n"))
-    } else {
-        match messages.iter().rev().find(|m| m["role"] == "user") {
-            Some(m) => LatestInput::UserText(content_text(&m["content"])),
-            None => LatestInput::Nothing,
-        }
-    };
-    let offered = body["tools"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|t| {
-            let name = t["function"]["name"]
-                .as_str()
-                .or_else(|| t["name"].as_str())?;
-            Some(OfferedTool {
-                name: name.to_string(),
-                kind: "function".to_string(),
-            })
-        })
-        .collect();
+    let latest = trailing_results_or_user(
+        items(&body["messages"]),
+        |m| m["role"] == "tool",
+        |m| content_text(&m["content"]),
+    );
+    let offered = functions(items(&body["tools"]), |t| {
+        t["function"]["name"]
+            .as_str()
+            .or_else(|| t["name"].as_str())
+    });
     Inspected {
         latest,
         model: body["model"].as_str().map(str::to_string),
@@ -153,6 +129,7 @@ pub fn render_stream(answer: &Answer, model: &str, include_usage: bool) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::script::LatestInput;
 
     #[test]
     fn trailing_tool_messages_are_the_latest_input() {

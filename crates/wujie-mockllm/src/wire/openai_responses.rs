@@ -1,6 +1,9 @@
 //! OpenAI Responses: `POST /v1/responses`, the API Codex speaks.
 
-use super::{Inspected, SseEvent, arguments_string, content_text, next_id, now_secs, pieces};
+use super::{
+    Inspected, SseEvent, arguments_string, content_text, items, next_id, now_secs, pieces,
+    trailing_results_or_user,
+};
 use crate::script::{Answer, LatestInput, OfferedTool, ResolvedToolCall};
 use serde_json::{Value, json};
 
@@ -14,32 +17,12 @@ fn is_tool_output(item: &Value) -> bool {
 pub fn inspect(body: &Value) -> Inspected {
     let latest = match &body["input"] {
         Value::String(s) => LatestInput::UserText(s.clone()),
-        Value::Array(items) => {
-            let outputs: Vec<&Value> = items
-                .iter()
-                .rev()
-                .take_while(|i| is_tool_output(i))
-                .collect();
-            if !outputs.is_empty() {
-                let texts: Vec<String> = outputs
-                    .iter()
-                    .rev()
-                    .map(|i| content_text(&i["output"]))
-                    .collect();
-                LatestInput::ToolResult(texts.join("\n"))
-            } else {
-                match items.iter().rev().find(|i| i["role"] == "user") {
-                    Some(m) => LatestInput::UserText(content_text(&m["content"])),
-                    None => LatestInput::Nothing,
-                }
-            }
+        Value::Array(input) => {
+            trailing_results_or_user(input, is_tool_output, |i| content_text(&i["output"]))
         }
         _ => LatestInput::Nothing,
     };
-    let offered = body["tools"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    let offered = items(&body["tools"])
         .iter()
         .map(|t| {
             let kind = t["type"].as_str().unwrap_or("function");
