@@ -359,11 +359,7 @@ struct Flow<'a> {
 
 impl Flow<'_> {
     async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
-        let stdout = adapter
-            .stdout
-            .take()
-            .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
-        let mut events = StdoutEvents::new(stdout);
+        let mut events = StdoutEvents::take_from(adapter)?;
         let mut signals = StopSignals::install()?;
         self.from_user = pipe_input(&self.host);
         let mut answer = String::new();

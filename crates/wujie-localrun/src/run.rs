@@ -224,11 +224,7 @@ async fn pump(
     reporter: &Reporter,
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
-    let stdout = adapter
-        .stdout
-        .take()
-        .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
-    let mut events = StdoutEvents::new(stdout);
+    let mut events = StdoutEvents::take_from(adapter)?;
     let mut signals = StopSignals::install()?;
     // The user's stdin, unless the terminal host relays it.
     let mut from_user = forward_input.then(spawn_stdin_reader);

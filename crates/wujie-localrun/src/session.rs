@@ -77,7 +77,16 @@ pub struct ReadLines {
 }
 
 impl StdoutEvents {
-    pub fn new(stdout: ChildStdout) -> StdoutEvents {
+    /// The events of an adapter started with its stdout captured (always so by the supervisor).
+    pub fn take_from(adapter: &mut Adapter) -> Result<StdoutEvents, LocalRunError> {
+        let stdout = adapter
+            .stdout
+            .take()
+            .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+        Ok(StdoutEvents::new(stdout))
+    }
+
+    fn new(stdout: ChildStdout) -> StdoutEvents {
         StdoutEvents {
             stdout,
             decoder: LineDecoder::new(DEFAULT_MAX_LINE_BYTES),
