@@ -414,26 +414,10 @@ fn ctrl_c_answers_no_before_stopping_the_adapter() {
 /// The pid of the `wujie discuss` of this profile, from /proc.
 fn wait_for_wujie_pid(env: &Env) -> i32 {
     let home = env.home.path().to_str().unwrap().to_owned();
-    let mut found = 0;
-    wait_until(30, "wujie discuss to run", || {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmdline);
-            if cmd.starts_with(WUJIE)
-                && cmd.contains("discuss")
-                && String::from_utf8_lossy(&environ).contains(&home)
-            {
-                found = pid;
-                return true;
-            }
-        }
-        false
-    });
-    found
+    wait_for_wujie("wujie discuss to run", |pid, cmdline, _| {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        cmdline.contains("discuss") && String::from_utf8_lossy(&environ).contains(&home)
+    })
 }
 
 #[test]

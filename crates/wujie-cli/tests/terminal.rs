@@ -337,28 +337,13 @@ fn the_terminal_is_restored_after_the_adapter_crashes() {
 
 /// The `wujie` process started by the shell `parent`.
 fn wujie_child_of(parent: u32) -> i32 {
-    let mut found = 0;
-    wait_until(30, "wujie to start", || {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().nth(1));
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if ppid == Some(&parent.to_string())
-                && String::from_utf8_lossy(&cmdline).starts_with(WUJIE)
-            {
-                found = pid;
-                return true;
-            }
-        }
-        false
-    });
-    found
+    wait_for_wujie("wujie to start", |_, _, stat| {
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1));
+        ppid == Some(&parent.to_string())
+    })
 }
 
 #[test]

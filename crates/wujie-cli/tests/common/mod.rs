@@ -208,3 +208,25 @@ pub fn signal_pid(pid: i32, signal: nix::sys::signal::Signal) -> bool {
 pub fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
     pgid > 1 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
 }
+
+/// Waits up to 30 s for a running `wujie` process that `matches` (given its pid, its command
+/// line and its /proc stat line) and returns its pid.
+pub fn wait_for_wujie(what: &str, matches: impl Fn(i32, &str, &str) -> bool) -> i32 {
+    let mut found = 0;
+    wait_until(30, what, || {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if cmdline.starts_with(WUJIE) && matches(pid, &cmdline, &stat) {
+                found = pid;
+                return true;
+            }
+        }
+        false
+    });
+    found
+}
