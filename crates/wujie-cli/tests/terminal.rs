@@ -301,6 +301,46 @@ fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
 }
 
 #[test]
+fn output_waits_while_the_menu_is_open_and_past_the_cap_the_adapter_waits_too() {
+    use wujie_localrun::terminal::HOLD_CAP;
+    let env = Env::new();
+    install_tui(&env);
+    let progress = env.work.path().join("flood");
+    let took =
+        || -> usize { std::fs::read_to_string(&progress).map_or(0, |s| s.trim().parse().unwrap()) };
+    let term = Term::discuss(&env, &["--flood", progress.to_str().unwrap()]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    // The resize reaches the adapter while the menu is open; it then prints 4 MiB. Wait until
+    // it is stuck.
+    term.resize(ROWS, COLS - 10);
+    let mut last = (took(), Instant::now());
+    wait_until(30, "the adapter's output to stop being taken", || {
+        let now = took();
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        now > 0 && last.1.elapsed() > Duration::from_millis(500)
+    });
+    let stalled = took();
+    // Held back: at most the cap, plus what one read and the PTY's own buffers take.
+    assert!(
+        stalled <= HOLD_CAP + (512 << 10),
+        "the terminal took {stalled} bytes while the menu was open"
+    );
+    let during = term.contents();
+    assert!(
+        during.contains("/wujiecreateissue") && !during.contains("flood x"),
+        "nothing of the adapter's output reached the screen under the menu:\n{during}"
+    );
+    term.send(b"\x1b");
+    let after = term.wait_text("flood done");
+    assert!(!after.contains("/wujiecreateissue"), "{after}");
+    assert_eq!(took(), 4 << 20, "everything held was let through");
+}
+
+#[test]
 fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
     let env = Env::new();
     install_tui(&env);

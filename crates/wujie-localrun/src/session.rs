@@ -1,7 +1,6 @@
 //! Plumbing shared by every way of driving an adapter (`run`, `discuss`): its environment, its
 //! stdout as decoded event lines, its stdin fed by one writer, and the user's stop signals.
 
-use pty_process::OwnedWritePty;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
@@ -13,7 +12,7 @@ use wujie_term::TermSize;
 use crate::error::LocalRunError;
 use crate::registry::Provider;
 use crate::supervisor::{Adapter, SpawnSpec};
-use crate::terminal::{HostEvent, TerminalHost, stdin_is_terminal, terminal_size};
+use crate::terminal::{HostEvent, PtyWriter, TerminalHost, stdin_is_terminal, terminal_size};
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
 #[derive(Debug, Clone, Default)]
@@ -120,7 +119,7 @@ impl StdoutEvents {
 /// Where the adapter reads its input: a pipe, or the master side of its PTY.
 pub enum StdinSink {
     Pipe(ChildStdin),
-    Pty(OwnedWritePty),
+    Pty(PtyWriter),
 }
 
 /// The single writer of the adapter's stdin: user input and control frames go through it in
@@ -148,7 +147,7 @@ impl AdapterStdin {
                     StdinWrite::Bytes(bytes, done) => (bytes, done),
                     StdinWrite::Resize(size) => {
                         if let StdinSink::Pty(pty) = &sink {
-                            let _ = pty.resize(pty_process::Size::new(size.rows, size.cols));
+                            let _ = pty.resize(size);
                         }
                         continue;
                     }
@@ -158,9 +157,7 @@ impl AdapterStdin {
                     StdinSink::Pipe(pipe) => {
                         pipe.write_all(&bytes).await.is_ok() && pipe.flush().await.is_ok()
                     }
-                    StdinSink::Pty(pty) => {
-                        pty.write_all(&bytes).await.is_ok() && pty.flush().await.is_ok()
-                    }
+                    StdinSink::Pty(pty) => pty.write_all(&bytes).await.is_ok(),
                 };
                 if let Some(done) = done {
                     let _ = done.send(());
@@ -204,25 +201,35 @@ impl AdapterStdin {
 }
 
 /// Read the user's stdin in the background; `None` on the channel means end of input.
+///
+/// A thread of its own does blocking reads: a keystroke reaches the channel as soon as the
+/// kernel has it (no hop through the runtime's blocking pool), and a read that never returns
+/// cannot hold up the runtime's shutdown.
 pub fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(async move {
-        let mut ours = tokio::io::stdin();
+    let reader = move || {
         let mut buf = vec![0u8; 8192];
         loop {
-            match ours.read(&mut buf).await {
+            match rustix::io::read(std::io::stdin(), &mut buf) {
+                Err(rustix::io::Errno::INTR) => {}
                 Ok(0) | Err(_) => {
-                    let _ = tx.send(None).await;
+                    let _ = tx.blocking_send(None);
                     break;
                 }
                 Ok(n) => {
-                    if tx.send(Some(buf[..n].to_vec())).await.is_err() {
+                    if tx.blocking_send(Some(buf[..n].to_vec())).is_err() {
                         break;
                     }
                 }
             }
         }
-    });
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("wujie-stdin".into())
+        .spawn(reader)
+    {
+        tracing::warn!("could not start the stdin reader: {e}");
+    }
     rx
 }
 

@@ -1,36 +1,33 @@
 //! The relay between the user's terminal and the adapter's PTY, with the `/wujie` menu and the
 //! issue card drawn as an overlay.
 //!
-//! One task owns the user's side: it reads the user's input, scans it, forwards it to the PTY
-//! (through the adapter's single stdin writer, so control frames never interleave), relays the
-//! adapter's terminal output to our stderr, keeps a light model of what the real screen shows
-//! (adapter output and our overlay bytes alike) to know the cursor and the used rows, and
-//! follows SIGWINCH. The pump that reads the adapter's events talks to it through
-//! [`TerminalHost`]: it receives [`HostEvent`]s (a chosen command, a card decision) and asks for
-//! a card with [`TerminalHost::show_card`].
+//! The adapter's output reaches the terminal through a thread of its own
+//! ([`super::output`]). One task owns the rest: it reads the user's input, scans it, forwards
+//! it to the PTY (through the adapter's single stdin writer, so control frames never
+//! interleave), runs the trigger, draws the overlay (while the output thread holds the adapter's
+//! output back) and follows SIGWINCH. The pump that reads the adapter's events talks to it
+//! through [`TerminalHost`]: it receives [`HostEvent`]s (a chosen command, a card decision) and
+//! asks for a card with [`TerminalHost::show_card`].
 
-use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
-use pty_process::OwnedReadPty;
-use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
     CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner, IssueCard, Key, Menu,
-    MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, Placement, ScreenModel, TermSize,
-    TriggerAction, TriggerDetector, default_commands,
+    MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, ScreenModel, TermSize, TriggerAction,
+    TriggerDetector, default_commands,
 };
 
+use super::master;
+use super::output::{OutputThread, Screen};
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
 
-/// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
-/// adapter blocks on its writes instead of our memory growing.
-pub const HOLD_CAP: usize = 1 << 20;
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
 const ESCAPE_IDLE: Duration = Duration::from_millis(25);
@@ -78,15 +75,20 @@ impl TerminalHost {
         };
         let mut winch = signal(SignalKind::window_change())
             .map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")))?;
-        let (reader, writer) = pty.into_split();
+        let failed = |e: std::io::Error| {
+            LocalRunError::Invalid(format!("could not relay the adapter's terminal: {e}"))
+        };
+        let (reader, writer) = master::split(pty).map_err(failed)?;
+        let screen = Screen::new(menu.then(|| ScreenModel::new(size)));
+        let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(failed)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
         let (requests, mut requests_rx) = mpsc::channel(8);
-        let mut relay = Relay::new(to_adapter.clone(), size, menu, events_tx);
+        let mut relay = Relay::new(to_adapter.clone(), screen, size, menu, events_tx);
         let interactive = raw.is_some();
         let task = tokio::spawn(async move {
             relay
-                .run(reader, &mut winch, &mut requests_rx, interactive)
+                .run(output, &mut winch, &mut requests_rx, interactive)
                 .await;
         });
         Ok((
@@ -132,17 +134,16 @@ enum View {
 
 struct Relay {
     to_adapter: AdapterStdin,
-    /// Where the real screen's cursor is and which rows are used, for placing the overlay; only
-    /// kept when there is a menu (`wujie run` has no overlay and relays without parsing).
-    shadow: Option<ScreenModel>,
+    screen: Arc<Screen>,
     size: TermSize,
     scanner: InputScanner,
     line: InputLine,
     trigger: TriggerDetector,
     menu_enabled: bool,
     view: View,
-    held: Vec<u8>,
-    origin: Instant,
+    /// While the trigger waits for the adapter's echo: adapter output that changed the screen
+    /// from this time on counts (the time the input that armed it was sent).
+    echo_from: Option<Duration>,
     escape_since: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
 }
@@ -150,21 +151,21 @@ struct Relay {
 impl Relay {
     fn new(
         to_adapter: AdapterStdin,
+        screen: Arc<Screen>,
         size: TermSize,
         menu_enabled: bool,
         events: mpsc::Sender<HostEvent>,
     ) -> Relay {
         Relay {
             to_adapter,
-            shadow: menu_enabled.then(|| ScreenModel::new(size)),
+            screen,
             size,
             scanner: InputScanner::new(),
             line: InputLine::new(),
             trigger: TriggerDetector::new(),
             menu_enabled,
             view: View::Closed,
-            held: Vec::new(),
-            origin: Instant::now(),
+            echo_from: None,
             escape_since: None,
             events,
         }
@@ -172,22 +173,19 @@ impl Relay {
 
     async fn run(
         &mut self,
-        mut pty: OwnedReadPty,
+        mut output: OutputThread,
         winch: &mut tokio::signal::unix::Signal,
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
     ) {
         let mut from_user = spawn_stdin_reader();
         let mut user_open = true;
-        let mut buf = vec![0u8; 64 * 1024];
+        let screen = Arc::clone(&self.screen);
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
-                read = pty.read(&mut buf), if self.held.len() < HOLD_CAP => match read {
-                    // EIO once the adapter and everything it started closed the PTY.
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => self.adapter_output(&buf[..n]),
-                },
+                // Every process that had the adapter's terminal closed it.
+                _ = &mut output.ended => break,
                 input = from_user.recv(), if user_open => match input.flatten() {
                     Some(bytes) => self.user_input(&bytes).await,
                     None => {
@@ -199,6 +197,9 @@ impl Relay {
                         }
                     }
                 },
+                () = screen.changed.notified(), if self.echo_from.is_some() => {
+                    self.poll_trigger().await;
+                }
                 _ = winch.recv() => self.resize(terminal_size()).await,
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
@@ -210,24 +211,22 @@ impl Relay {
         // cursor on a fresh line under everything it drew (its margin rows included), so what
         // `wujie` prints next does not land inside the adapter's last screen.
         self.close_view();
-        self.release_held();
+        let mut lock = self.screen.lock();
+        lock.release();
         let mut out = Vec::new();
-        if let Some(place) = self.placement() {
+        if let Some(place) = lock.placement(self.size) {
             let below = place.used_rows.saturating_sub(place.cursor.row + 1);
             if below > 0 {
                 out.extend_from_slice(format!("\x1b[{below}B").as_bytes());
             }
         }
         out.extend_from_slice(b"\r\n");
-        self.show(&out);
-    }
-
-    fn now(&self) -> Duration {
-        self.origin.elapsed()
+        lock.show(&out);
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let trigger = self.trigger.next_deadline().map(|d| self.origin + d);
+        let start = Instant::now() - self.screen.now();
+        let trigger = self.trigger.next_deadline().map(|d| start + d);
         let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
         match (trigger, escape) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -247,49 +246,34 @@ impl Relay {
         self.poll_trigger().await;
     }
 
+    /// Tells the trigger about the adapter's latest visible output, then opens the menu when
+    /// it is due.
     async fn poll_trigger(&mut self) {
-        if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.now()) {
+        if let (Some(from), Some(at)) = (self.echo_from, self.screen.last_visible())
+            && at >= from
+        {
+            self.trigger.on_adapter_output(at);
+        }
+        if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.screen.now()) {
             self.open_menu(Menu::new(default_commands(), &query));
         }
+        self.watch_for_echo(None);
     }
 
-    fn adapter_output(&mut self, bytes: &[u8]) {
-        if !matches!(self.view, View::Closed) {
-            self.held.extend_from_slice(bytes);
-            return;
-        }
-        // Only while the trigger waits for the echo does it matter whether output was visible
-        // (a title update or a mode switch is not an echo): it drew or moved the cursor.
-        let seen = |shadow: &ScreenModel| (shadow.cursor(), shadow.drawn());
-        let before = match (&self.shadow, self.trigger.next_deadline()) {
-            (Some(shadow), Some(_)) => Some(seen(shadow)),
-            _ => None,
-        };
-        self.show(bytes);
-        let visible = match (before, &self.shadow) {
-            (Some(before), Some(shadow)) => seen(shadow) != before,
-            _ => true,
-        };
-        if visible {
-            self.trigger.on_adapter_output(self.now());
-        }
-    }
-
-    /// Writes to the real terminal and to its shadow.
-    fn show(&mut self, bytes: &[u8]) {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(bytes);
-        let _ = err.flush();
-        if let Some(shadow) = &mut self.shadow {
-            shadow.feed(bytes);
-        }
-    }
-
-    fn release_held(&mut self) {
-        if !self.held.is_empty() {
-            let held = std::mem::take(&mut self.held);
-            self.show(&held);
-            self.trigger.on_adapter_output(self.now());
+    /// Keeps the screen watching for the echo exactly while the trigger waits for it; `sent`
+    /// is when the input just forwarded was sent.
+    fn watch_for_echo(&mut self, sent: Option<Duration>) {
+        let waiting = self.trigger.next_deadline().is_some();
+        match (waiting, self.echo_from) {
+            (true, None) => {
+                self.echo_from = Some(sent.unwrap_or_else(|| self.screen.now()));
+                self.screen.watch(true);
+            }
+            (false, Some(_)) => {
+                self.echo_from = None;
+                self.screen.watch(false);
+            }
+            _ => {}
         }
     }
 
@@ -330,9 +314,11 @@ impl Relay {
         if forward.is_empty() {
             return;
         }
+        let sent = self.screen.now();
         self.to_adapter.send(std::mem::take(forward)).await;
         if self.menu_enabled && matches!(self.view, View::Closed) {
-            self.trigger.on_input(self.line.trigger_query(), self.now());
+            self.trigger.on_input(self.line.trigger_query(), sent);
+            self.watch_for_echo(Some(sent));
             self.poll_trigger().await;
         }
     }
@@ -354,7 +340,7 @@ impl Relay {
                             self.to_adapter.send(erase).await;
                             self.line.clear();
                             self.trigger.menu_closed();
-                            self.trigger.on_input(None, self.now());
+                            self.trigger.on_input(None, self.screen.now());
                             let _ = self.events.send(HostEvent::Command(command)).await;
                         }
                         MenuOutcome::Dismissed { forward } => {
@@ -365,10 +351,10 @@ impl Relay {
                             if !forward.is_empty() {
                                 self.to_adapter.send(forward).await;
                             }
-                            self.trigger.on_input(self.line.trigger_query(), self.now());
+                            self.trigger
+                                .on_input(self.line.trigger_query(), self.screen.now());
                         }
                     }
-                    self.release_held();
                     return;
                 }
             },
@@ -379,19 +365,12 @@ impl Relay {
                 }
                 CardUpdate::Decided(choice) => {
                     self.close_view();
-                    self.release_held();
                     let _ = self.events.send(HostEvent::Card(choice)).await;
                     return;
                 }
             },
         }
-        self.show(&out);
-    }
-
-    /// Where the overlay goes: under the adapter's cursor, keeping its used rows.
-    fn placement(&self) -> Option<Placement> {
-        let shadow = self.shadow.as_ref()?;
-        Some(Placement::new(self.size, shadow.cursor()).with_used_rows(shadow.used_rows()))
+        self.screen.lock().show(&out);
     }
 
     fn open_menu(&mut self, menu: Menu) {
@@ -417,24 +396,42 @@ impl Relay {
         }
     }
 
+    /// Draws an overlay under the adapter's cursor and holds the adapter's output back while
+    /// it is open. Without room (or without a shadow) the adapter's output flows on.
     fn open_overlay(&mut self, lines: &[OverlayLine]) -> Option<Overlay> {
+        let mut lock = self.screen.lock();
         let mut out = Vec::new();
-        let overlay = Overlay::open(self.placement()?, lines, &mut out).ok()?;
-        self.show(&out);
-        Some(overlay)
+        let opened = lock
+            .placement(self.size)
+            .and_then(|place| Overlay::open(place, lines, &mut out).ok());
+        match opened {
+            Some(overlay) => {
+                lock.hold();
+                lock.show(&out);
+                Some(overlay)
+            }
+            None => {
+                lock.release();
+                None
+            }
+        }
     }
 
+    /// Removes the overlay and lets the output held back meanwhile through.
     fn close_view(&mut self) {
         let mut out = Vec::new();
         match std::mem::replace(&mut self.view, View::Closed) {
             View::Closed => return,
             View::Menu(_, overlay) | View::Card(_, overlay) => overlay.close(&mut out),
         }
-        self.show(&out);
+        let mut lock = self.screen.lock();
+        lock.show(&out);
+        lock.release();
     }
 
-    /// The user's terminal changed size: the overlay is closed at the old size, the shadow and
-    /// the adapter's PTY follow, and the overlay opens again at the new size.
+    /// The user's terminal changed size: the overlay is closed at the old size (the adapter's
+    /// output stays held), the shadow and the adapter's PTY follow, and the overlay opens again
+    /// at the new size.
     async fn resize(&mut self, size: TermSize) {
         if size == self.size {
             return;
@@ -451,11 +448,12 @@ impl Relay {
                 Some(Err(card))
             }
         };
-        self.show(&out);
-        self.size = size;
-        if let Some(shadow) = &mut self.shadow {
-            shadow.resize(size);
+        {
+            let mut lock = self.screen.lock();
+            lock.show(&out);
+            lock.resize(size);
         }
+        self.size = size;
         self.to_adapter.resize(size).await;
         match reopen {
             None => {}

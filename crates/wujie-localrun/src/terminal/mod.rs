@@ -4,7 +4,11 @@
 //! overlay drawn over the adapter's screen.
 
 mod host;
+mod master;
+mod output;
 mod raw;
 
-pub use host::{HOLD_CAP, HostEvent, TerminalHost};
+pub use host::{HostEvent, TerminalHost};
+pub use master::PtyWriter;
+pub use output::HOLD_CAP;
 pub use raw::{RawMode, stdin_is_terminal, terminal_size};

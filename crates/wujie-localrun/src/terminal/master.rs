@@ -1,0 +1,59 @@
+//! The master side of the adapter's PTY, split between the output thread (reads) and the
+//! adapter's single stdin writer (writes and resizes).
+//!
+//! The descriptor leaves `pty-process`'s tokio registration: registered for reading, every
+//! chunk the adapter prints would also wake the runtime's event loop, on top of the output
+//! thread that reads it. The writer registers for writability only.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use rustix::termios::{Winsize, tcsetwinsize};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use wujie_term::TermSize;
+
+/// Splits the master: a descriptor for the output thread, and the writer. Both share the
+/// master's non-blocking mode.
+#[allow(unsafe_code)]
+pub fn split(pty: pty_process::Pty) -> io::Result<(OwnedFd, PtyWriter)> {
+    let master = OwnedFd::from(pty);
+    let reader = master.try_clone()?;
+    // SAFETY: the `AsyncFd` owns the `OwnedFd`, which keeps its descriptor open and unchanged
+    // until the `AsyncFd` drops it; nothing else closes or replaces it.
+    let writer = unsafe { AsyncFd::register_with_interest(master, Interest::WRITABLE) }
+        .map_err(|e| e.into_parts().1)?;
+    Ok((reader, PtyWriter(writer)))
+}
+
+/// Writes the user's input (and control frames) to the adapter's terminal.
+pub struct PtyWriter(AsyncFd<OwnedFd>);
+
+impl PtyWriter {
+    /// Writes all of `bytes`, waiting while the adapter's input queue is full.
+    pub async fn write_all(&self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let mut ready = self.0.writable().await?;
+            match ready.try_io(|fd| Ok(rustix::io::write(fd.get_ref(), bytes)?)) {
+                Ok(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(Ok(n)) => bytes = &bytes[n..],
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Ok(Err(e)) => return Err(e),
+                // Not writable after all: wait for the next readiness.
+                Err(_would_block) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets the adapter's window size; its foreground process group gets SIGWINCH.
+    pub fn resize(&self, size: TermSize) -> io::Result<()> {
+        let winsize = Winsize {
+            ws_row: size.rows,
+            ws_col: size.cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        Ok(tcsetwinsize(self.0.get_ref(), winsize)?)
+    }
+}

@@ -1,0 +1,248 @@
+//! The adapter's terminal output on its way to the user's terminal, and the one lock that every
+//! write to the user's terminal goes through.
+//!
+//! Output is the hot path (an agent redrawing its screen, a build log scrolling by), so a
+//! thread of its own reads the PTY master and writes to our stderr: a read happens as soon as
+//! the kernel has bytes, without a round trip through the runtime's event loop, and a slow
+//! terminal blocks only this thread. The overlay, drawn by the host task, writes through the
+//! same [`Screen`], so the terminal and the shadow model see the bytes in one order.
+
+use std::io::{PipeReader, PipeWriter, Write};
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
+use tokio::sync::{Notify, oneshot};
+use wujie_term::{Placement, ScreenModel, TermSize};
+
+/// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
+/// adapter blocks on its writes instead of our memory growing.
+pub const HOLD_CAP: usize = 1 << 20;
+
+/// The user's terminal as the adapter and the overlay share it.
+pub struct Screen {
+    state: Mutex<State>,
+    /// Wakes the output thread when held output was let through or the relay stopped.
+    released: Condvar,
+    /// Wakes the host task, while it watches, after adapter output changed the screen.
+    pub changed: Notify,
+    origin: Instant,
+}
+
+struct State {
+    /// A model of what the terminal shows (cursor, used rows), to place the overlay; only kept
+    /// when there is an overlay (`wujie run` relays without parsing).
+    shadow: Option<ScreenModel>,
+    /// While the overlay is open, adapter output waits here.
+    holding: bool,
+    held: Vec<u8>,
+    /// When adapter output last drew or moved the cursor (a title update does neither).
+    last_visible: Option<Duration>,
+    watching: bool,
+    stopped: bool,
+}
+
+impl Screen {
+    pub fn new(shadow: Option<ScreenModel>) -> Arc<Screen> {
+        Arc::new(Screen {
+            state: Mutex::new(State {
+                shadow,
+                holding: false,
+                held: Vec::new(),
+                last_visible: None,
+                watching: false,
+                stopped: false,
+            }),
+            released: Condvar::new(),
+            changed: Notify::new(),
+            origin: Instant::now(),
+        })
+    }
+
+    /// Time since the screen was set up: the clock of the trigger detector.
+    pub fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    pub fn lock(&self) -> ScreenLock<'_> {
+        ScreenLock {
+            screen: self,
+            state: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// Asks for [`Screen::changed`] after visible adapter output (while the trigger waits for
+    /// the adapter's echo).
+    pub fn watch(&self, on: bool) {
+        self.lock().state.watching = on;
+    }
+
+    /// When adapter output last changed what the screen shows.
+    pub fn last_visible(&self) -> Option<Duration> {
+        self.lock().state.last_visible
+    }
+
+    /// Ends the relay: the output thread stops at its next step and drops what it still reads.
+    fn stop(&self) {
+        let mut lock = self.lock();
+        lock.state.stopped = true;
+        lock.state.holding = false;
+        self.released.notify_all();
+    }
+
+    /// Relays one chunk of adapter output; false once the relay was stopped.
+    fn adapter_output(&self, bytes: &[u8]) -> bool {
+        let mut lock = self.lock();
+        loop {
+            if lock.state.stopped {
+                return false;
+            }
+            if !lock.state.holding {
+                break;
+            }
+            if lock.state.held.len() < HOLD_CAP {
+                lock.state.held.extend_from_slice(bytes);
+                return true;
+            }
+            lock.state = self
+                .released
+                .wait(lock.state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        let seen = |shadow: &ScreenModel| (shadow.cursor(), shadow.drawn());
+        let before = lock.state.shadow.as_ref().map(seen);
+        lock.show(bytes);
+        if let (Some(before), Some(shadow)) = (before, &lock.state.shadow)
+            && seen(shadow) != before
+        {
+            lock.state.last_visible = Some(self.now());
+            if lock.state.watching {
+                self.changed.notify_one();
+            }
+        }
+        true
+    }
+}
+
+/// Exclusive use of the user's terminal.
+pub struct ScreenLock<'a> {
+    screen: &'a Screen,
+    state: MutexGuard<'a, State>,
+}
+
+impl ScreenLock<'_> {
+    /// Writes to the real terminal and to its shadow.
+    pub fn show(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(bytes);
+        let _ = err.flush();
+        if let Some(shadow) = &mut self.state.shadow {
+            shadow.feed(bytes);
+        }
+    }
+
+    /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
+    /// used rows. `None` without a shadow.
+    pub fn placement(&self, size: TermSize) -> Option<Placement> {
+        let shadow = self.state.shadow.as_ref()?;
+        Some(Placement::new(size, shadow.cursor()).with_used_rows(shadow.used_rows()))
+    }
+
+    /// From now on adapter output waits until [`ScreenLock::release`].
+    pub fn hold(&mut self) {
+        self.state.holding = true;
+    }
+
+    /// Shows the output held back and lets the adapter's output through again.
+    pub fn release(&mut self) {
+        self.state.holding = false;
+        let held = std::mem::take(&mut self.state.held);
+        if !held.is_empty() {
+            self.show(&held);
+            self.state.last_visible = Some(self.screen.now());
+        }
+        self.screen.released.notify_all();
+    }
+
+    pub fn resize(&mut self, size: TermSize) {
+        if let Some(shadow) = &mut self.state.shadow {
+            shadow.resize(size);
+        }
+    }
+}
+
+/// The thread that relays the adapter's output.
+pub struct OutputThread {
+    /// Resolves when the adapter's side of the PTY is closed (every process that had it
+    /// exited) or the relay was stopped.
+    pub ended: oneshot::Receiver<()>,
+    screen: Arc<Screen>,
+    /// Closed to wake the thread from its wait for output.
+    wake: Option<PipeWriter>,
+}
+
+impl OutputThread {
+    /// Starts relaying from `master` (non-blocking) through `screen`.
+    pub fn spawn(master: OwnedFd, screen: Arc<Screen>) -> std::io::Result<OutputThread> {
+        let (wake_rx, wake) = std::io::pipe()?;
+        let (ended_tx, ended) = oneshot::channel();
+        let relay_screen = Arc::clone(&screen);
+        std::thread::Builder::new()
+            .name("wujie-output".into())
+            .spawn(move || {
+                relay(&master, &wake_rx, &relay_screen);
+                let _ = ended_tx.send(());
+            })?;
+        Ok(OutputThread {
+            ended,
+            screen,
+            wake: Some(wake),
+        })
+    }
+}
+
+impl Drop for OutputThread {
+    /// Stops the thread, even when a process the adapter left behind keeps the PTY open.
+    /// Nothing reaches the terminal afterwards: the thread writes only under the screen's lock,
+    /// and checks under it that the relay still runs.
+    fn drop(&mut self) {
+        self.screen.stop();
+        drop(self.wake.take());
+    }
+}
+
+/// Reads whatever the kernel has and passes it on at once; waits in `poll` only when there is
+/// nothing to read. (Collecting several reads into one write was measured slower: the user's
+/// terminal then waits for bigger, later chunks.)
+fn relay(master: &OwnedFd, wake: &PipeReader, screen: &Screen) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match rustix::io::read(master, &mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if !screen.adapter_output(&buf[..n]) {
+                    return;
+                }
+            }
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => {
+                let mut fds = [
+                    PollFd::new(master, PollFlags::IN),
+                    PollFd::new(wake, PollFlags::IN),
+                ];
+                match poll(&mut fds, None) {
+                    Ok(_) if !fds[1].revents().is_empty() => return,
+                    Ok(_) | Err(Errno::INTR) => {}
+                    Err(_) => return,
+                }
+            }
+            // EIO: every process that had the adapter's side open closed it.
+            Err(_) => return,
+        }
+    }
+}
