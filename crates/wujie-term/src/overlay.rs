@@ -18,10 +18,16 @@
 //! room (the cursor reached the top row), the area gets fewer lines; only a screen that is full
 //! below the margin loses its last row to the single line the area needs.
 //!
-//! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. The renderer
-//! assumes no scroll region (DECSTBM) or origin mode is active, which holds for inline TUIs.
-//! DECSC has a single slot: a position the adapter itself saved with `ESC 7` before the overlay
-//! opened is replaced by the adapter's cursor at that moment.
+//! An adapter's scroll region (DECSTBM, as TUIs use to insert history above a fixed viewport or
+//! keep a status row) is set aside while the area is open: the area resets it to the whole
+//! screen right after saving the cursor, so moves, LF scrolling and IL/DL act on the whole
+//! screen (and, with the full screen as region, origin mode addresses rows absolutely), and
+//! closing sets it again before restoring the cursor ([`Placement::scroll_region`]).
+//!
+//! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. DECSC has a
+//! single slot: a position the adapter itself saved with `ESC 7` before the overlay opened is
+//! replaced by the adapter's cursor at that moment (TUIs save and restore within one frame, so
+//! the slot is free again by the time output has been quiet long enough for the menu).
 
 use crate::text;
 
@@ -52,6 +58,9 @@ pub struct Placement {
     /// row of the shadow screen. Rows below the margin up to here are kept on screen (the
     /// screen scrolls further instead of letting IL push them off the bottom).
     pub used_rows: u16,
+    /// The adapter's scroll region (top and bottom row, inclusive) when it is not the whole
+    /// screen; set aside while the area is open.
+    pub scroll_region: Option<(u16, u16)>,
 }
 
 impl Placement {
@@ -62,12 +71,22 @@ impl Placement {
             size,
             cursor,
             used_rows: 0,
+            scroll_region: None,
         }
     }
 
     /// The same placement, keeping `used_rows` rows of adapter content.
     pub fn with_used_rows(self, used_rows: u16) -> Self {
         Self { used_rows, ..self }
+    }
+
+    /// The same placement for an adapter that set the scroll region `region` (top and bottom
+    /// row, 0-based, inclusive; `None` for the whole screen).
+    pub fn with_scroll_region(self, region: Option<(u16, u16)>) -> Self {
+        Self {
+            scroll_region: region,
+            ..self
+        }
     }
 }
 
@@ -121,6 +140,8 @@ pub struct Overlay {
     /// Most rows the area may grow to without scrolling again.
     max_height: u16,
     scrolled: u16,
+    /// The adapter's scroll region, set again on close.
+    scroll_region: Option<(u16, u16)>,
     drawn: Vec<OverlayLine>,
 }
 
@@ -145,6 +166,7 @@ impl Overlay {
             size,
             cursor,
             used_rows,
+            scroll_region,
         } = place;
         let capacity = Self::capacity(size);
         if capacity == 0 {
@@ -163,6 +185,10 @@ impl Overlay {
         // cursor can move up).
         let missing = (bottom + u32::from(wanted)).saturating_sub(u32::from(size.rows));
         let scrolled = u16::try_from(missing).unwrap_or(u16::MAX).min(row);
+        if scroll_region.is_some() {
+            // DECSTBM homes the cursor; DECRC brings it back.
+            out.extend_from_slice(b"\x1b7\x1b[r\x1b8");
+        }
         if scrolled > 0 {
             out.extend_from_slice(b"\x1b7\x1b[0m");
             csi(out, &[size.rows, 1], b'H');
@@ -190,6 +216,7 @@ impl Overlay {
             height,
             max_height,
             scrolled,
+            scroll_region,
             drawn: Vec::new(),
         };
         overlay.draw(lines, out);
@@ -222,6 +249,13 @@ impl Overlay {
         out.extend_from_slice(b"\x1b[0m");
         csi(out, &[self.top + 1, 1], b'H');
         csi(out, &[self.height], b'M');
+        if let Some((top, bottom)) = self.scroll_region {
+            csi(
+                out,
+                &[top.saturating_add(1), bottom.saturating_add(1)],
+                b'r',
+            );
+        }
         out.extend_from_slice(b"\x1b8");
     }
 

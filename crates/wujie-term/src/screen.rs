@@ -541,6 +541,13 @@ impl ScreenModel {
         u16::try_from(used).unwrap_or(u16::MAX)
     }
 
+    /// The scroll region (top and bottom row, inclusive) when it is not the whole screen.
+    pub fn scroll_region(&self) -> Option<(u16, u16)> {
+        let grid = self.state.grid();
+        (grid.scroll_top != 0 || grid.scroll_bottom != grid.rows_n - 1)
+            .then_some((grid.scroll_top, grid.scroll_bottom))
+    }
+
     /// Grows with every character drawn and every change to the cells: equal counts before and
     /// after some output mean it drew nothing (a title, a mode switch, a cursor hide).
     pub fn drawn(&self) -> u64 {

@@ -225,6 +225,80 @@ fn cursor_on_the_last_row_scrolls_its_margin_into_view() {
     assert_restored(&before, term.screen(), 5);
 }
 
+/// An adapter with a two-row header outside its scroll region (rows 2..=20 of 24) and origin
+/// mode on, its cursor on `cursor` (absolute), a drawing colour left active.
+fn adapter_with_region(cursor: (u16, u16), lines: usize) -> vt100::Parser {
+    let mut p = parser(24, 40);
+    p.process(b"\x1b[1;1Hheader one\x1b[2;1Hheader two");
+    for i in 0..lines {
+        p.process(format!("\x1b[{};1Hline {i}", i + 3).as_bytes());
+    }
+    // DECSTBM and DECOM both home the cursor; with DECOM rows count from the region's top.
+    p.process(b"\x1b[3;21r\x1b[?6h");
+    p.process(format!("\x1b[{};{}H\x1b[0;32m", cursor.0 - 2 + 1, cursor.1 + 1).as_bytes());
+    p
+}
+
+#[test]
+fn a_scroll_region_and_origin_mode_are_set_aside_and_restored() {
+    let mut term = adapter_with_region((6, 7), 5);
+    let before = term.screen().clone();
+    assert_eq!(before.cursor_position(), (6, 7));
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let lines = menu_lines(size, "");
+    let placement = place(term.screen()).with_scroll_region(Some((2, 20)));
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.scrolled(), 0);
+    // Drawn where the rows are, not where origin mode would move them.
+    assert_eq!(rows_text(term.screen())[6 + 1 + 2], lines[0].text);
+    assert_eq!(term.screen().cursor_position(), (6, 7));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), 0);
+    // The region and origin mode are the adapter's again: the same output (a move relative to
+    // the region, then lines that scroll it) does the same as on a screen that never had the
+    // overlay, the header staying put.
+    let mut twin = adapter_with_region((6, 7), 5);
+    for p in [&mut term, &mut twin] {
+        p.process(b"\x1b[19;1Hbottom\r\nscrolled once\r\nscrolled twice");
+    }
+    assert_eq!(rows_formatted(term.screen()), rows_formatted(twin.screen()));
+    assert_eq!(rows_text(term.screen())[0], "header one");
+    assert_eq!(rows_text(term.screen())[18], "bottom");
+}
+
+#[test]
+fn with_a_scroll_region_the_whole_screen_scrolls_to_make_room() {
+    // The cursor on the region's last row: the area needs the screen to scroll, which an LF
+    // on the bottom row does only once the region is set aside.
+    let mut term = adapter_with_region((20, 4), 18);
+    let before = term.screen().clone();
+    let size = size_of(&term);
+    let mut out = Vec::new();
+    let lines = menu_lines(size, "");
+    let placement = place(term.screen()).with_scroll_region(Some((2, 20)));
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    let scrolled = overlay.scrolled();
+    assert!(scrolled > 0);
+    assert_eq!(
+        term.screen().cursor_position(),
+        (20 - scrolled, 4),
+        "the cursor moved up with the adapter's content"
+    );
+    assert_eq!(
+        rows_text(term.screen())[usize::from(20 - scrolled + 1 + 2)],
+        lines[0].text
+    );
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_restored(&before, term.screen(), scrolled);
+}
+
 #[test]
 fn redraw_changes_only_what_changed() {
     let mut term = adapter_screen(14, 40, ADAPTER, (5, 10));

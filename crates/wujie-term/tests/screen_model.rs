@@ -158,3 +158,18 @@ fn a_character_cut_short_does_not_swallow_what_follows() {
         );
     }
 }
+
+#[test]
+fn reports_the_scroll_region_only_when_it_is_not_the_whole_screen() {
+    let mut model = ScreenModel::new(TermSize { cols: 20, rows: 10 });
+    assert_eq!(model.scroll_region(), None);
+    model.feed(b"\x1b[3;8r");
+    assert_eq!(model.scroll_region(), Some((2, 7)));
+    model.feed(b"\x1b[1;10r");
+    assert_eq!(model.scroll_region(), None);
+    model.feed(b"\x1b[2;5r\x1b[r");
+    assert_eq!(model.scroll_region(), None);
+    // Refused (top not above bottom): the whole screen, as vt100 does.
+    model.feed(b"\x1b[5;5r");
+    assert_eq!(model.scroll_region(), None);
+}

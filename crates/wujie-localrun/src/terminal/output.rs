@@ -147,10 +147,14 @@ impl ScreenLock<'_> {
     }
 
     /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
-    /// used rows. `None` without a shadow.
+    /// used rows and setting its scroll region aside. `None` without a shadow.
     pub fn placement(&self, size: TermSize) -> Option<Placement> {
         let shadow = self.state.shadow.as_ref()?;
-        Some(Placement::new(size, shadow.cursor()).with_used_rows(shadow.used_rows()))
+        Some(
+            Placement::new(size, shadow.cursor())
+                .with_used_rows(shadow.used_rows())
+                .with_scroll_region(shadow.scroll_region()),
+        )
     }
 
     /// From now on adapter output waits until [`ScreenLock::release`].

@@ -17,13 +17,17 @@ fuzz_target!(|data: &[u8]| {
     let size = TermSize { cols: u16_at(data, 0), rows: u16_at(data, 2) };
     let cursor = CursorPos { row: u16_at(data, 4), col: u16_at(data, 6) };
     let used = u16_at(data, 8);
-    let rest = data.get(10..).unwrap_or_default();
+    // Any pair, ordered or not, in or out of the screen: the overlay must cope.
+    let region = (u16_at(data, 10) % 2 == 1).then(|| (u16_at(data, 10) / 2, u16_at(data, 12)));
+    let rest = data.get(14..).unwrap_or_default();
     let text = String::from_utf8_lossy(rest);
     let mut items = wujie_term::default_commands();
     items.push(MenuItem::new(format!("/wujie{text}"), text.to_string()));
     let mut menu = Menu::new(items, "");
     let mut card = IssueCard::create_issue(text.to_string(), text.to_string());
-    let place = Placement::new(size, cursor).with_used_rows(used);
+    let place = Placement::new(size, cursor)
+        .with_used_rows(used)
+        .with_scroll_region(region);
     let capacity = Overlay::capacity(size);
     let mut out = Vec::new();
     let Ok(mut overlay) = Overlay::open(place, &menu.lines(size.cols, capacity), &mut out) else {
