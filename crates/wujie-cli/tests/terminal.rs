@@ -211,8 +211,18 @@ fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
         back.lines().any(|l| l.trim_end() == ">"),
         "the trigger text was erased from the adapter's line:\n{back}"
     );
-    // The same adapter process goes on: its third turn answers with a final.
+    // A notice says what happened, under the adapter's rows, which stay as they were.
+    let notice = term.wait_text("wujie: created WUJ-1 “Use SQLite for storage”");
+    let above = &notice[..notice.find("wujie: created").unwrap()];
+    assert!(above.contains("agent: - WAL mode\n>"), "{notice}");
+    // The same adapter process goes on: its third turn answers with a final. The first key
+    // closes the notice and still reaches the adapter.
     term.say("go", "agent: done: go");
+    assert!(
+        !term.contents().contains("wujie: created"),
+        "{}",
+        term.contents()
+    );
     term.send(b"\x04");
     let status = term.wait_exit();
     assert!(status.success(), "{status:?}\n{}", term.contents());
@@ -253,8 +263,11 @@ fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
         "no way back from a native handoff"
     );
     term.send(b"\r");
-    // The adapter got the accepted decision on its terminal and goes on in this context.
-    term.wait_text("agent: executing the plan for WUJ-1");
+    term.wait_text("wujie: created WUJ-1");
+    // The adapter got the accepted decision on its terminal and goes on in this context; what
+    // it printed meanwhile shows once the notice closed by itself.
+    let after = term.wait_text("agent: executing the plan for WUJ-1");
+    assert!(!after.contains("wujie: created"), "{after}");
     term.send(b"\x04");
     assert!(term.wait_exit().success(), "{}", term.contents());
     let issue = env.issue("WUJ-1");

@@ -261,7 +261,7 @@ pub async fn discuss(
         }
         End::Invalid(message) => {
             let _ = adapter.stop(STOP_GRACE).await;
-            flow.say(message.clone());
+            flow.say(message.clone()).await;
             (1, Some(message))
         }
     };
@@ -353,7 +353,8 @@ struct Flow<'a> {
     pending: Option<Pending>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
-    /// Messages held until the terminal host has given the screen back.
+    /// Messages to the user while the terminal host owns the screen: shown there as notices
+    /// when they happen, and printed again once it gave the screen back, for the scrollback.
     notices: Vec<String>,
 }
 
@@ -465,7 +466,8 @@ impl Flow<'_> {
     }
 
     async fn refuse(&mut self, request_id: &str, mode: Option<HandoffMode>, error: String) {
-        self.say(format!("handoff {request_id:?} refused: {error}"));
+        self.say(format!("handoff {request_id:?} refused: {error}"))
+            .await;
         self.send_decision(HandoffDecision {
             request_id: request_id.to_owned(),
             accepted: false,
@@ -490,8 +492,8 @@ impl Flow<'_> {
     /// `/wujiecreateissue` from the menu: show the card for the discussion so far.
     async fn on_create_issue(&mut self) {
         if let Some((key, _)) = &self.promoted {
-            self.notices
-                .push(format!("this discussion is already issue {key}"));
+            let message = format!("this discussion is already issue {key}");
+            self.say(message).await;
             return;
         }
         if self.pending.is_some() {
@@ -507,9 +509,10 @@ impl Flow<'_> {
                 })
                 .await;
             }
-            Err(error) => self
-                .notices
-                .push(format!("could not prepare the issue: {error}")),
+            Err(error) => {
+                self.say(format!("could not prepare the issue: {error}"))
+                    .await
+            }
         }
     }
 
@@ -637,13 +640,16 @@ impl Flow<'_> {
             .map_err(|e| promotion::redacted(&e))
     }
 
-    /// A message for the user: at once on a plain terminal; after the session while the
-    /// terminal host owns the screen (writing into the adapter's screen would break it).
-    fn say(&mut self, message: String) {
-        if self.host.is_some() {
-            self.notices.push(message);
-        } else {
-            eprintln!("wujie: {message}");
+    /// A message for the user: at once on a plain terminal; while the terminal host owns the
+    /// screen, as a notice in its overlay (writing into the adapter's screen would break it),
+    /// and again after the session.
+    async fn say(&mut self, message: String) {
+        match &self.host {
+            Some(host) => {
+                host.notice(message.clone()).await;
+                self.notices.push(message);
+            }
+            None => eprintln!("wujie: {message}"),
         }
     }
 
@@ -655,7 +661,10 @@ impl Flow<'_> {
                 let error = promotion::redacted(&e);
                 match pending.handoff {
                     Some((request_id, mode)) => self.refuse(&request_id, Some(mode), error).await,
-                    None => self.say(format!("could not create the issue: {error}")),
+                    None => {
+                        self.say(format!("could not create the issue: {error}"))
+                            .await
+                    }
                 }
                 Ok(())
             }
@@ -680,7 +689,8 @@ impl Flow<'_> {
                 self.say(format!(
                     "created {} “{}”; the agent continues there (run {run_id}).",
                     promoted.issue.key, promoted.issue.title
-                ));
+                ))
+                .await;
                 if let Some((request_id, mode)) = pending.handoff {
                     self.send_decision(HandoffDecision {
                         request_id,

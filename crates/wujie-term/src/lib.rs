@@ -66,6 +66,7 @@ mod card;
 mod keys;
 mod line;
 mod menu;
+mod notice;
 mod overlay;
 mod scanner;
 mod screen;
@@ -78,6 +79,7 @@ pub use line::{InputLine, LINE_CAP, TRIGGER};
 pub use menu::{
     CREATE_ISSUE, MENU_MAX_ROWS, Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands,
 };
+pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{
     CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement, TermSize,
 };

@@ -284,3 +284,30 @@ fn untrusted_text_cannot_inject_escapes() {
         assert!(!line.text.chars().any(char::is_control), "{:?}", line.text);
     }
 }
+
+#[test]
+fn a_notice_wraps_fits_and_is_cut_with_an_ellipsis() {
+    use wujie_term::{notice_lines, text};
+    let short = notice_lines("created WUJ-3", 80, 3);
+    assert_eq!(short.len(), 1);
+    assert_eq!(short[0].text, "wujie: created WUJ-3");
+    assert_eq!(short[0].style, LineStyle::Title);
+
+    let long = "created WUJ-3 “把存储换成 SQLite 并启用 WAL 模式”; the agent continues there (run 0193c0de-aaaa-bbbb-cccc-0123456789ab).";
+    for cols in [1u16, 5, 20, 33] {
+        for rows in [1u16, 2, 3] {
+            let lines = notice_lines(long, cols, rows);
+            assert!(!lines.is_empty() && lines.len() <= usize::from(rows));
+            assert!(
+                lines
+                    .iter()
+                    .all(|l| text::width(&l.text) <= usize::from(cols)),
+                "{cols} columns: {lines:?}"
+            );
+        }
+    }
+    let cut = notice_lines(long, 20, 2);
+    assert!(cut[1].text.ends_with('…'), "{cut:?}");
+    // A control character in a message never reaches the terminal.
+    assert!(!notice_lines("a\x1b[2Jb", 80, 1)[0].text.contains('\x1b'));
+}

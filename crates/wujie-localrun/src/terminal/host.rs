@@ -9,6 +9,7 @@
 //! through [`TerminalHost`]: it receives [`HostEvent`]s (a chosen command, a card decision) and
 //! asks for a card with [`TerminalHost::show_card`].
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +19,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
     CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner, IssueCard, Key, Menu,
-    MenuOutcome, MenuUpdate, Overlay, OverlayLine, Pending, ScreenModel, TermSize, TriggerAction,
-    TriggerDetector, default_commands,
+    MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending,
+    ScreenModel, TermSize, TriggerAction, TriggerDetector, default_commands, notice_lines,
 };
 
 use super::master;
@@ -47,6 +48,7 @@ pub enum HostEvent {
 
 enum Request {
     ShowCard(IssueCard),
+    Notice(String),
 }
 
 /// The running host. Dropping it (or [`TerminalHost::finish`]) restores the user's terminal.
@@ -107,6 +109,11 @@ impl TerminalHost {
         let _ = self.requests.send(Request::ShowCard(card)).await;
     }
 
+    /// Shows `message` for a moment (after the menu or card, if one is open).
+    pub async fn notice(&self, message: String) {
+        let _ = self.requests.send(Request::Notice(message)).await;
+    }
+
     /// After the adapter exited: let the last output through (bounded, since a grandchild may
     /// keep the PTY open), then restore the terminal.
     pub async fn finish(mut self) {
@@ -130,6 +137,8 @@ enum View {
     Closed,
     Menu(Menu, Overlay),
     Card(IssueCard, Overlay),
+    /// A notice, closed at its deadline or by the user's next key.
+    Notice(String, Overlay, Instant),
 }
 
 struct Relay {
@@ -141,6 +150,8 @@ struct Relay {
     trigger: TriggerDetector,
     menu_enabled: bool,
     view: View,
+    /// Notices waiting for the overlay to be free.
+    notices: VecDeque<String>,
     /// While the trigger waits for the adapter's echo: adapter output that changed the screen
     /// from this time on counts (the time the input that armed it was sent).
     echo_from: Option<Duration>,
@@ -165,6 +176,7 @@ impl Relay {
             trigger: TriggerDetector::new(),
             menu_enabled,
             view: View::Closed,
+            notices: VecDeque::new(),
             echo_from: None,
             escape_since: None,
             events,
@@ -203,9 +215,11 @@ impl Relay {
                 _ = winch.recv() => self.resize(terminal_size()).await,
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
+                    Request::Notice(message) => self.notices.push_back(message),
                 },
                 () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
             }
+            self.show_notice();
         }
         // The adapter is gone: never leave an overlay or held output behind, and leave the
         // cursor on a fresh line under everything it drew (its margin rows included), so what
@@ -228,13 +242,17 @@ impl Relay {
         let start = Instant::now() - self.screen.now();
         let trigger = self.trigger.next_deadline().map(|d| start + d);
         let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
-        match (trigger, escape) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let notice = match self.view {
+            View::Notice(_, _, until) => Some(until),
+            _ => None,
+        };
+        [trigger, escape, notice].into_iter().flatten().min()
     }
 
     async fn tick(&mut self) {
+        if matches!(self.view, View::Notice(_, _, until) if until <= Instant::now()) {
+            self.close_view();
+        }
         if self
             .escape_since
             .is_some_and(|t| t.elapsed() >= ESCAPE_IDLE)
@@ -289,6 +307,12 @@ impl Relay {
     async fn handle_events(&mut self, events: Vec<InputEvent>) {
         let mut forward = Vec::new();
         for event in events {
+            // The user's next key (or paste) closes a notice, then goes where it always goes.
+            if matches!(self.view, View::Notice(..))
+                && matches!(event.kind, InputKind::Typing | InputKind::Paste { .. })
+            {
+                self.close_view();
+            }
             if matches!(self.view, View::Closed) {
                 forward.extend_from_slice(&event.bytes);
                 self.line.apply(&event);
@@ -327,7 +351,8 @@ impl Relay {
         let cols = self.size.cols;
         let mut out = Vec::new();
         match &mut self.view {
-            View::Closed => {}
+            // A key closes a notice before it gets here.
+            View::Closed | View::Notice(..) => {}
             View::Menu(menu, overlay) => match menu.handle_key(key) {
                 MenuUpdate::Unchanged => {}
                 MenuUpdate::Redraw => {
@@ -422,11 +447,29 @@ impl Relay {
         let mut out = Vec::new();
         match std::mem::replace(&mut self.view, View::Closed) {
             View::Closed => return,
-            View::Menu(_, overlay) | View::Card(_, overlay) => overlay.close(&mut out),
+            View::Menu(_, overlay) | View::Card(_, overlay) | View::Notice(_, overlay, _) => {
+                overlay.close(&mut out)
+            }
         }
         let mut lock = self.screen.lock();
         lock.show(&out);
         lock.release();
+    }
+
+    /// Shows the next notice when the overlay is free.
+    fn show_notice(&mut self) {
+        if !matches!(self.view, View::Closed) {
+            return;
+        }
+        let Some(message) = self.notices.pop_front() else {
+            return;
+        };
+        let rows = NOTICE_MAX_ROWS.min(Overlay::capacity(self.size));
+        let lines = notice_lines(&message, self.size.cols, rows);
+        // Without room it is only in the summary printed after the session.
+        if let Some(overlay) = self.open_overlay(&lines) {
+            self.view = View::Notice(message, overlay, Instant::now() + NOTICE_SHOWN);
+        }
     }
 
     /// The user's terminal changed size: the overlay is closed at the old size (the adapter's
@@ -446,6 +489,12 @@ impl Relay {
             View::Card(card, overlay) => {
                 overlay.close(&mut out);
                 Some(Err(card))
+            }
+            // Shown again in full at the new size.
+            View::Notice(message, overlay, _) => {
+                overlay.close(&mut out);
+                self.notices.push_front(message);
+                None
             }
         };
         {
