@@ -283,6 +283,64 @@ fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
     );
 }
 
+/// examples/fake-provider-v2: a v2 provider on pipes that asks for a native handoff.
+fn install_pipes_provider(env: &Env) {
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        examples().join("fake-provider-v2").to_str().unwrap(),
+    ]);
+}
+
+#[test]
+fn a_provider_on_pipes_gets_the_card_where_its_output_ends() {
+    let env = Env::new();
+    install_pipes_provider(&env);
+    let mut term = Term::spawn(
+        &env,
+        WUJIE,
+        &["discuss", "--", "fake-provider-v2", "--script"],
+    );
+    let card = term.wait_text("Ctrl+C: cancel and end this session");
+    let at = card
+        .find("Hand off to a new issue:")
+        .expect("the card's title");
+    insta::assert_snapshot!("inline_card", stable(&card[at..]));
+    term.send(b"\r");
+    let after = term.wait_text("handoff decision:");
+    assert!(
+        !after.contains("Hand off to a new issue") && after.contains("wujie: created WUJ-1"),
+        "the card made way for what happened:\n{after}"
+    );
+    assert!(term.wait_exit().success(), "{}", term.contents());
+    let run = &env.issue("WUJ-1")["runs"][0];
+    assert_eq!(run["status"], "succeeded");
+}
+
+#[test]
+fn ctrl_c_on_the_card_of_a_provider_on_pipes_cancels_and_gives_the_terminal_back() {
+    let env = Env::new();
+    install_pipes_provider(&env);
+    let script = format!(
+        "{WUJIE} discuss -- fake-provider-v2 --script; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    );
+    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    term.wait_text("Ctrl+C: cancel and end this session");
+    term.send(b"\x03");
+    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    assert!(
+        screen.contains("EXIT=130"),
+        "a cancelled session:\n{screen}"
+    );
+    assert!(
+        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
+        "line editing, signals and echo are back on:\n{screen}"
+    );
+    assert!(env.json(&["issue", "list"]).as_array().unwrap().is_empty());
+    assert_eq!(env.json(&["discussion", "list"])[0]["status"], "open");
+}
+
 #[test]
 fn a_resize_reaches_the_adapter() {
     let env = Env::new();

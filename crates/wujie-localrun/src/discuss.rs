@@ -34,7 +34,7 @@ use crate::session::{
     next_input, pipe_input,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
-use crate::terminal::{HostEvent, TerminalHost};
+use crate::terminal::{HostEvent, InlineCard, TerminalHost};
 use tokio::sync::mpsc;
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
@@ -235,6 +235,7 @@ pub async fn discuss(
         from_user: None,
         host,
         pending: None,
+        inline_card: None,
         promoted: None,
         notices: Vec::new(),
     };
@@ -351,6 +352,8 @@ struct Flow<'a> {
     host: Option<TerminalHost>,
     /// A promotion waiting for the user's answer on the terminal.
     pending: Option<Pending>,
+    /// The card for `pending` when the adapter is on pipes and the user at a terminal.
+    inline_card: Option<InlineCard>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
     /// Messages to the user while the terminal host owns the screen: shown there as notices
@@ -415,19 +418,15 @@ impl Flow<'_> {
                 },
                 input = next_input(&mut self.from_user), if self.from_user.is_some() => match input {
                     Some(bytes) if self.pending.is_some() => {
-                        answer.push_str(&String::from_utf8_lossy(&bytes));
-                        if let Some(end) = answer.find('\n') {
-                            let line = answer[..end].trim().to_lowercase();
-                            answer.clear();
-                            let choice = if matches!(line.as_str(), "" | "y" | "yes" | "c" | "create") {
-                                CardChoice::Create
-                            } else {
-                                CardChoice::Cancel
-                            };
-                            if self.decide(choice).await? {
-                                adapter.signal(Signal::SIGTERM);
-                                return Ok(End::Cancelled);
-                            }
+                        let choice = match &mut self.inline_card {
+                            Some(card) => card.input(&bytes),
+                            None => typed_answer(&mut answer, &bytes),
+                        };
+                        if let Some(choice) = choice
+                            && self.decide(choice).await?
+                        {
+                            adapter.signal(Signal::SIGTERM);
+                            return Ok(End::Cancelled);
                         }
                     }
                     Some(bytes) => self.to_adapter.send(bytes).await,
@@ -483,6 +482,7 @@ impl Flow<'_> {
     /// Answer a waiting handoff with "no" and give the adapter a moment to read it before the
     /// caller signals it.
     async fn cancel_pending(&mut self, why: &str) {
+        self.inline_card = None;
         if let Some((request_id, mode)) = self.pending.take().and_then(|p| p.handoff) {
             self.refuse(&request_id, Some(mode), why.to_owned()).await;
             tokio::time::sleep(DECISION_READ_PAUSE).await;
@@ -516,22 +516,26 @@ impl Flow<'_> {
         }
     }
 
-    /// Put the pending promotion in front of the user: the card in the terminal host, else
-    /// the plain prompt.
+    /// Put the pending promotion in front of the user: the card in the terminal host's overlay,
+    /// the card where the output ends when the adapter is on pipes and the user at a terminal,
+    /// else the plain prompt.
     async fn ask(&mut self, pending: Pending) {
-        match &self.host {
-            Some(host) => {
-                let (title, description) = (&pending.draft.title, &pending.draft.description);
-                let card = match pending.handoff {
-                    None => IssueCard::create_issue(title, description),
-                    Some((_, mode)) => IssueCard::native_handoff(
-                        title,
-                        description,
-                        mode == HandoffMode::CurrentContext,
-                    ),
-                };
-                host.show_card(card).await;
+        let (title, description) = (&pending.draft.title, &pending.draft.description);
+        let card = match pending.handoff {
+            None => IssueCard::create_issue(title, description),
+            Some((_, mode)) => {
+                IssueCard::native_handoff(title, description, mode == HandoffMode::CurrentContext)
             }
+        };
+        match &self.host {
+            Some(host) => host.show_card(card).await,
+            None if self.req.stdin_is_terminal => match InlineCard::open(card) {
+                Ok(card) => self.inline_card = Some(card),
+                Err(e) => {
+                    tracing::debug!("no raw mode for the card ({e}); asking plainly");
+                    print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m));
+                }
+            },
             None => print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m)),
         }
         self.pending = Some(pending);
@@ -540,6 +544,8 @@ impl Flow<'_> {
     /// The user's answer to the pending promotion. Returns true when the session ends
     /// (cancel): the caller stops the adapter.
     async fn decide(&mut self, choice: CardChoice) -> Result<bool, LocalRunError> {
+        // The terminal gets its own mode back before anything else is printed.
+        self.inline_card = None;
         match choice {
             CardChoice::Create => {
                 if let Some(pending) = self.pending.take() {
@@ -710,7 +716,23 @@ impl Flow<'_> {
     }
 }
 
-/// The plain confirmation prompt (the terminal host draws a card instead).
+/// The answer to the plain prompt, once a whole line was typed: Enter, `y` or `create`
+/// create; anything else cancels.
+fn typed_answer(answer: &mut String, bytes: &[u8]) -> Option<CardChoice> {
+    answer.push_str(&String::from_utf8_lossy(bytes));
+    let end = answer.find('\n')?;
+    let line = answer[..end].trim().to_lowercase();
+    answer.clear();
+    Some(
+        if matches!(line.as_str(), "" | "y" | "yes" | "c" | "create") {
+            CardChoice::Create
+        } else {
+            CardChoice::Cancel
+        },
+    )
+}
+
+/// The plain confirmation prompt, for a terminal that cannot be switched to raw mode.
 fn print_card(draft: &IssueDraft, mode: Option<HandoffMode>) {
     let preview: Vec<&str> = draft.description.lines().take(8).collect();
     let mode = mode.map_or("/wujiecreateissue", HandoffMode::as_str);

@@ -8,6 +8,9 @@ use crate::keys::Key;
 use crate::overlay::{LineStyle, OverlayLine};
 use crate::text;
 
+/// Most rows the card asks for.
+pub const CARD_MAX_ROWS: u16 = 12;
+
 /// Which card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CardKind {

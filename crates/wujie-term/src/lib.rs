@@ -63,6 +63,7 @@
 //! ```
 
 mod card;
+mod inline;
 mod keys;
 mod line;
 mod menu;
@@ -73,7 +74,8 @@ mod screen;
 pub mod text;
 mod trigger;
 
-pub use card::{CardChoice, CardKind, CardUpdate, IssueCard};
+pub use card::{CARD_MAX_ROWS, CardChoice, CardKind, CardUpdate, IssueCard};
+pub use inline::InlineArea;
 pub use keys::{Key, erase_chars};
 pub use line::{InputLine, LINE_CAP, TRIGGER};
 pub use menu::{

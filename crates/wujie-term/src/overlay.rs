@@ -287,7 +287,6 @@ impl Overlay {
     }
 
     fn draw(&mut self, lines: &[OverlayLine], out: &mut Vec<u8>) {
-        let cols = usize::from(self.size.cols);
         let shown = padded(lines, self.height);
         for (i, line) in shown.iter().enumerate() {
             if self.drawn.get(i) == Some(line) {
@@ -298,24 +297,30 @@ impl Overlay {
                 .saturating_add(u16::try_from(i).unwrap_or(u16::MAX));
             csi(out, &[row + 1, 1], b'H');
             out.extend_from_slice(b"\x1b[2K");
-            let mut visible = text::fit(&line.text, cols);
-            let sgr: &[u8] = match line.style {
-                LineStyle::Plain => b"",
-                LineStyle::Title => b"\x1b[1m",
-                LineStyle::Dim => b"\x1b[2m",
-                LineStyle::Selected => {
-                    let pad = cols.saturating_sub(text::width(&visible));
-                    visible.extend(std::iter::repeat_n(' ', pad));
-                    b"\x1b[7m"
-                }
-            };
-            out.extend_from_slice(sgr);
-            out.extend_from_slice(visible.as_bytes());
-            if !sgr.is_empty() {
-                out.extend_from_slice(b"\x1b[0m");
-            }
+            render_line(line, self.size.cols, out);
         }
         self.drawn = shown;
+    }
+}
+
+/// Appends `line` cut to `cols` columns in its style, attributes reset after it.
+pub(crate) fn render_line(line: &OverlayLine, cols: u16, out: &mut Vec<u8>) {
+    let cols = usize::from(cols);
+    let mut visible = text::fit(&line.text, cols);
+    let sgr: &[u8] = match line.style {
+        LineStyle::Plain => b"",
+        LineStyle::Title => b"\x1b[1m",
+        LineStyle::Dim => b"\x1b[2m",
+        LineStyle::Selected => {
+            let pad = cols.saturating_sub(text::width(&visible));
+            visible.extend(std::iter::repeat_n(' ', pad));
+            b"\x1b[7m"
+        }
+    };
+    out.extend_from_slice(sgr);
+    out.extend_from_slice(visible.as_bytes());
+    if !sgr.is_empty() {
+        out.extend_from_slice(b"\x1b[0m");
     }
 }
 
@@ -333,7 +338,7 @@ fn clamp_lines(len: usize, max: u16) -> u16 {
 }
 
 /// Appends `CSI p1;p2… final`.
-fn csi(out: &mut Vec<u8>, params: &[u16], final_byte: u8) {
+pub(crate) fn csi(out: &mut Vec<u8>, params: &[u16], final_byte: u8) {
     out.extend_from_slice(b"\x1b[");
     for (i, p) in params.iter().enumerate() {
         if i > 0 {

@@ -18,9 +18,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
-    CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner, IssueCard, Key, Menu,
-    MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending,
-    ScreenModel, TermSize, TriggerAction, TriggerDetector, default_commands, notice_lines,
+    CARD_MAX_ROWS, CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner,
+    IssueCard, Key, Menu, MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay,
+    OverlayLine, Pending, ScreenModel, TermSize, TriggerAction, TriggerDetector, default_commands,
+    notice_lines,
 };
 
 use super::master;
@@ -32,8 +33,6 @@ use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reade
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
 const ESCAPE_IDLE: Duration = Duration::from_millis(25);
-/// Most rows the issue card asks for.
-const CARD_MAX_ROWS: u16 = 12;
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
