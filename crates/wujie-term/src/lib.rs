@@ -83,7 +83,8 @@ pub use menu::{
 };
 pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{
-    CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement, TermSize,
+    CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement,
+    SCROLL_FOR_ROWS, TermSize,
 };
 pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,

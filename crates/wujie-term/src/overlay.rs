@@ -1,10 +1,12 @@
 //! The insertion area below the adapter's input line, drawn with plain escape sequences.
 //!
 //! Never uses the alternate screen. Opening:
-//! 1. If the area does not fit below the cursor, scroll the whole screen up by the missing number
-//!    of lines first (`LF` on the bottom row), then move the cursor up by the same amount so it
-//!    stays on the adapter's input line. The adapter's content moves up intact (the top lines go
-//!    to the terminal's scrollback); [`Overlay::scrolled`] reports by how much.
+//! 1. If fewer rows are free below the adapter's content than the area wants (counting at most
+//!    [`SCROLL_FOR_ROWS`]), scroll the whole screen up by the missing number of lines first
+//!    (`LF` on the bottom row), then move the cursor up by the same amount so it stays on the
+//!    adapter's input line. The adapter's content moves up intact (the top lines go to the
+//!    terminal's scrollback); [`Overlay::scrolled`] reports by how much. Beyond that the area
+//!    takes the rows that are free, and its content is made for the height it got.
 //! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours).
 //! 3. Move to the row below the two margin rows that belong to the adapter
 //!    ([`MARGIN_ROWS`]); they are never drawn on or deleted.
@@ -12,8 +14,11 @@
 //! 5. Restore the cursor (DECRC `ESC 8`), so the terminal cursor stays where the adapter left it.
 //!
 //! Closing goes back to the same anchor row, deletes the inserted lines (DL `CSI n M`) so the
-//! pushed rows return, and restores the cursor again. IL discards the rows it pushes off the
-//! bottom, so the screen is scrolled far enough that those rows are blank: the host says in
+//! pushed rows return, scrolls the content back down by as much as opening scrolled it up (SD
+//! `CSI n T`), and restores the cursor again. Every adapter row is then where it was, which
+//! matters to TUIs that draw their viewport at absolute positions (Codex); only the top rows,
+//! which went to the terminal's scrollback, come back blank. IL discards the rows it pushes off
+//! the bottom, so the screen is scrolled far enough that those rows are blank: the host says in
 //! [`Placement::used_rows`] how far down the adapter has drawn. When even scrolling cannot make
 //! room (the cursor reached the top row), the area gets fewer lines; only a screen that is full
 //! below the margin loses its last row to the single line the area needs.
@@ -33,6 +38,10 @@ use crate::text;
 
 /// Rows below the cursor's row that belong to the adapter (its input box border, hints).
 pub const MARGIN_ROWS: u16 = 2;
+
+/// The area scrolls the adapter's content up to get at most this many rows; beyond that it
+/// takes the rows that are free. (Each row scrolled comes back blank at the top on close.)
+pub const SCROLL_FOR_ROWS: u16 = 6;
 
 /// Terminal size in cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,11 +164,23 @@ impl Overlay {
         size.rows.saturating_sub(1 + MARGIN_ROWS)
     }
 
-    /// Opens an area for `lines` (at least one line, at most [`Overlay::capacity`]; extra lines
-    /// are not drawn) and appends the bytes to write to the real terminal to `out`.
+    /// Opens an area for `lines` (at least one line, at most [`Overlay::capacity`]; lines that
+    /// do not fit are not drawn) and appends the bytes to write to the real terminal to `out`.
     pub fn open(
         place: Placement,
         lines: &[OverlayLine],
+        out: &mut Vec<u8>,
+    ) -> Result<Overlay, OverlayError> {
+        let wanted = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+        Self::open_with(place, wanted, |_| lines.to_vec(), out)
+    }
+
+    /// Opens an area that would like `wanted` rows; `lines` gives the content for the height
+    /// it gets (a card keeps its choices when it is shorter than it wanted).
+    pub fn open_with(
+        place: Placement,
+        wanted: u16,
+        lines: impl FnOnce(u16) -> Vec<OverlayLine>,
         out: &mut Vec<u8>,
     ) -> Result<Overlay, OverlayError> {
         let Placement {
@@ -177,13 +198,15 @@ impl Overlay {
             });
         }
         let row = cursor.row.min(size.rows - 1);
-        let wanted = clamp_lines(lines.len(), capacity);
+        let wanted = clamp_lines(usize::from(wanted), capacity);
         // The adapter's rows: up to its margin, or further down when it drew more below.
         let bottom =
             (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
         // Scroll so the inserted lines push only blank rows off the bottom (as far as the
-        // cursor can move up).
-        let missing = (bottom + u32::from(wanted)).saturating_sub(u32::from(size.rows));
+        // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled is
+        // a row of the adapter's that shows blank after closing.
+        let missing =
+            (bottom + u32::from(wanted.min(SCROLL_FOR_ROWS))).saturating_sub(u32::from(size.rows));
         let scrolled = u16::try_from(missing).unwrap_or(u16::MAX).min(row);
         if scroll_region.is_some() {
             // DECSTBM homes the cursor; DECRC brings it back.
@@ -219,7 +242,7 @@ impl Overlay {
             scroll_region,
             drawn: Vec::new(),
         };
-        overlay.draw(lines, out);
+        overlay.draw(&lines(height), out);
         out.extend_from_slice(b"\x1b8");
         Ok(overlay)
     }
@@ -244,11 +267,18 @@ impl Overlay {
         out.extend_from_slice(b"\x1b8");
     }
 
-    /// Removes the area: deletes the inserted lines and restores the adapter's cursor.
+    /// Removes the area: deletes the inserted lines, scrolls the adapter's content back down if
+    /// opening scrolled it up, and restores the adapter's cursor.
     pub fn close(self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"\x1b[0m");
         csi(out, &[self.top + 1, 1], b'H');
         csi(out, &[self.height], b'M');
+        if self.scrolled > 0 {
+            // SD: everything goes back to the rows it had, so an adapter that draws at absolute
+            // positions finds its content where it left it. The top rows come back blank: what
+            // they showed is in the terminal's scrollback.
+            csi(out, &[self.scrolled], b'T');
+        }
         if let Some((top, bottom)) = self.scroll_region {
             csi(
                 out,
@@ -257,11 +287,13 @@ impl Overlay {
             );
         }
         out.extend_from_slice(b"\x1b8");
+        if self.scrolled > 0 {
+            csi(out, &[self.scrolled], b'B');
+        }
     }
 
-    /// Lines the adapter's content was scrolled up by when opening (0 when it fitted). The host
-    /// should tell its shadow screen (feeding it the same bytes does that) and may ask the
-    /// adapter to redraw, since the adapter's idea of its cursor row is now off by this much.
+    /// Lines the adapter's content is scrolled up by while the area is open (0 when it fitted);
+    /// closing scrolls it back.
     pub fn scrolled(&self) -> u16 {
         self.scrolled
     }

@@ -78,35 +78,38 @@ fn menu_lines(size: TermSize, query: &str) -> Vec<OverlayLine> {
     Menu::new(items, query).lines(size.cols, Overlay::capacity(size).min(6))
 }
 
-/// Checks the state after close equals the state before, with the adapter's content moved up by
-/// `scrolled` rows.
+/// Checks the state after close equals the state before: every adapter row where it was, except
+/// the top `scrolled` rows, which opening pushed into the scrollback and closing brings back blank.
 fn assert_restored(before: &vt100::Screen, after: &vt100::Screen, scrolled: u16) {
     let keep = rows_text(before).len() - usize::from(scrolled);
     assert_restored_rows(before, after, scrolled, keep);
 }
 
-/// The first `keep` rows after close equal the adapter's rows before (moved up by `scrolled`),
-/// the rest is blank, and the cursor and drawing attributes are back.
+/// The `keep` rows from row `scrolled` on are the adapter's rows as before, the others blank,
+/// and the cursor and drawing attributes are back.
 fn assert_restored_rows(before: &vt100::Screen, after: &vt100::Screen, scrolled: u16, keep: usize) {
     let s = usize::from(scrolled);
     let b = rows_formatted(before);
     let a = rows_formatted(after);
-    let (brow, bcol) = before.cursor_position();
     assert_eq!(
-        a[..keep],
+        a[s..s + keep],
         b[s..s + keep],
         "adapter rows changed\nbefore:\n{}\nafter:\n{}",
         render(before),
         render(after)
     );
+    let text = rows_text(after);
     assert!(
-        rows_text(after)[keep..].iter().all(|r| r.trim().is_empty()),
-        "rows after the shifted content are not blank:\n{}",
+        text[..s]
+            .iter()
+            .chain(&text[s + keep..])
+            .all(|r| r.trim().is_empty()),
+        "rows outside the adapter's kept rows are not blank:\n{}",
         render(after)
     );
     assert_eq!(
         after.cursor_position(),
-        (brow - scrolled, bcol),
+        before.cursor_position(),
         "cursor not restored"
     );
     assert_eq!(

@@ -398,9 +398,8 @@ impl Relay {
     }
 
     fn open_menu(&mut self, menu: Menu) {
-        let rows = menu.wanted_rows().min(Overlay::capacity(self.size));
-        let lines = menu.lines(self.size.cols, rows);
-        match self.open_overlay(&lines) {
+        let cols = self.size.cols;
+        match self.open_overlay(menu.wanted_rows(), |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = View::Menu(menu, overlay),
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
@@ -409,9 +408,10 @@ impl Relay {
 
     async fn open_card(&mut self, card: IssueCard) {
         self.close_view();
-        let rows = CARD_MAX_ROWS.min(Overlay::capacity(self.size));
-        let lines = card.lines(self.size.cols, rows);
-        match self.open_overlay(&lines) {
+        let cols = self.size.cols;
+        let wanted = card.lines(cols, CARD_MAX_ROWS).len();
+        let wanted = u16::try_from(wanted).unwrap_or(CARD_MAX_ROWS);
+        match self.open_overlay(wanted, |rows| card.lines(cols, rows)) {
             Some(overlay) => self.view = View::Card(card, overlay),
             // Without room for the card nothing may be created behind the user's back.
             None => {
@@ -420,14 +420,19 @@ impl Relay {
         }
     }
 
-    /// Draws an overlay under the adapter's cursor and holds the adapter's output back while
-    /// it is open. Without room (or without a shadow) the adapter's output flows on.
-    fn open_overlay(&mut self, lines: &[OverlayLine]) -> Option<Overlay> {
+    /// Draws an overlay under the adapter's cursor (`lines` makes the content for the height it
+    /// gets) and holds the adapter's output back while it is open. Without room (or without a
+    /// shadow) the adapter's output flows on.
+    fn open_overlay(
+        &mut self,
+        wanted: u16,
+        lines: impl FnOnce(u16) -> Vec<OverlayLine>,
+    ) -> Option<Overlay> {
         let mut lock = self.screen.lock();
         let mut out = Vec::new();
         let opened = lock
             .placement(self.size)
-            .and_then(|place| Overlay::open(place, lines, &mut out).ok());
+            .and_then(|place| Overlay::open_with(place, wanted, lines, &mut out).ok());
         match opened {
             Some(overlay) => {
                 lock.hold();
@@ -463,10 +468,12 @@ impl Relay {
         let Some(message) = self.notices.pop_front() else {
             return;
         };
-        let rows = NOTICE_MAX_ROWS.min(Overlay::capacity(self.size));
-        let lines = notice_lines(&message, self.size.cols, rows);
+        let cols = self.size.cols;
+        let wanted = notice_lines(&message, cols, NOTICE_MAX_ROWS).len();
+        let wanted = u16::try_from(wanted).unwrap_or(NOTICE_MAX_ROWS);
         // Without room it is only in the summary printed after the session.
-        if let Some(overlay) = self.open_overlay(&lines) {
+        if let Some(overlay) = self.open_overlay(wanted, |rows| notice_lines(&message, cols, rows))
+        {
             self.view = View::Notice(message, overlay, Instant::now() + NOTICE_SHOWN);
         }
     }
