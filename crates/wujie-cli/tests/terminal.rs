@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -555,72 +555,16 @@ fn run_exits_with_the_adapters_status() {
     assert_eq!(env.issue(&key)["runs"][0]["status"], "failed");
 }
 
-/// tmux on a private socket, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "t"];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    fn wait_text(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.tmux(&["capture-pane", "-p", "-t", "t"]);
-            if screen.contains(text) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for {text:?}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.tmux(&["kill-server"]);
-    }
-}
-
 #[test]
 fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
     let env = Env::new();
     install_tui(&env);
-    let tmux = Tmux {
-        socket: format!("wujie-test-{}", std::process::id()),
-    };
     let shell = format!(
         "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; sleep 30",
         work = env.work.path().display(),
         home = env.home.path().display(),
     );
-    tmux.tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &shell,
-    ]);
+    let tmux = Tmux::start("fake-tui", &shell, 100, 30);
     tmux.wait_text("Ctrl+D quit");
     tmux.keys(&["-l", "we need a tracker"]);
     tmux.keys(&["Enter"]);

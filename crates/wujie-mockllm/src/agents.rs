@@ -418,12 +418,14 @@ impl AgentHome {
             }
             Agent::Codex => {
                 // A custom provider goes straight to HTTPS; the built-in one first tries a
-                // WebSocket. `wire_api = "chat"` is a config error in current Codex.
+                // WebSocket. `wire_api = "chat"` is a config error in current Codex. Its
+                // terminal UI would otherwise start an app-server daemon that outlives it.
                 let config = format!(
                     "model = \"{MODEL}\"\nmodel_provider = \"mock\"\n\n\
                      [model_providers.mock]\nname = \"Mock\"\nbase_url = \"{v1}\"\n\
                      env_key = \"MOCK_API_KEY\"\nwire_api = \"responses\"\n\
-                     request_max_retries = 0\nstream_max_retries = 0\n"
+                     request_max_retries = 0\nstream_max_retries = 0\n\n\
+                     [features]\ndaemon_auto_start = false\n"
                 );
                 self.write(".codex/config.toml", &config)?;
                 self.env("CODEX_HOME", self.home().join(".codex").to_string_lossy());

@@ -230,3 +230,88 @@ pub fn wait_for_wujie(what: &str, matches: impl Fn(i32, &str, &str) -> bool) -> 
     });
     found
 }
+
+/// A shell command in a tmux session on a private socket (killed on drop): a terminal driven
+/// like a person drives one, read back with `capture-pane`.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `shell` in a `cols`×`rows` window; `name` keeps sockets of parallel tests apart.
+    pub fn start(name: &str, shell: &str, cols: u16, rows: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("wujie-test-{name}-{}", std::process::id()),
+        };
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        tmux.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            shell,
+        ]);
+        tmux
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    pub fn wait_text(&self, text: &str) -> String {
+        self.wait_for(&format!("{text:?}"), |s| s.contains(text))
+    }
+
+    /// Waits until `cond` holds on a screen that stayed the same for 300 ms (a program may
+    /// draw one change in several writes).
+    pub fn wait_settled(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        loop {
+            let screen = self.wait_for(what, &cond);
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            if self.screen() == screen {
+                return screen;
+            }
+        }
+    }
+
+    /// Waits (60 s at most, only so a hang fails) until `cond` holds on the screen.
+    pub fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.screen();
+            if cond(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
