@@ -40,17 +40,22 @@ struct Pos {
 #[derive(Debug, Clone)]
 struct Row {
     cells: Vec<Cell>,
+    /// False while no cell can hold half of a wide character (nothing wide was written since
+    /// the row was cleared), so plain text needs no look at its neighbours.
+    wide: bool,
 }
 
 impl Row {
     fn new(cols: u16) -> Row {
         Row {
             cells: vec![Cell::default(); usize::from(cols)],
+            wide: false,
         }
     }
 
     fn reset(&mut self) {
         self.cells.fill(Cell::default());
+        self.wide = false;
     }
 
     fn has_ink(&self) -> bool {
@@ -89,6 +94,7 @@ impl Row {
         slice[..count].fill(Cell::default());
         if was_cont {
             self.cells[at].0 |= WIDE_CONT;
+            self.wide = true;
         }
         self.truncated();
     }
@@ -494,11 +500,11 @@ impl ScreenModel {
             &joined
         };
         let (mut ready, rest) = input.split_at(input.len() - unfinished_utf8(input));
-        let fast = |b: u8| matches!(b, b' '..=b'~' | b'\n' | b'\r');
+        let fast = is_plain;
         while !ready.is_empty() {
             if self.ground {
                 // The bulk of most output: plain text lines, drawn a row segment at a time.
-                let plain = ready.iter().position(|&b| !fast(b)).unwrap_or(ready.len());
+                let plain = plain_prefix(ready);
                 self.state.plain(&ready[..plain]);
                 ready = &ready[plain..];
                 // Other text (UTF-8, controls) up to the next escape: vte stays in its ground
@@ -561,6 +567,28 @@ impl ScreenModel {
     }
 }
 
+/// Printable ASCII, CR or LF: what [`State::plain`] draws without vte.
+fn is_plain(b: u8) -> bool {
+    (b.wrapping_sub(b' ') < 0x5f) | (b == b'\n') | (b == b'\r')
+}
+
+/// Length of the leading run of [`is_plain`] bytes, checked 32 at a time (a block's check has
+/// no early exit, so it vectorises); only the block holding the first other byte is searched.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    let mut done = 0;
+    for block in bytes.chunks_exact(32) {
+        if !block.iter().fold(true, |all, &b| all & is_plain(b)) {
+            break;
+        }
+        done += 32;
+    }
+    let rest = &bytes[done..];
+    done + rest
+        .iter()
+        .position(|&b| !is_plain(b))
+        .unwrap_or(rest.len())
+}
+
 /// How many bytes at the end of `bytes` begin a UTF-8 character that is not complete yet.
 fn unfinished_utf8(bytes: &[u8]) -> usize {
     for back in 1..=bytes.len().min(3) {
@@ -616,16 +644,13 @@ impl State {
     }
 
     /// Printable ASCII, CR and LF, as vte would deliver them in its ground state.
-    fn plain(&mut self, bytes: &[u8]) {
-        for piece in bytes.split_inclusive(|&b| b == b'\n' || b == b'\r') {
-            match piece.split_last() {
-                Some((&control, text)) if control == b'\n' || control == b'\r' => {
-                    self.printable(text);
-                    self.control(control);
-                }
-                _ => self.printable(piece),
-            }
+    fn plain(&mut self, mut bytes: &[u8]) {
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', bytes) {
+            self.printable(&bytes[..at]);
+            self.control(bytes[at]);
+            bytes = &bytes[at + 1..];
         }
+        self.printable(bytes);
     }
 
     /// A run of printable ASCII: whole row segments at once, unless a segment touches half of a
@@ -640,9 +665,10 @@ impl State {
             let Pos { row, col } = grid.pos;
             let fits = usize::from(grid.cols.saturating_sub(col)).min(run.len());
             let (row, col) = (usize::from(row), usize::from(col));
-            let cells = &mut grid.rows[row].cells;
+            let line = &mut grid.rows[row];
+            let cells = &mut line.cells;
             let near = &cells[col.saturating_sub(1)..(col + fits + 1).min(cells.len())];
-            if fits == 0 || near.iter().any(|c| c.0 & (WIDE | WIDE_CONT) != 0) {
+            if fits == 0 || (line.wide && near.iter().any(|c| c.0 & (WIDE | WIDE_CONT) != 0)) {
                 let step = fits.max(1);
                 for &b in &run[..step] {
                     self.text(char::from(b));
@@ -759,8 +785,10 @@ impl State {
             self.last_char = Some(c);
             (row, col, was_wide, width == 2)
         };
+        let line = &mut grid.rows[row];
+        line.wide |= is_wide;
         // Writing over half of a wide character clears the other half.
-        let cells = &mut grid.rows[row].cells;
+        let cells = &mut line.cells;
         if col > 0 && cells[col - 1].is_wide() {
             cells[col - 1] = Cell::default();
         }
