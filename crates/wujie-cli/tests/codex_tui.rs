@@ -44,12 +44,7 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
         .expect("start mock");
     let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|error| panic!("{error}"));
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("codex-tui").to_str().unwrap(),
-    ]);
+    env.install_example("codex-tui");
 
     let vars: Vec<String> = home
         .envs()

@@ -7,15 +7,6 @@ use std::process::Stdio;
 
 use common::*;
 
-fn install_v2(env: &Env) {
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider-v2").to_str().unwrap(),
-    ]);
-}
-
 /// The decision frame the example adapter received, as it logged it on stderr.
 fn decision(stderr: &str) -> serde_json::Value {
     let line = stderr
@@ -41,7 +32,7 @@ fn discuss_json(env: &Env, args: &[&str]) -> (serde_json::Value, String) {
 fn native_handoff_accepted_in_both_modes() {
     for mode in ["current_context", "native_clear"] {
         let env = Env::new();
-        install_v2(&env);
+        env.install_example("fake-provider-v2");
         let (report, stderr) = discuss_json(
             &env,
             &[
@@ -140,7 +131,7 @@ fn native_handoff_accepted_in_both_modes() {
 #[test]
 fn rejected_and_unconfirmable_handoffs_create_nothing() {
     let env = Env::new();
-    install_v2(&env);
+    env.install_example("fake-provider-v2");
     let (report, stderr) = discuss_json(
         &env,
         &["--confirm", "reject", "--", "fake-provider-v2", "--script"],
@@ -169,12 +160,7 @@ fn rejected_and_unconfirmable_handoffs_create_nothing() {
 #[test]
 fn v1_providers_keep_the_issue_first_contract() {
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider").to_str().unwrap(),
-    ]);
+    env.install_example("fake-provider");
     let err = env.fails(&["discuss", "--", "fake-provider"]);
     assert!(
         err.contains("Issue-first") && err.contains("v2") && err.contains("wujie run"),
@@ -185,7 +171,7 @@ fn v1_providers_keep_the_issue_first_contract() {
 #[test]
 fn environment_before_binding_and_resume() {
     let env = Env::new();
-    install_v2(&env);
+    env.install_example("fake-provider-v2");
     let dump = env.work.path().join("env.txt");
     // Wrap the example to capture its environment, keeping its behaviour.
     let dir = env.work.path().join("wrapped");

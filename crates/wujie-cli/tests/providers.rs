@@ -10,12 +10,7 @@ use common::*;
 #[test]
 fn install_list_disable_enable_remove() {
     let env = Env::new();
-    let out = env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider").to_str().unwrap(),
-    ]);
+    let out = env.install_example("fake-provider");
     assert!(out.contains("Installed fake-provider"), "{out}");
 
     let text = env.ok(&["local-run", "provider", "list"]);

@@ -24,12 +24,7 @@ fn kinds(issue: &serde_json::Value) -> Vec<String> {
 #[test]
 fn fake_provider_acceptance_points() {
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider").to_str().unwrap(),
-    ]);
+    env.install_example("fake-provider");
     let key = env.create_issue("WUJ acceptance");
     let out = env.run(&["run", &key, "--", "fake-provider"]);
     assert!(
@@ -82,12 +77,7 @@ fn adapter_without_run_context_fails_as_the_seed_says() {
     // The seed's fake adapter exits 2 without WUJIE_RUN_ID; here it gets one, so check the
     // opposite: the variable reaches it even when the caller's own environment had another.
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider").to_str().unwrap(),
-    ]);
+    env.install_example("fake-provider");
     let key = env.create_issue("nested");
     let out = env
         .cmd()
@@ -402,12 +392,7 @@ fn message_and_usage_on_one_line() {
 #[test]
 fn unknown_issue_and_provider_errors() {
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider").to_str().unwrap(),
-    ]);
+    env.install_example("fake-provider");
     let err = env.fails(&["run", "WUJ-999", "--", "fake-provider"]);
     assert!(err.contains("WUJ-999"), "{err}");
     let key = env.create_issue("x");

@@ -15,15 +15,6 @@ const ROWS: u16 = 24;
 const COLS: u16 = 80;
 const DEADLINE: Duration = Duration::from_secs(30);
 
-fn install_tui(env: &Env) {
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-tui-v2").to_str().unwrap(),
-    ]);
-}
-
 /// A program on a PTY of our own, its output rendered by a vt100 model.
 struct Term {
     pty: Arc<pty_process::blocking::Pty>,
@@ -164,7 +155,7 @@ fn stable(screen: &str) -> String {
 #[test]
 fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let term = Term::discuss(&env, &[]);
     term.wait_text("Ctrl+D quit");
     term.say("hello", "agent: SQLite or PostgreSQL?");
@@ -189,7 +180,7 @@ fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {
 #[test]
 fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let mut term = Term::discuss(&env, &[]);
     term.wait_text("Ctrl+D quit");
     term.say("plan storage", "agent: SQLite or PostgreSQL?");
@@ -248,7 +239,7 @@ fn create_issue_from_the_card_and_keep_going_in_the_same_context() {
 #[test]
 fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let mut term = Term::discuss(&env, &["--handoff", "current_context"]);
     term.wait_text("Ctrl+D quit");
     term.say("plan storage", "agent: SQLite or PostgreSQL?");
@@ -283,20 +274,32 @@ fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
     );
 }
 
-/// examples/fake-provider-v2: a v2 provider on pipes that asks for a native handoff.
-fn install_pipes_provider(env: &Env) {
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        examples().join("fake-provider-v2").to_str().unwrap(),
-    ]);
+/// A shell script: `command`, then its exit status and the terminal's line-editing, signal and
+/// echo modes, to check that `wujie` gave the terminal back as it found it.
+fn then_terminal_modes(command: &str) -> String {
+    format!(
+        "{command}; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    )
+}
+
+/// Waits for the modes [`then_terminal_modes`] prints and checks they are all on again.
+fn assert_terminal_restored(term: &Term) -> String {
+    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    assert!(
+        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
+        "line editing, signals and echo are back on:\n{screen}"
+    );
+    assert!(
+        !screen.contains("-icanon") && !screen.contains("-echo") && !screen.contains("-isig"),
+        "{screen}"
+    );
+    screen
 }
 
 #[test]
 fn a_provider_on_pipes_gets_the_card_where_its_output_ends() {
     let env = Env::new();
-    install_pipes_provider(&env);
+    env.install_example("fake-provider-v2");
     let mut term = Term::spawn(
         &env,
         WUJIE,
@@ -321,21 +324,15 @@ fn a_provider_on_pipes_gets_the_card_where_its_output_ends() {
 #[test]
 fn ctrl_c_on_the_card_of_a_provider_on_pipes_cancels_and_gives_the_terminal_back() {
     let env = Env::new();
-    install_pipes_provider(&env);
-    let script = format!(
-        "{WUJIE} discuss -- fake-provider-v2 --script; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
-    );
+    env.install_example("fake-provider-v2");
+    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-provider-v2 --script"));
     let term = Term::spawn(&env, "sh", &["-c", &script]);
     term.wait_text("Ctrl+C: cancel and end this session");
     term.send(b"\x03");
-    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    let screen = assert_terminal_restored(&term);
     assert!(
         screen.contains("EXIT=130"),
         "a cancelled session:\n{screen}"
-    );
-    assert!(
-        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
-        "line editing, signals and echo are back on:\n{screen}"
     );
     assert!(env.json(&["issue", "list"]).as_array().unwrap().is_empty());
     assert_eq!(env.json(&["discussion", "list"])[0]["status"], "open");
@@ -344,7 +341,7 @@ fn ctrl_c_on_the_card_of_a_provider_on_pipes_cancels_and_gives_the_terminal_back
 #[test]
 fn a_resize_reaches_the_adapter() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let term = Term::discuss(&env, &[]);
     term.wait_text(&format!("{COLS}x{ROWS}"));
     term.resize(20, 60);
@@ -354,7 +351,7 @@ fn a_resize_reaches_the_adapter() {
 #[test]
 fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let term = Term::discuss(&env, &[]);
     term.wait_text("Ctrl+D quit");
     term.send(b"/wujie");
@@ -375,7 +372,7 @@ fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
 fn output_waits_while_the_menu_is_open_and_past_the_cap_the_adapter_waits_too() {
     use wujie_localrun::terminal::HOLD_CAP;
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let progress = env.work.path().join("flood");
     let took =
         || -> usize { std::fs::read_to_string(&progress).map_or(0, |s| s.trim().parse().unwrap()) };
@@ -414,7 +411,7 @@ fn output_waits_while_the_menu_is_open_and_past_the_cap_the_adapter_waits_too() 
 #[test]
 fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let mut term = Term::discuss(&env, &[]);
     term.wait_text("Ctrl+D quit");
     term.send(b"\x03");
@@ -430,20 +427,13 @@ fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
 #[test]
 fn the_terminal_is_restored_after_the_adapter_crashes() {
     let env = Env::new();
-    install_tui(&env);
-    let script = format!(
-        "{WUJIE} discuss -- fake-tui-v2 --crash-after 1; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
-    );
+    env.install_example("fake-tui-v2");
+    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-tui-v2 --crash-after 1"));
     let term = Term::spawn(&env, "sh", &["-c", &script]);
     term.wait_text("Ctrl+D quit");
     term.send(b"boom\r");
-    let screen = term.wait_text("EXIT=3");
-    let modes = term.wait_for("the terminal modes", |s| s.contains("icanon"));
-    assert!(
-        modes.contains("icanon isig echo") || modes.contains("isig icanon echo"),
-        "line editing, signals and echo are back on:\n{screen}\n{modes}"
-    );
-    assert!(!modes.contains("-icanon") && !modes.contains("-echo") && !modes.contains("-isig"));
+    term.wait_text("EXIT=3");
+    assert_terminal_restored(&term);
 }
 
 /// The `wujie` process started by the shell `parent`.
@@ -460,27 +450,21 @@ fn wujie_child_of(parent: u32) -> i32 {
 #[test]
 fn the_terminal_is_restored_after_sigterm() {
     let env = Env::new();
-    install_tui(&env);
-    let script = format!(
-        "{WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
-    );
+    env.install_example("fake-tui-v2");
+    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-tui-v2"));
     let term = Term::spawn(&env, "sh", &["-c", &script]);
     term.wait_text("Ctrl+D quit");
     let pid = wujie_child_of(term.child.id());
     assert!(pid > 0);
     assert!(signal_pid(pid, nix::sys::signal::Signal::SIGTERM));
-    let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
+    let screen = assert_terminal_restored(&term);
     assert!(screen.contains("EXIT=130"), "a cancelled session: {screen}");
-    assert!(
-        screen.contains("icanon isig echo") || screen.contains("isig icanon echo"),
-        "line editing, signals and echo are back on:\n{screen}"
-    );
 }
 
 #[test]
 fn piped_input_drives_an_interactive_provider() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let mut child = env
         .cmd()
         .args(["--output", "json", "discuss", "--", "fake-tui-v2"])
@@ -519,7 +503,7 @@ fn piped_input_drives_an_interactive_provider() {
 #[test]
 fn run_relays_an_interactive_provider_on_a_terminal() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let key = env.create_issue("tui run");
     let mut term = Term::spawn(&env, WUJIE, &["run", &key, "--", "fake-tui-v2"]);
     term.wait_text("Ctrl+D quit");
@@ -540,7 +524,7 @@ fn run_relays_an_interactive_provider_on_a_terminal() {
 #[test]
 fn run_exits_with_the_adapters_status() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let key = env.create_issue("crashy");
     let mut child = env
         .cmd()
@@ -558,7 +542,7 @@ fn run_exits_with_the_adapters_status() {
 #[test]
 fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
     let env = Env::new();
-    install_tui(&env);
+    env.install_example("fake-tui-v2");
     let shell = format!(
         "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; sleep 30",
         work = env.work.path().display(),

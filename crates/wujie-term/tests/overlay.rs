@@ -242,22 +242,27 @@ fn adapter_with_region(cursor: (u16, u16), lines: usize) -> vt100::Parser {
     p
 }
 
+/// Opens the menu over [`adapter_with_region`]'s screen, telling the overlay about the region.
+fn open_menu_over_region(term: &mut vt100::Parser) -> (Overlay, Vec<OverlayLine>) {
+    let lines = menu_lines(size_of(term), "");
+    let placement = place(term.screen()).with_scroll_region(Some((2, 20)));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    (overlay, lines)
+}
+
 #[test]
 fn a_scroll_region_and_origin_mode_are_set_aside_and_restored() {
     let mut term = adapter_with_region((6, 7), 5);
     let before = term.screen().clone();
     assert_eq!(before.cursor_position(), (6, 7));
-    let size = size_of(&term);
-    let mut out = Vec::new();
-    let lines = menu_lines(size, "");
-    let placement = place(term.screen()).with_scroll_region(Some((2, 20)));
-    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
-    term.process(&out);
+    let (overlay, lines) = open_menu_over_region(&mut term);
     assert_eq!(overlay.scrolled(), 0);
     // Drawn where the rows are, not where origin mode would move them.
     assert_eq!(rows_text(term.screen())[6 + 1 + 2], lines[0].text);
     assert_eq!(term.screen().cursor_position(), (6, 7));
-    out.clear();
+    let mut out = Vec::new();
     overlay.close(&mut out);
     term.process(&out);
     assert_restored(&before, term.screen(), 0);
@@ -279,12 +284,7 @@ fn with_a_scroll_region_the_whole_screen_scrolls_to_make_room() {
     // on the bottom row does only once the region is set aside.
     let mut term = adapter_with_region((20, 4), 18);
     let before = term.screen().clone();
-    let size = size_of(&term);
-    let mut out = Vec::new();
-    let lines = menu_lines(size, "");
-    let placement = place(term.screen()).with_scroll_region(Some((2, 20)));
-    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
-    term.process(&out);
+    let (overlay, lines) = open_menu_over_region(&mut term);
     let scrolled = overlay.scrolled();
     assert!(scrolled > 0);
     assert_eq!(
@@ -296,7 +296,7 @@ fn with_a_scroll_region_the_whole_screen_scrolls_to_make_room() {
         rows_text(term.screen())[usize::from(20 - scrolled + 1 + 2)],
         lines[0].text
     );
-    out.clear();
+    let mut out = Vec::new();
     overlay.close(&mut out);
     term.process(&out);
     assert_restored(&before, term.screen(), scrolled);

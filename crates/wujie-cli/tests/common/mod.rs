@@ -89,6 +89,12 @@ impl Env {
         dir
     }
 
+    /// Installs `examples/<name>` into this profile; returns what `wujie` printed.
+    pub fn install_example(&self, name: &str) -> String {
+        let dir = examples().join(name);
+        self.ok(&["local-run", "provider", "install", dir.to_str().unwrap()])
+    }
+
     pub fn config_path(&self) -> PathBuf {
         self.home.path().join("config").join("config.json")
     }
