@@ -238,8 +238,8 @@ impl Relay {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        let start = Instant::now() - self.screen.now();
-        let trigger = self.trigger.next_deadline().map(|d| start + d);
+        let origin = Instant::from_std(self.screen.origin());
+        let trigger = self.trigger.next_deadline().map(|d| origin + d);
         let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
         let notice = match self.view {
             View::Notice(_, _, until) => Some(until),
@@ -266,7 +266,8 @@ impl Relay {
     /// Tells the trigger about the adapter's latest visible output, then opens the menu when
     /// it is due.
     async fn poll_trigger(&mut self) {
-        if let (Some(from), Some(at)) = (self.echo_from, self.screen.last_visible())
+        if let Some(from) = self.echo_from
+            && let Some(at) = self.screen.last_visible()
             && at >= from
         {
             self.trigger.on_adapter_output(at);

@@ -66,6 +66,11 @@ impl Screen {
         self.origin.elapsed()
     }
 
+    /// When the screen was set up (time zero of [`Screen::now`]).
+    pub fn origin(&self) -> Instant {
+        self.origin
+    }
+
     pub fn lock(&self) -> ScreenLock<'_> {
         ScreenLock {
             screen: self,
