@@ -71,6 +71,7 @@ mod notice;
 mod overlay;
 mod scanner;
 mod screen;
+mod sgr;
 pub mod text;
 mod trigger;
 
@@ -90,5 +91,5 @@ pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,
     STRING_CAP, StringKind, Terminator,
 };
-pub use screen::ScreenModel;
+pub use screen::{Attributes, SavedCursor, ScreenModel};
 pub use trigger::{ECHO_WAIT, SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector};

@@ -30,10 +30,11 @@
 //! closing sets it again before restoring the cursor ([`Placement::scroll_region`]).
 //!
 //! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. DECSC has a
-//! single slot: a position the adapter itself saved with `ESC 7` before the overlay opened is
-//! replaced by the adapter's cursor at that moment (TUIs save and restore within one frame, so
-//! the slot is free again by the time output has been quiet long enough for the menu).
+//! single slot, which the area borrows; when the adapter had saved a cursor itself, closing
+//! saves that one again from the shadow screen's record (position and attributes) and returns
+//! to the adapter's cursor ([`Placement::adapter_saved`]).
 
+use crate::screen::{Attributes, SavedCursor};
 use crate::text;
 
 /// Rows below the cursor's row that belong to the adapter (its input box border, hints).
@@ -70,6 +71,11 @@ pub struct Placement {
     /// The adapter's scroll region (top and bottom row, inclusive) when it is not the whole
     /// screen; set aside while the area is open.
     pub scroll_region: Option<(u16, u16)>,
+    /// A cursor the adapter saved itself (DECSC), put back into DECSC's slot on close.
+    pub adapter_saved: Option<SavedCursor>,
+    /// The adapter's drawing attributes and origin mode now, to come back to after that.
+    pub attributes: Attributes,
+    pub origin_mode: bool,
 }
 
 impl Placement {
@@ -81,6 +87,9 @@ impl Placement {
             cursor,
             used_rows: 0,
             scroll_region: None,
+            adapter_saved: None,
+            attributes: Attributes::default(),
+            origin_mode: false,
         }
     }
 
@@ -94,6 +103,22 @@ impl Placement {
     pub fn with_scroll_region(self, region: Option<(u16, u16)>) -> Self {
         Self {
             scroll_region: region,
+            ..self
+        }
+    }
+
+    /// The same placement for an adapter that saved a cursor itself (`saved`), draws with
+    /// `attributes` and has origin mode `origin_mode` (all from the shadow screen).
+    pub fn with_cursor_state(
+        self,
+        saved: Option<SavedCursor>,
+        attributes: Attributes,
+        origin_mode: bool,
+    ) -> Self {
+        Self {
+            adapter_saved: saved,
+            attributes,
+            origin_mode,
             ..self
         }
     }
@@ -151,6 +176,11 @@ pub struct Overlay {
     scrolled: u16,
     /// The adapter's scroll region, set again on close.
     scroll_region: Option<(u16, u16)>,
+    /// Where the adapter's cursor is (once closed), and what DECSC's slot held before.
+    cursor: CursorPos,
+    adapter_saved: Option<SavedCursor>,
+    attributes: Attributes,
+    origin_mode: bool,
     drawn: Vec<OverlayLine>,
 }
 
@@ -188,6 +218,9 @@ impl Overlay {
             cursor,
             used_rows,
             scroll_region,
+            adapter_saved,
+            attributes,
+            origin_mode,
         } = place;
         let capacity = Self::capacity(size);
         if capacity == 0 {
@@ -240,6 +273,13 @@ impl Overlay {
             max_height,
             scrolled,
             scroll_region,
+            cursor: CursorPos {
+                row: cursor.row.min(size.rows - 1),
+                col: cursor.col,
+            },
+            adapter_saved,
+            attributes,
+            origin_mode,
             drawn: Vec::new(),
         };
         overlay.draw(&lines(height), out);
@@ -290,6 +330,30 @@ impl Overlay {
         if self.scrolled > 0 {
             csi(out, &[self.scrolled], b'B');
         }
+        self.give_back_saved_cursor(out);
+    }
+
+    /// DECSC has one slot, which opening borrowed. When the adapter had saved a cursor itself,
+    /// save that one again (position and attributes, from the shadow screen), then return to
+    /// the adapter's cursor and attributes. Skipped with origin mode on either side (its moves
+    /// are relative to a region and setting it homes the cursor) and while a wrap is pending at
+    /// the right margin (a move would cancel it): the adapter's slot then holds its cursor as
+    /// it was when the area opened.
+    fn give_back_saved_cursor(&self, out: &mut Vec<u8>) {
+        let Some(saved) = self.adapter_saved else {
+            return;
+        };
+        let cols = self.size.cols;
+        if saved.origin_mode || self.origin_mode || self.cursor.col >= cols {
+            return;
+        }
+        let row = saved.pos.row.min(self.size.rows - 1);
+        let col = saved.pos.col.min(cols - 1);
+        csi(out, &[row + 1, col + 1], b'H');
+        out.extend_from_slice(&saved.attributes.sequence());
+        out.extend_from_slice(b"\x1b7");
+        csi(out, &[self.cursor.row + 1, self.cursor.col + 1], b'H');
+        out.extend_from_slice(&self.attributes.sequence());
     }
 
     /// Lines the adapter's content is scrolled up by while the area is open (0 when it fitted);

@@ -14,6 +14,26 @@
 use unicode_width::UnicodeWidthChar;
 
 use crate::overlay::{CursorPos, TermSize};
+use crate::sgr::Sgr;
+
+/// Drawing attributes (colours, bold, underline, …) as the model tracked them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Attributes(Sgr);
+
+impl Attributes {
+    /// The SGR sequence that sets exactly these attributes.
+    pub fn sequence(&self) -> Vec<u8> {
+        self.0.sequence()
+    }
+}
+
+/// What DECSC saved: where the cursor was, origin mode and the drawing attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedCursor {
+    pub pos: CursorPos,
+    pub origin_mode: bool,
+    pub attributes: Attributes,
+}
 
 const INK: u8 = 1;
 const WIDE: u8 = 2;
@@ -144,6 +164,9 @@ struct Grid {
     scroll_bottom: u16,
     origin_mode: bool,
     saved_origin_mode: bool,
+    saved_sgr: Sgr,
+    /// The adapter saved a cursor (DECSC) on this screen.
+    saved: bool,
     /// For the primary screen: how many rows scrolled off its top, which a taller window brings
     /// back (as blank rows, since no scrollback is kept). `None` on the alternate screen.
     scrolled_off: Option<usize>,
@@ -161,6 +184,8 @@ impl Grid {
             scroll_bottom: size.rows - 1,
             origin_mode: false,
             saved_origin_mode: false,
+            saved_sgr: Sgr::default(),
+            saved: false,
             scrolled_off: primary.then_some(0),
         }
     }
@@ -179,6 +204,8 @@ impl Grid {
         self.scroll_bottom = self.rows_n - 1;
         self.origin_mode = false;
         self.saved_origin_mode = false;
+        self.saved_sgr = Sgr::default();
+        self.saved = false;
     }
 
     fn set_size(&mut self, size: TermSize) {
@@ -472,6 +499,8 @@ struct State {
     primary: Grid,
     alternate: Grid,
     alternate_active: bool,
+    /// The drawing attributes in effect.
+    sgr: Sgr,
     last_char: Option<char>,
     drawn: u64,
     /// An escape sequence was just completed, which leaves vte in its ground state.
@@ -545,6 +574,29 @@ impl ScreenModel {
         let rows = &self.state.grid().rows;
         let used = rows.iter().rposition(Row::has_ink).map_or(0, |i| i + 1);
         u16::try_from(used).unwrap_or(u16::MAX)
+    }
+
+    /// The drawing attributes in effect.
+    pub fn attributes(&self) -> Attributes {
+        Attributes(self.state.sgr)
+    }
+
+    /// Whether origin mode (DECOM) is on.
+    pub fn origin_mode(&self) -> bool {
+        self.state.grid().origin_mode
+    }
+
+    /// The cursor the adapter saved itself (DECSC) on the screen in use, if it saved one.
+    pub fn saved_cursor(&self) -> Option<SavedCursor> {
+        let grid = self.state.grid();
+        grid.saved.then_some(SavedCursor {
+            pos: CursorPos {
+                row: grid.saved_pos.row,
+                col: grid.saved_pos.col,
+            },
+            origin_mode: grid.saved_origin_mode,
+            attributes: Attributes(grid.saved_sgr),
+        })
     }
 
     /// The scroll region (top and bottom row, inclusive) when it is not the whole screen.
@@ -623,6 +675,7 @@ impl State {
             primary,
             alternate: Grid::new(size, false),
             alternate_active: false,
+            sgr: Sgr::default(),
             last_char: None,
             drawn: 0,
             sequence_done: false,
@@ -703,15 +756,19 @@ impl State {
     }
 
     fn save_cursor(&mut self) {
+        let sgr = self.sgr;
         let grid = self.grid_mut();
         grid.saved_pos = grid.pos;
         grid.saved_origin_mode = grid.origin_mode;
+        grid.saved_sgr = sgr;
+        grid.saved = true;
     }
 
     fn restore_cursor(&mut self) {
         let grid = self.grid_mut();
         grid.pos = grid.saved_pos;
         grid.origin_mode = grid.saved_origin_mode;
+        self.sgr = grid.saved_sgr;
     }
 
     fn enter_alternate(&mut self) {
@@ -818,6 +875,7 @@ impl State {
         let count = || first().max(1);
         let n = count();
         match (intermediates.first(), action) {
+            (None, 'm') => self.sgr.apply(params.iter()),
             (None, '@') => self.edit(|g| g.insert_cells(n)),
             (None, 'A') => self.grid_mut().row_dec_clamp(count()),
             (None, 'B') => self.grid_mut().row_inc_clamp(count()),

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use std::num::NonZeroU16;
 use wujie_term::{
     CursorPos, IssueCard, LineStyle, MARGIN_ROWS, Menu, MenuItem, Overlay, OverlayError,
-    OverlayLine, Placement, TermSize, default_commands,
+    OverlayLine, Placement, ScreenModel, TermSize, default_commands,
 };
 
 fn parser(rows: u16, cols: u16) -> vt100::Parser {
@@ -300,6 +300,53 @@ fn with_a_scroll_region_the_whole_screen_scrolls_to_make_room() {
     overlay.close(&mut out);
     term.process(&out);
     assert_restored(&before, term.screen(), scrolled);
+}
+
+/// An adapter that saved its cursor (DECSC) on row 2 in red and went on drawing in green; the
+/// cursor now on its input line.
+const SAVES_ITS_CURSOR: &[u8] =
+    b"\x1b[1;1Hheader\x1b[3;5H\x1b[31msaved here\x1b7\x1b[32m\x1b[5;1H> /wujie";
+
+#[test]
+fn a_cursor_the_adapter_saved_itself_is_still_there_after_the_overlay() {
+    for lines_in_the_way in [0usize, 14] {
+        let (rows, cols) = (16, 40);
+        let mut adapter = SAVES_ITS_CURSOR.to_vec();
+        // Rows below the input line make the area scroll the screen to open.
+        for i in 0..lines_in_the_way {
+            adapter.extend_from_slice(format!("\x1b[{};1Hbelow {i}", 6 + i).as_bytes());
+        }
+        adapter.extend_from_slice(b"\x1b[5;9H");
+        let mut term = parser(rows, cols);
+        term.process(&adapter);
+        let mut model = ScreenModel::new(size_of(&term));
+        model.feed(&adapter);
+        let before = term.screen().clone();
+        let placement = place(term.screen()).with_cursor_state(
+            model.saved_cursor(),
+            model.attributes(),
+            model.origin_mode(),
+        );
+        let mut out = Vec::new();
+        let overlay = Overlay::open(placement, &menu_lines(size_of(&term), ""), &mut out).unwrap();
+        let scrolled = overlay.scrolled();
+        overlay.close(&mut out);
+        term.process(&out);
+        assert_eq!(scrolled > 0, lines_in_the_way > 0);
+        assert_restored(&before, term.screen(), scrolled);
+        // DECRC gives the adapter its own saved cursor and colour, as on a screen that never
+        // had the overlay.
+        let mut twin = parser(rows, cols);
+        twin.process(&adapter);
+        for p in [&mut term, &mut twin] {
+            p.process(b"\x1b8");
+        }
+        assert_eq!(term.screen().cursor_position(), (2, 14));
+        assert_eq!(
+            term.screen().attributes_formatted(),
+            twin.screen().attributes_formatted()
+        );
+    }
 }
 
 #[test]

@@ -173,3 +173,81 @@ fn reports_the_scroll_region_only_when_it_is_not_the_whole_screen() {
     model.feed(b"\x1b[5;5r");
     assert_eq!(model.scroll_region(), None);
 }
+
+/// One SGR parameter group vt100 understands (its bold and dim exclude each other, the
+/// model's do not, as in xterm: dim is checked on its own below).
+fn sgr_param() -> impl Strategy<Value = String> {
+    let code = |codes: Vec<u8>| prop::sample::select(codes).prop_map(|c| c.to_string());
+    prop_oneof![
+        code(vec![0, 1, 3, 4, 7, 22, 23, 24, 27, 39, 49]),
+        (30u8..38).prop_map(|n| n.to_string()),
+        (40u8..48).prop_map(|n| n.to_string()),
+        (90u8..98).prop_map(|n| n.to_string()),
+        (100u8..108).prop_map(|n| n.to_string()),
+        (prop::sample::select(vec![38u8, 48]), any::<u8>())
+            .prop_map(|(base, n)| format!("{base};5;{n}")),
+        (prop::sample::select(vec![38u8, 48]), any::<[u8; 3]>())
+            .prop_map(|(base, [r, g, b])| format!("{base};2;{r};{g};{b}")),
+    ]
+}
+
+/// vt100's attributes after it reads `bytes` on a fresh screen.
+fn vt100_attributes(bytes: &[u8]) -> String {
+    let mut parser = vt100::Parser::new(nz(4), nz(10), 0);
+    parser.process(bytes);
+    parser.screen().attributes_formatted()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// The attributes the model tracks (current and saved by DECSC) set the same attributes in
+    /// vt100 as the sequences they came from.
+    #[test]
+    fn attributes_agree_with_vt100(
+        steps in prop::collection::vec(
+            (prop::collection::vec(sgr_param(), 0..4), 0u8..6),
+            1..20,
+        )
+    ) {
+        let mut oracle = vt100::Parser::new(nz(4), nz(10), 0);
+        let mut model = ScreenModel::new(TermSize { cols: 10, rows: 4 });
+        for (params, cursor) in &steps {
+            let mut bytes = format!("\x1b[{}m", params.join(";")).into_bytes();
+            match cursor {
+                0 => bytes.extend_from_slice(b"\x1b7"),
+                1 => bytes.extend_from_slice(b"\x1b8"),
+                _ => {}
+            }
+            oracle.process(&bytes);
+            model.feed(&bytes);
+            prop_assert_eq!(
+                vt100_attributes(&model.attributes().sequence()),
+                oracle.screen().attributes_formatted()
+            );
+        }
+        let saved = model.saved_cursor().map(|s| s.attributes.sequence()).unwrap_or_default();
+        oracle.process(b"\x1b8");
+        prop_assert_eq!(vt100_attributes(&saved), oracle.screen().attributes_formatted());
+    }
+}
+
+#[test]
+fn attributes_outside_vt100_survive_too() {
+    let mut model = ScreenModel::new(TermSize { cols: 10, rows: 4 });
+    model.feed(b"\x1b[1;2;5;8;9;53;4:3;58;2;1;2;3;38:2::10:20:30m");
+    assert_eq!(
+        String::from_utf8(model.attributes().sequence()).unwrap(),
+        "\x1b[0;1;2;5;8;9;53;4:3;38;2;10;20;30;58;2;1;2;3m"
+    );
+    model.feed(b"\x1b[22;25;28;29;55;24;59;39m");
+    assert_eq!(model.attributes().sequence(), b"\x1b[0m");
+    // DECSC keeps them with the position; DECRC brings both back.
+    model.feed(b"\x1b[3;4H\x1b[2;31m\x1b7\x1b[0m\x1b[1;1H");
+    let saved = model.saved_cursor().expect("saved");
+    assert_eq!(saved.pos, CursorPos { row: 2, col: 3 });
+    assert_eq!(saved.attributes.sequence(), b"\x1b[0;2;31m");
+    model.feed(b"\x1b8");
+    assert_eq!(model.cursor(), CursorPos { row: 2, col: 3 });
+    assert_eq!(model.attributes().sequence(), b"\x1b[0;2;31m");
+}

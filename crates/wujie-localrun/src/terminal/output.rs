@@ -158,7 +158,12 @@ impl ScreenLock<'_> {
         Some(
             Placement::new(size, shadow.cursor())
                 .with_used_rows(shadow.used_rows())
-                .with_scroll_region(shadow.scroll_region()),
+                .with_scroll_region(shadow.scroll_region())
+                .with_cursor_state(
+                    shadow.saved_cursor(),
+                    shadow.attributes(),
+                    shadow.origin_mode(),
+                ),
         )
     }
 

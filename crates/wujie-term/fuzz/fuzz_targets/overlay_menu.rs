@@ -4,7 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use wujie_term::{
-    CursorPos, IssueCard, Key, Menu, MenuItem, MenuUpdate, Overlay, Placement, TermSize,
+    Attributes, CursorPos, IssueCard, Key, Menu, MenuItem, MenuUpdate, Overlay, Placement,
+    SavedCursor, TermSize,
 };
 
 fn u16_at(data: &[u8], i: usize) -> u16 {
@@ -19,7 +20,12 @@ fuzz_target!(|data: &[u8]| {
     let used = u16_at(data, 8);
     // Any pair, ordered or not, in or out of the screen: the overlay must cope.
     let region = (u16_at(data, 10) % 2 == 1).then(|| (u16_at(data, 10) / 2, u16_at(data, 12)));
-    let rest = data.get(14..).unwrap_or_default();
+    let saved = (u16_at(data, 14) % 2 == 1).then(|| SavedCursor {
+        pos: CursorPos { row: u16_at(data, 14) / 2, col: u16_at(data, 16) },
+        origin_mode: u16_at(data, 16) % 3 == 0,
+        attributes: Attributes::default(),
+    });
+    let rest = data.get(18..).unwrap_or_default();
     let text = String::from_utf8_lossy(rest);
     let mut items = wujie_term::default_commands();
     items.push(MenuItem::new(format!("/wujie{text}"), text.to_string()));
@@ -27,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
     let mut card = IssueCard::create_issue(text.to_string(), text.to_string());
     let place = Placement::new(size, cursor)
         .with_used_rows(used)
-        .with_scroll_region(region);
+        .with_scroll_region(region)
+        .with_cursor_state(saved, Attributes::default(), u16_at(data, 12) % 5 == 0);
     let capacity = Overlay::capacity(size);
     let mut out = Vec::new();
     let Ok(mut overlay) = Overlay::open(place, &menu.lines(size.cols, capacity), &mut out) else {
