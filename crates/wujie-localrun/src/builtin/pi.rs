@@ -46,21 +46,6 @@ pub const PI: AgentProgram = AgentProgram {
 /// limit is far above any single event; it only stops a runaway process from exhausting memory.
 pub const MAX_PI_LINE_BYTES: usize = 256 * 1024 * 1024;
 
-/// One line of pi's stdout, kept until the mapper takes it.
-enum Line {
-    Complete(Vec<u8>),
-    TooLong,
-}
-
-impl From<LinePiece<'_>> for Line {
-    fn from(piece: LinePiece<'_>) -> Line {
-        match piece {
-            LinePiece::Line(bytes) => Line::Complete(bytes.to_vec()),
-            LinePiece::TooLong => Line::TooLong,
-        }
-    }
-}
-
 /// What one piece of pi's stdout becomes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PiOutput {
@@ -118,41 +103,42 @@ impl PiMapper {
 
     /// The outputs of every line the chunk completes.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<PiOutput> {
-        let mut lines = Vec::new();
-        self.lines
-            .feed(chunk, |piece| lines.push(Line::from(piece)));
         let mut out = Vec::new();
-        for line in lines {
-            self.line(line, &mut out);
-        }
+        let mut lines = self.take_splitter();
+        lines.feed(chunk, |piece| self.line(piece, &mut out));
+        self.lines = lines;
         out
     }
 
     /// Ends the stream: a last line without `'\n'`, then any held text as ordinary `text` (pi
     /// stopped without saying the agent was done, so it is not known to be the final reply).
     pub fn finish(&mut self) -> Vec<PiOutput> {
-        let mut last = None;
-        self.lines.finish(|piece| last = Some(Line::from(piece)));
         let mut out = Vec::new();
-        if let Some(line) = last {
-            self.line(line, &mut out);
-        }
+        let mut lines = self.take_splitter();
+        lines.finish(|piece| self.line(piece, &mut out));
+        self.lines = lines;
         self.release_held_as_text(&mut out);
         out
     }
 
-    fn line(&mut self, line: Line, out: &mut Vec<PiOutput>) {
+    /// The splitter, out of `self` while its lines are mapped (the mapping needs `&mut self`);
+    /// an empty one stands in until it is put back.
+    fn take_splitter(&mut self) -> LineSplitter {
+        std::mem::replace(&mut self.lines, LineSplitter::new(0))
+    }
+
+    fn line(&mut self, line: LinePiece<'_>, out: &mut Vec<PiOutput>) {
         self.line_no += 1;
         let bytes = match line {
-            Line::TooLong => return out.push(PiOutput::TooLong),
-            Line::Complete(bytes) => bytes,
+            LinePiece::TooLong => return out.push(PiOutput::TooLong),
+            LinePiece::Line(bytes) => bytes,
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let object = match serde_json::from_slice::<Value>(&bytes) {
+        let object = match serde_json::from_slice::<Value>(bytes) {
             Ok(Value::Object(object)) => object,
-            _ => return out.push(PiOutput::Stray(bytes)),
+            _ => return out.push(PiOutput::Stray(bytes.to_vec())),
         };
         match str_field(&object, "type") {
             Some("session") => self.session(&object, out),
