@@ -122,6 +122,15 @@ impl TriggerDetector {
         }
     }
 
+    /// While the detector waits for the adapter's echo or its silence: when the trigger was
+    /// reached (adapter output from then on counts).
+    pub fn waiting_since(&self) -> Option<Duration> {
+        match self.phase {
+            Phase::AwaitEcho { since } | Phase::AwaitSilence { since, .. } => Some(since),
+            Phase::Idle | Phase::Open | Phase::Spent => None,
+        }
+    }
+
     /// True between the `OpenMenu` action and [`TriggerDetector::menu_closed`].
     pub fn is_open(&self) -> bool {
         self.phase == Phase::Open

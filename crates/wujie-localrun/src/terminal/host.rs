@@ -151,9 +151,6 @@ struct Relay {
     view: View,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
-    /// While the trigger waits for the adapter's echo: adapter output that changed the screen
-    /// from this time on counts (the time the input that armed it was sent).
-    echo_from: Option<Duration>,
     escape_since: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
 }
@@ -176,7 +173,6 @@ impl Relay {
             menu_enabled,
             view: View::Closed,
             notices: VecDeque::new(),
-            echo_from: None,
             escape_since: None,
             events,
         }
@@ -208,8 +204,8 @@ impl Relay {
                         }
                     }
                 },
-                () = screen.changed.notified(), if self.echo_from.is_some() => {
-                    self.poll_trigger().await;
+                () = screen.changed.notified(), if self.trigger.waiting_since().is_some() => {
+                    self.poll_trigger();
                 }
                 _ = winch.recv() => self.resize(terminal_size()).await,
                 Some(request) = requests.recv() => match request {
@@ -260,13 +256,13 @@ impl Relay {
             let events = self.scanner.flush_idle();
             self.handle_events(events).await;
         }
-        self.poll_trigger().await;
+        self.poll_trigger();
     }
 
     /// Tells the trigger about the adapter's latest visible output, then opens the menu when
     /// it is due.
-    async fn poll_trigger(&mut self) {
-        if let Some(from) = self.echo_from
+    fn poll_trigger(&mut self) {
+        if let Some(from) = self.trigger.waiting_since()
             && let Some(at) = self.screen.last_visible()
             && at >= from
         {
@@ -274,24 +270,6 @@ impl Relay {
         }
         if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.screen.now()) {
             self.open_menu(Menu::new(default_commands(), &query));
-        }
-        self.watch_for_echo(None);
-    }
-
-    /// Keeps the screen watching for the echo exactly while the trigger waits for it; `sent`
-    /// is when the input just forwarded was sent.
-    fn watch_for_echo(&mut self, sent: Option<Duration>) {
-        let waiting = self.trigger.next_deadline().is_some();
-        match (waiting, self.echo_from) {
-            (true, None) => {
-                self.echo_from = Some(sent.unwrap_or_else(|| self.screen.now()));
-                self.screen.watch(true);
-            }
-            (false, Some(_)) => {
-                self.echo_from = None;
-                self.screen.watch(false);
-            }
-            _ => {}
         }
     }
 
@@ -342,8 +320,7 @@ impl Relay {
         self.to_adapter.send(std::mem::take(forward)).await;
         if self.menu_enabled && matches!(self.view, View::Closed) {
             self.trigger.on_input(self.line.trigger_query(), sent);
-            self.watch_for_echo(Some(sent));
-            self.poll_trigger().await;
+            self.poll_trigger();
         }
     }
 

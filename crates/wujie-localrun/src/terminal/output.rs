@@ -26,7 +26,9 @@ pub struct Screen {
     state: Mutex<State>,
     /// Wakes the output thread when held output was let through or the relay stopped.
     released: Condvar,
-    /// Wakes the host task, while it watches, after adapter output changed the screen.
+    /// Wakes the host task after adapter output changed the screen (it listens while the
+    /// trigger waits for the adapter's echo; a permit left from before only makes it look
+    /// once more).
     pub changed: Notify,
     origin: Instant,
 }
@@ -40,7 +42,6 @@ struct State {
     held: Vec<u8>,
     /// When adapter output last drew or moved the cursor (a title update does neither).
     last_visible: Option<Duration>,
-    watching: bool,
     stopped: bool,
 }
 
@@ -52,7 +53,6 @@ impl Screen {
                 holding: false,
                 held: Vec::new(),
                 last_visible: None,
-                watching: false,
                 stopped: false,
             }),
             released: Condvar::new(),
@@ -76,12 +76,6 @@ impl Screen {
             screen: self,
             state: self.state.lock().unwrap_or_else(|e| e.into_inner()),
         }
-    }
-
-    /// Asks for [`Screen::changed`] after visible adapter output (while the trigger waits for
-    /// the adapter's echo).
-    pub fn watch(&self, on: bool) {
-        self.lock().state.watching = on;
     }
 
     /// When adapter output last changed what the screen shows.
@@ -123,9 +117,7 @@ impl Screen {
             && seen(shadow) != before
         {
             lock.state.last_visible = Some(self.now());
-            if lock.state.watching {
-                self.changed.notify_one();
-            }
+            self.changed.notify_one();
         }
         true
     }
@@ -196,8 +188,8 @@ pub struct OutputThread {
     /// exited) or the relay was stopped.
     pub ended: oneshot::Receiver<()>,
     screen: Arc<Screen>,
-    /// Closed to wake the thread from its wait for output.
-    wake: Option<PipeWriter>,
+    /// Closed (dropped with this) to wake the thread from its wait for output.
+    _wake: PipeWriter,
 }
 
 impl OutputThread {
@@ -215,7 +207,7 @@ impl OutputThread {
         Ok(OutputThread {
             ended,
             screen,
-            wake: Some(wake),
+            _wake: wake,
         })
     }
 }
@@ -226,7 +218,6 @@ impl Drop for OutputThread {
     /// and checks under it that the relay still runs.
     fn drop(&mut self) {
         self.screen.stop();
-        drop(self.wake.take());
     }
 }
 
