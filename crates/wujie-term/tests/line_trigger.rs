@@ -216,3 +216,18 @@ fn time_near_the_end_of_duration_does_not_panic() {
     d.on_adapter_output(Duration::MAX);
     assert!(d.poll(Duration::MAX).is_some());
 }
+
+#[test]
+fn waiting_since_is_the_time_the_trigger_was_reached_until_a_decision() {
+    let ms = Duration::from_millis;
+    let mut trigger = TriggerDetector::new();
+    assert_eq!(trigger.waiting_since(), None);
+    trigger.on_input(Some(""), ms(5));
+    assert_eq!(trigger.waiting_since(), Some(ms(5)));
+    // More typing and the echo keep the first time.
+    trigger.on_input(Some("c"), ms(7));
+    trigger.on_adapter_output(ms(9));
+    assert_eq!(trigger.waiting_since(), Some(ms(5)));
+    assert!(trigger.poll(ms(30)).is_some());
+    assert_eq!(trigger.waiting_since(), None, "the menu opened");
+}
