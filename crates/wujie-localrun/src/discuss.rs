@@ -529,14 +529,14 @@ impl Flow<'_> {
         };
         match &self.host {
             Some(host) => host.show_card(card).await,
-            None if self.req.stdin_is_terminal => match InlineCard::open(card) {
+            // The card needs raw mode; a terminal that refuses it gets the plain prompt.
+            None => match InlineCard::open(card) {
                 Ok(card) => self.inline_card = Some(card),
                 Err(e) => {
                     tracing::debug!("no raw mode for the card ({e}); asking plainly");
                     print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m));
                 }
             },
-            None => print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m)),
         }
         self.pending = Some(pending);
     }

@@ -21,11 +21,16 @@ pub struct InlineArea {
 }
 
 impl InlineArea {
-    /// Starts a fresh line and draws `lines` (at most the terminal's rows minus one).
+    /// Most rows an area can have on a terminal of `size`.
+    pub fn max_rows_for(size: TermSize) -> u16 {
+        size.rows.saturating_sub(1).max(1)
+    }
+
+    /// Starts a fresh line and draws `lines` (at most [`InlineArea::max_rows_for`] of them).
     pub fn open(size: TermSize, lines: &[OverlayLine], out: &mut Vec<u8>) -> InlineArea {
         let mut area = InlineArea {
             cols: size.cols.max(1),
-            max_rows: size.rows.saturating_sub(1).max(1),
+            max_rows: Self::max_rows_for(size),
             rows: 1,
         };
         out.extend_from_slice(b"\x1b[0m\r\n");

@@ -24,7 +24,7 @@ impl InlineCard {
     pub fn open(card: IssueCard) -> std::io::Result<InlineCard> {
         let raw = RawMode::enable()?;
         let size = terminal_size();
-        let rows = CARD_MAX_ROWS.min(size.rows.saturating_sub(1).max(1));
+        let rows = CARD_MAX_ROWS.min(InlineArea::max_rows_for(size));
         let mut out = Vec::new();
         let area = InlineArea::open(size, &card.lines(size.cols, rows), &mut out);
         show(&out);
