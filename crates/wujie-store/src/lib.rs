@@ -117,8 +117,7 @@ impl Store {
     }
 
     /// [`Store::open`] with explicit options.
-    pub async fn open_with(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
-        let tuning = options;
+    pub async fn open_with(path: &Path, tuning: StoreOptions) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
                 path: parent.to_path_buf(),

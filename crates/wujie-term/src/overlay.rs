@@ -230,7 +230,12 @@ impl Overlay {
                 min_rows: MARGIN_ROWS + 2,
             });
         }
-        let row = cursor.row.min(size.rows - 1);
+        // The adapter's cursor, where it is again once the area closed.
+        let cursor = CursorPos {
+            row: cursor.row.min(size.rows - 1),
+            col: cursor.col,
+        };
+        let row = cursor.row;
         let wanted = clamp_lines(usize::from(wanted), capacity);
         // The adapter's rows: up to its margin, or further down when it drew more below.
         let bottom =
@@ -273,10 +278,7 @@ impl Overlay {
             max_height,
             scrolled,
             scroll_region,
-            cursor: CursorPos {
-                row: cursor.row.min(size.rows - 1),
-                col: cursor.col,
-            },
+            cursor,
             adapter_saved,
             attributes,
             origin_mode,

@@ -529,7 +529,6 @@ impl ScreenModel {
             &joined
         };
         let (mut ready, rest) = input.split_at(input.len() - unfinished_utf8(input));
-        let fast = is_plain;
         while !ready.is_empty() {
             if self.ground {
                 // The bulk of most output: plain text lines, drawn a row segment at a time.
@@ -540,7 +539,7 @@ impl ScreenModel {
                 // state through it, unless it ends inside a character.
                 let other = ready
                     .iter()
-                    .position(|&b| b == 0x1b || fast(b))
+                    .position(|&b| b == 0x1b || is_plain(b))
                     .unwrap_or(ready.len());
                 if other > 0 && unfinished_utf8(&ready[..other]) == 0 {
                     self.parser.advance(&mut self.state, &ready[..other]);
