@@ -131,13 +131,12 @@ impl Drop for TerminalHost {
     }
 }
 
-/// What the overlay shows.
-enum View {
-    Closed,
-    Menu(Menu, Overlay),
-    Card(IssueCard, Overlay),
+/// What an open overlay shows.
+enum Shown {
+    Menu(Menu),
+    Card(IssueCard),
     /// A notice, closed at its deadline or by the user's next key.
-    Notice(String, Overlay, Instant),
+    Notice(String, Instant),
 }
 
 struct Relay {
@@ -148,7 +147,8 @@ struct Relay {
     line: InputLine,
     trigger: TriggerDetector,
     menu_enabled: bool,
-    view: View,
+    /// The open overlay and what it shows.
+    view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
     escape_since: Option<Instant>,
@@ -171,7 +171,7 @@ impl Relay {
             line: InputLine::new(),
             trigger: TriggerDetector::new(),
             menu_enabled,
-            view: View::Closed,
+            view: None,
             notices: VecDeque::new(),
             escape_since: None,
             events,
@@ -237,15 +237,15 @@ impl Relay {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
         let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
-        let notice = match self.view {
-            View::Notice(_, _, until) => Some(until),
+        let notice = match &self.view {
+            Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
         };
         [trigger, escape, notice].into_iter().flatten().min()
     }
 
     async fn tick(&mut self) {
-        if matches!(self.view, View::Notice(_, _, until) if until <= Instant::now()) {
+        if matches!(&self.view, Some((Shown::Notice(_, until), _)) if *until <= Instant::now()) {
             self.close_view();
         }
         if self
@@ -286,12 +286,12 @@ impl Relay {
         let mut forward = Vec::new();
         for event in events {
             // The user's next key (or paste) closes a notice, then goes where it always goes.
-            if matches!(self.view, View::Notice(..))
+            if matches!(self.view, Some((Shown::Notice(..), _)))
                 && matches!(event.kind, InputKind::Typing | InputKind::Paste { .. })
             {
                 self.close_view();
             }
-            if matches!(self.view, View::Closed) {
+            if self.view.is_none() {
                 forward.extend_from_slice(&event.bytes);
                 self.line.apply(&event);
                 continue;
@@ -318,7 +318,7 @@ impl Relay {
         }
         let sent = self.screen.now();
         self.to_adapter.send(std::mem::take(forward)).await;
-        if self.menu_enabled && matches!(self.view, View::Closed) {
+        if self.menu_enabled && self.view.is_none() {
             self.trigger.on_input(self.line.trigger_query(), sent);
             self.poll_trigger();
         }
@@ -327,10 +327,13 @@ impl Relay {
     async fn overlay_key(&mut self, key: Key) {
         let cols = self.size.cols;
         let mut out = Vec::new();
-        match &mut self.view {
+        let Some((shown, overlay)) = &mut self.view else {
+            return;
+        };
+        match shown {
             // A key closes a notice before it gets here.
-            View::Closed | View::Notice(..) => {}
-            View::Menu(menu, overlay) => match menu.handle_key(key) {
+            Shown::Notice(..) => {}
+            Shown::Menu(menu) => match menu.handle_key(key) {
                 MenuUpdate::Unchanged => {}
                 MenuUpdate::Redraw => {
                     overlay.redraw(&menu.lines(cols, overlay.max_height()), &mut out)
@@ -360,7 +363,7 @@ impl Relay {
                     return;
                 }
             },
-            View::Card(card, overlay) => match card.handle_key(key) {
+            Shown::Card(card) => match card.handle_key(key) {
                 CardUpdate::Unchanged => {}
                 CardUpdate::Redraw => {
                     overlay.redraw(&card.lines(cols, overlay.max_height()), &mut out)
@@ -378,7 +381,7 @@ impl Relay {
     fn open_menu(&mut self, menu: Menu) {
         let cols = self.size.cols;
         match self.open_overlay(menu.wanted_rows(), |rows| menu.lines(cols, rows)) {
-            Some(overlay) => self.view = View::Menu(menu, overlay),
+            Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
         }
@@ -390,7 +393,7 @@ impl Relay {
         let wanted = card.lines(cols, CARD_MAX_ROWS).len();
         let wanted = u16::try_from(wanted).unwrap_or(CARD_MAX_ROWS);
         match self.open_overlay(wanted, |rows| card.lines(cols, rows)) {
-            Some(overlay) => self.view = View::Card(card, overlay),
+            Some(overlay) => self.view = Some((Shown::Card(card), overlay)),
             // Without room for the card nothing may be created behind the user's back.
             None => {
                 let _ = self.events.send(HostEvent::Card(CardChoice::Cancel)).await;
@@ -427,12 +430,10 @@ impl Relay {
     /// Removes the overlay and lets the output held back meanwhile through.
     fn close_view(&mut self) {
         let mut out = Vec::new();
-        match std::mem::replace(&mut self.view, View::Closed) {
-            View::Closed => return,
-            View::Menu(_, overlay) | View::Card(_, overlay) | View::Notice(_, overlay, _) => {
-                overlay.close(&mut out)
-            }
-        }
+        let Some((_, overlay)) = self.view.take() else {
+            return;
+        };
+        overlay.close(&mut out);
         let mut lock = self.screen.lock();
         lock.show(&out);
         lock.release();
@@ -440,7 +441,7 @@ impl Relay {
 
     /// Shows the next notice when the overlay is free.
     fn show_notice(&mut self) {
-        if !matches!(self.view, View::Closed) {
+        if self.view.is_some() {
             return;
         }
         let Some(message) = self.notices.pop_front() else {
@@ -452,7 +453,8 @@ impl Relay {
         // Without room it is only in the summary printed after the session.
         if let Some(overlay) = self.open_overlay(wanted, |rows| notice_lines(&message, cols, rows))
         {
-            self.view = View::Notice(message, overlay, Instant::now() + NOTICE_SHOWN);
+            let until = Instant::now() + NOTICE_SHOWN;
+            self.view = Some((Shown::Notice(message, until), overlay));
         }
     }
 
@@ -464,23 +466,10 @@ impl Relay {
             return;
         }
         let mut out = Vec::new();
-        let reopen = match std::mem::replace(&mut self.view, View::Closed) {
-            View::Closed => None,
-            View::Menu(menu, overlay) => {
-                overlay.close(&mut out);
-                Some(Ok(menu))
-            }
-            View::Card(card, overlay) => {
-                overlay.close(&mut out);
-                Some(Err(card))
-            }
-            // Shown again in full at the new size.
-            View::Notice(message, overlay, _) => {
-                overlay.close(&mut out);
-                self.notices.push_front(message);
-                None
-            }
-        };
+        let reopen = self.view.take().map(|(shown, overlay)| {
+            overlay.close(&mut out);
+            shown
+        });
         {
             let mut lock = self.screen.lock();
             lock.show(&out);
@@ -490,8 +479,10 @@ impl Relay {
         self.to_adapter.resize(size).await;
         match reopen {
             None => {}
-            Some(Ok(menu)) => self.open_menu(menu),
-            Some(Err(card)) => self.open_card(card).await,
+            Some(Shown::Menu(menu)) => self.open_menu(menu),
+            Some(Shown::Card(card)) => self.open_card(card).await,
+            // Shown again in full at the new size.
+            Some(Shown::Notice(message, _)) => self.notices.push_front(message),
         }
     }
 }
