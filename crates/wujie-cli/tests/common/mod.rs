@@ -301,16 +301,25 @@ impl Tmux {
 
     /// Waits (60 s at most, only so a hang fails) until `cond` holds on the screen.
     pub fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        self.poll_for(std::time::Duration::from_secs(60), &cond)
+            .unwrap_or_else(|| panic!("timed out waiting for {what}; screen:\n{}", self.screen()))
+    }
+
+    /// The screen once `cond` holds on it, or `None` if it did not within `within`.
+    pub fn poll_for(
+        &self,
+        within: std::time::Duration,
+        cond: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         let start = std::time::Instant::now();
         loop {
             let screen = self.screen();
             if cond(&screen) {
-                return screen;
+                return Some(screen);
             }
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(60),
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
+            if start.elapsed() > within {
+                return None;
+            }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
