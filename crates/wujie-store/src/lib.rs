@@ -61,8 +61,9 @@ impl WriteTx<'_> {
     }
 }
 
-/// An exclusive lock on `<database>.setup-lock` while the schema is created or migrated, so
-/// concurrent processes on one database migrate one after the other. Released on drop.
+/// An exclusive lock on `<database>.setup-lock` while the database is opened and its schema
+/// created or migrated, so concurrent processes on one database do both one after the other.
+/// Released on drop.
 pub(crate) async fn setup_lock(
     database: &Path,
 ) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
@@ -133,6 +134,10 @@ impl Store {
             .foreign_keys(true)
             // Negative: a size in KiB rather than in pages.
             .pragma("cache_size", format!("-{}", tuning.page_cache_kib));
+        // Processes open the database one after the other: two would both try to create the
+        // schema, and a connection opening a WAL database while another one sets it up can get
+        // SQLITE_BUSY without the busy timeout being asked.
+        let setup = setup_lock(path).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -141,8 +146,6 @@ impl Store {
                 path: path.to_path_buf(),
                 source,
             })?;
-        // Two processes opening a fresh profile at once would both try to create the schema.
-        let setup = setup_lock(path).await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Store {
             pool,

@@ -120,21 +120,22 @@ impl Outbox {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        // Opened one process after the other, as the store is (see `Store::open_with`).
+        let setup = crate::setup_lock(path)
+            .await
+            .map_err(|e| OutboxError::Setup(e.to_string()))?;
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options.clone())
             .await
             .map_err(open_err)?;
-        let setup = crate::setup_lock(path)
-            .await
-            .map_err(|e| OutboxError::Setup(e.to_string()))?;
         sqlx::migrate!("./migrations_outbox").run(&writer).await?;
-        drop(setup);
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
             .connect_with(options)
             .await
             .map_err(open_err)?;
+        drop(setup);
         Ok(Outbox { writer, reader })
     }
 
