@@ -35,7 +35,7 @@ use crate::session::{
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 use crate::terminal::{HostEvent, InlineCard, TerminalHost};
-use tokio::sync::mpsc;
+use crate::user_input::UserInput;
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
@@ -347,7 +347,7 @@ struct Flow<'a> {
     target: TargetRef,
     to_adapter: AdapterStdin,
     /// The user's stdin when the adapter is on pipes.
-    from_user: Option<mpsc::Receiver<Option<Vec<u8>>>>,
+    from_user: Option<UserInput>,
     /// The terminal host when the adapter is on a PTY; it draws the menu and the cards.
     host: Option<TerminalHost>,
     /// A promotion waiting for the user's answer on the terminal.

@@ -18,5 +18,6 @@ pub mod supervisor;
 pub mod sync;
 pub mod terminal;
 pub mod turns;
+pub mod user_input;
 
 pub use error::LocalRunError;

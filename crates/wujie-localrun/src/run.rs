@@ -18,9 +18,9 @@ use crate::registry::Provider;
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
-    spawn_stdin_reader,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::user_input::UserInput;
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -227,7 +227,7 @@ async fn pump(
     let mut events = StdoutEvents::take_from(adapter)?;
     let mut signals = StopSignals::install()?;
     // The user's stdin, unless the terminal host relays it.
-    let mut from_user = forward_input.then(spawn_stdin_reader);
+    let mut from_user = forward_input.then(UserInput::spawn);
     let mut close = QuietClose::default();
     let mut cancelled = false;
     // Armed by the first stop signal.

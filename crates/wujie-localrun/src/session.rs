@@ -13,6 +13,7 @@ use crate::error::LocalRunError;
 use crate::registry::Provider;
 use crate::supervisor::{Adapter, SpawnSpec};
 use crate::terminal::{HostEvent, PtyWriter, TerminalHost, stdin_is_terminal, terminal_size};
+use crate::user_input::UserInput;
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
 #[derive(Debug, Clone, Default)]
@@ -200,39 +201,6 @@ impl AdapterStdin {
     }
 }
 
-/// Read the user's stdin in the background; `None` on the channel means end of input.
-///
-/// A thread of its own does blocking reads: a keystroke reaches the channel as soon as the
-/// kernel has it (no hop through the runtime's blocking pool), and a read that never returns
-/// cannot hold up the runtime's shutdown.
-pub fn spawn_stdin_reader() -> mpsc::Receiver<Option<Vec<u8>>> {
-    let (tx, rx) = mpsc::channel(16);
-    let reader = move || {
-        let mut buf = vec![0u8; 8192];
-        loop {
-            match rustix::io::read(std::io::stdin(), &mut buf) {
-                Err(rustix::io::Errno::INTR) => {}
-                Ok(0) | Err(_) => {
-                    let _ = tx.blocking_send(None);
-                    break;
-                }
-                Ok(n) => {
-                    if tx.blocking_send(Some(buf[..n].to_vec())).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    };
-    if let Err(e) = std::thread::Builder::new()
-        .name("wujie-stdin".into())
-        .spawn(reader)
-    {
-        tracing::warn!("could not start the stdin reader: {e}");
-    }
-    rx
-}
-
 /// SIGINT, SIGTERM and SIGHUP to `wujie`: the user wants the adapter stopped.
 pub struct StopSignals {
     int: UnixSignal,
@@ -309,16 +277,14 @@ pub async fn host_event(host: &mut Option<TerminalHost>) -> HostEvent {
 
 /// The user's stdin for a pump that forwards it itself (adapters on pipes); `None` when the
 /// terminal host relays the user's input.
-pub fn pipe_input(host: &Option<TerminalHost>) -> Option<mpsc::Receiver<Option<Vec<u8>>>> {
-    host.is_none().then(spawn_stdin_reader)
+pub fn pipe_input(host: &Option<TerminalHost>) -> Option<UserInput> {
+    host.is_none().then(UserInput::spawn)
 }
 
 /// The next chunk of the user's input; never resolves without a reader.
-pub async fn next_input(
-    from_user: &mut Option<mpsc::Receiver<Option<Vec<u8>>>>,
-) -> Option<Vec<u8>> {
+pub async fn next_input(from_user: &mut Option<UserInput>) -> Option<Vec<u8>> {
     match from_user {
-        Some(rx) => rx.recv().await.flatten(),
+        Some(input) => input.recv().await,
         None => std::future::pending().await,
     }
 }

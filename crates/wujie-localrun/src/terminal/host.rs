@@ -28,7 +28,8 @@ use super::master;
 use super::output::{OutputThread, Screen};
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
 use crate::error::LocalRunError;
-use crate::session::{AdapterStdin, StdinSink, sleep_until_opt, spawn_stdin_reader};
+use crate::session::{AdapterStdin, StdinSink, sleep_until_opt};
+use crate::user_input::UserInput;
 
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
@@ -185,7 +186,7 @@ impl Relay {
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
     ) {
-        let mut from_user = spawn_stdin_reader();
+        let mut from_user = UserInput::spawn();
         let mut user_open = true;
         let screen = Arc::clone(&self.screen);
         loop {
@@ -193,7 +194,7 @@ impl Relay {
             tokio::select! {
                 // Every process that had the adapter's terminal closed it.
                 _ = &mut output.ended => break,
-                input = from_user.recv(), if user_open => match input.flatten() {
+                input = from_user.recv(), if user_open => match input {
                     Some(bytes) => self.user_input(&bytes).await,
                     None => {
                         user_open = false;
