@@ -152,12 +152,6 @@ impl Menu {
         }
     }
 
-    /// Rows the menu would like (one per match, at least one, at most [`MENU_MAX_ROWS`]).
-    pub fn wanted_rows(&self) -> u16 {
-        let count = u16::try_from(self.matches().len()).unwrap_or(u16::MAX);
-        count.clamp(1, MENU_MAX_ROWS)
-    }
-
     /// The lines to draw in `cols` columns and at most `max_rows` rows. The list scrolls so
     /// the selection is visible.
     pub fn lines(&self, cols: u16, max_rows: u16) -> Vec<OverlayLine> {

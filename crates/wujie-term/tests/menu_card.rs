@@ -1,8 +1,8 @@
 //! Menu and issue card models, and key decoding.
 
 use wujie_term::{
-    CREATE_ISSUE, CardChoice, CardUpdate, InputScanner, IssueCard, Key, LineStyle, Menu, MenuItem,
-    MenuOutcome, MenuUpdate, default_commands, erase_chars,
+    CREATE_ISSUE, CardChoice, CardUpdate, InputScanner, IssueCard, Key, LineStyle, MENU_MAX_ROWS,
+    Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands, erase_chars,
 };
 
 fn keys(input: &[u8]) -> Vec<Key> {
@@ -162,7 +162,7 @@ fn menu_lines_fit_width_and_scroll_to_the_selection() {
         .map(|i| MenuItem::new(format!("/wujiecmd{i}"), "描述 description"))
         .collect();
     let mut m = Menu::new(items, "");
-    assert_eq!(m.wanted_rows(), 6);
+    assert_eq!(m.lines(16, MENU_MAX_ROWS).len(), 6);
     for _ in 0..7 {
         m.handle_key(Key::Down);
     }

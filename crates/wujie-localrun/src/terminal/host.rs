@@ -19,9 +19,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
     CARD_MAX_ROWS, CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner,
-    IssueCard, Key, Menu, MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay,
-    OverlayLine, Pending, ScreenModel, TermSize, TriggerAction, TriggerDetector, default_commands,
-    notice_lines,
+    IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN,
+    Overlay, OverlayLine, Pending, ScreenModel, TermSize, TriggerAction, TriggerDetector,
+    default_commands, notice_lines,
 };
 
 use super::master;
@@ -381,7 +381,7 @@ impl Relay {
 
     fn open_menu(&mut self, menu: Menu) {
         let cols = self.size.cols;
-        match self.open_overlay(menu.wanted_rows(), |rows| menu.lines(cols, rows)) {
+        match self.open_overlay(MENU_MAX_ROWS, |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
@@ -391,9 +391,7 @@ impl Relay {
     async fn open_card(&mut self, card: IssueCard) {
         self.close_view();
         let cols = self.size.cols;
-        let wanted = card.lines(cols, CARD_MAX_ROWS).len();
-        let wanted = u16::try_from(wanted).unwrap_or(CARD_MAX_ROWS);
-        match self.open_overlay(wanted, |rows| card.lines(cols, rows)) {
+        match self.open_overlay(CARD_MAX_ROWS, |rows| card.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Card(card), overlay)),
             // Without room for the card nothing may be created behind the user's back.
             None => {
@@ -402,14 +400,16 @@ impl Relay {
         }
     }
 
-    /// Draws an overlay under the adapter's cursor (`lines` makes the content for the height it
-    /// gets) and holds the adapter's output back while it is open. Without room (or without a
-    /// shadow) the adapter's output flows on.
+    /// Draws an overlay under the adapter's cursor and holds the adapter's output back while it
+    /// is open. `lines` makes the content for a height: the overlay asks for as many rows as the
+    /// content takes at `most_rows`, and the content is made again for the height it gets.
+    /// Without room (or without a shadow) the adapter's output flows on.
     fn open_overlay(
         &mut self,
-        wanted: u16,
-        lines: impl FnOnce(u16) -> Vec<OverlayLine>,
+        most_rows: u16,
+        lines: impl Fn(u16) -> Vec<OverlayLine>,
     ) -> Option<Overlay> {
+        let wanted = u16::try_from(lines(most_rows).len()).unwrap_or(most_rows);
         let mut lock = self.screen.lock();
         let mut out = Vec::new();
         let opened = lock
@@ -449,10 +449,9 @@ impl Relay {
             return;
         };
         let cols = self.size.cols;
-        let wanted = notice_lines(&message, cols, NOTICE_MAX_ROWS).len();
-        let wanted = u16::try_from(wanted).unwrap_or(NOTICE_MAX_ROWS);
         // Without room it is only in the summary printed after the session.
-        if let Some(overlay) = self.open_overlay(wanted, |rows| notice_lines(&message, cols, rows))
+        if let Some(overlay) =
+            self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows))
         {
             let until = Instant::now() + NOTICE_SHOWN;
             self.view = Some((Shown::Notice(message, until), overlay));
