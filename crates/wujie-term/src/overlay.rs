@@ -31,8 +31,8 @@
 //!
 //! Coordinates are 0-based, as `vt100::Screen::cursor_position` returns them. DECSC has a
 //! single slot, which the area borrows; when the adapter had saved a cursor itself, closing
-//! saves that one again from the shadow screen's record (position and attributes) and returns
-//! to the adapter's cursor ([`Placement::adapter_saved`]).
+//! saves that one again from the shadow screen's record (position, origin mode and attributes)
+//! and returns to the adapter's cursor ([`Placement::adapter_saved`]).
 
 use crate::screen::{Attributes, SavedCursor};
 use crate::text;
@@ -336,25 +336,50 @@ impl Overlay {
     }
 
     /// DECSC has one slot, which opening borrowed. When the adapter had saved a cursor itself,
-    /// save that one again (position and attributes, from the shadow screen), then return to
-    /// the adapter's cursor and attributes. Skipped with origin mode on either side (its moves
-    /// are relative to a region and setting it homes the cursor) and while a wrap is pending at
-    /// the right margin (a move would cancel it): the adapter's slot then holds its cursor as
-    /// it was when the area opened.
+    /// save that one again (position, origin mode and attributes, from the shadow screen), then
+    /// return to the adapter's cursor, origin mode and attributes. With origin mode on, moves
+    /// count from the top of the adapter's scroll region (restored just before). Skipped while
+    /// a wrap is pending at the right margin (a move would cancel it), and for a position saved
+    /// in origin mode that the region no longer holds (no move can reach it): the adapter's
+    /// slot then holds its cursor as it was when the area opened.
     fn give_back_saved_cursor(&self, out: &mut Vec<u8>) {
         let Some(saved) = self.adapter_saved else {
             return;
         };
         let cols = self.size.cols;
-        if saved.origin_mode || self.origin_mode || self.cursor.col >= cols {
+        let (region_top, region_bottom) = self.scroll_region.unwrap_or((0, self.size.rows - 1));
+        let row_for = |row: u16, origin_mode: bool| {
+            if origin_mode {
+                (region_top..=region_bottom)
+                    .contains(&row)
+                    .then(|| (row - region_top).min(self.size.rows - 1))
+            } else {
+                Some(row.min(self.size.rows - 1))
+            }
+        };
+        let (Some(saved_row), Some(row)) = (
+            row_for(saved.pos.row, saved.origin_mode),
+            row_for(self.cursor.row, self.origin_mode),
+        ) else {
+            return;
+        };
+        if self.cursor.col >= cols {
             return;
         }
-        let row = saved.pos.row.min(self.size.rows - 1);
-        let col = saved.pos.col.min(cols - 1);
-        csi(out, &[row + 1, col + 1], b'H');
+        // DECOM homes the cursor when set or reset; the moves below come after it.
+        let set_origin_mode = |on: bool, out: &mut Vec<u8>| {
+            out.extend_from_slice(if on { b"\x1b[?6h" } else { b"\x1b[?6l" });
+        };
+        if saved.origin_mode != self.origin_mode {
+            set_origin_mode(saved.origin_mode, out);
+        }
+        csi(out, &[saved_row + 1, saved.pos.col.min(cols - 1) + 1], b'H');
         out.extend_from_slice(&saved.attributes.sequence());
         out.extend_from_slice(b"\x1b7");
-        csi(out, &[self.cursor.row + 1, self.cursor.col + 1], b'H');
+        if saved.origin_mode != self.origin_mode {
+            set_origin_mode(self.origin_mode, out);
+        }
+        csi(out, &[row + 1, self.cursor.col + 1], b'H');
         out.extend_from_slice(&self.attributes.sequence());
     }
 

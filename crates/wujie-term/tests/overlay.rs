@@ -349,6 +349,99 @@ fn a_cursor_the_adapter_saved_itself_is_still_there_after_the_overlay() {
     }
 }
 
+/// An adapter with a scroll region (rows 2..=20 of 24) that saved its cursor in red with origin
+/// mode `saved_in_origin_mode`, then went on in green with origin mode `origin_mode_now`, its
+/// cursor on its input line (absolute row 8); `lines_in_the_way` rows drawn below that line
+/// make the area scroll the screen to open.
+fn region_adapter_that_saved(
+    saved_in_origin_mode: bool,
+    origin_mode_now: bool,
+    lines_in_the_way: usize,
+) -> Vec<u8> {
+    let decom = |on: bool| if on { "\x1b[?6h" } else { "\x1b[?6l" };
+    let mut adapter = String::from("\x1b[1;1Hheader one\x1b[2;1Hheader two");
+    for i in 0..lines_in_the_way {
+        adapter.push_str(&format!("\x1b[{};1Hbelow {i}", 10 + i));
+    }
+    adapter.push_str("\x1b[3;21r");
+    // Row 5 and column 5 (0-based 4, 4), counted from the region's top in origin mode.
+    let saved_row = if saved_in_origin_mode { 3 } else { 5 };
+    adapter.push_str(&format!(
+        "{}\x1b[{saved_row};5H\x1b[31msaved here\x1b7",
+        decom(saved_in_origin_mode)
+    ));
+    let input_row = if origin_mode_now { 7 } else { 9 };
+    adapter.push_str(&format!(
+        "{}\x1b[32m\x1b[{input_row};1H> /wujie",
+        decom(origin_mode_now)
+    ));
+    adapter.into_bytes()
+}
+
+#[test]
+fn a_cursor_saved_in_origin_mode_is_still_there_after_the_overlay() {
+    for (saved_in_origin_mode, origin_mode_now) in [(true, true), (true, false), (false, true)] {
+        for lines_in_the_way in [0usize, 14] {
+            let case = format!(
+                "saved in origin mode {saved_in_origin_mode}, origin mode now {origin_mode_now}, \
+                 {lines_in_the_way} lines in the way"
+            );
+            let adapter =
+                region_adapter_that_saved(saved_in_origin_mode, origin_mode_now, lines_in_the_way);
+            let mut term = parser(24, 40);
+            term.process(&adapter);
+            let mut model = ScreenModel::new(size_of(&term));
+            model.feed(&adapter);
+            assert_eq!(
+                model.saved_cursor().map(|s| s.origin_mode),
+                Some(saved_in_origin_mode),
+                "{case}"
+            );
+            let before = term.screen().clone();
+            let placement = place(term.screen())
+                .with_scroll_region(model.scroll_region())
+                .with_cursor_state(
+                    model.saved_cursor(),
+                    model.attributes(),
+                    model.origin_mode(),
+                );
+            let mut out = Vec::new();
+            let overlay =
+                Overlay::open(placement, &menu_lines(size_of(&term), ""), &mut out).unwrap();
+            let scrolled = overlay.scrolled();
+            assert_eq!(scrolled > 0, lines_in_the_way > 0, "{case}");
+            overlay.close(&mut out);
+            term.process(&out);
+            assert_restored(&before, term.screen(), scrolled);
+
+            // The adapter's next moves (absolute or region-relative, as its origin mode says)
+            // and its own DECRC do what they do on a screen that never had the overlay.
+            let mut twin = parser(24, 40);
+            twin.process(&adapter);
+            for p in [&mut term, &mut twin] {
+                p.process(b"\x1b[2;3Hmoved\x1b8restored");
+            }
+            assert_eq!(
+                term.screen().cursor_position(),
+                twin.screen().cursor_position(),
+                "{case}"
+            );
+            assert_eq!(term.screen().cursor_position(), (4, 22), "{case}");
+            assert_eq!(
+                term.screen().attributes_formatted(),
+                twin.screen().attributes_formatted(),
+                "{case}"
+            );
+            let from = usize::from(scrolled);
+            assert_eq!(
+                rows_formatted(term.screen())[from..],
+                rows_formatted(twin.screen())[from..],
+                "{case}"
+            );
+        }
+    }
+}
+
 #[test]
 fn redraw_changes_only_what_changed() {
     let mut term = adapter_screen(14, 40, ADAPTER, (5, 10));
