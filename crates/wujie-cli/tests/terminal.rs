@@ -575,3 +575,38 @@ fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
     assert_eq!(issue["runs"][0]["status"], "succeeded");
     assert!(issue["discussion_id"].is_string());
 }
+
+#[test]
+fn the_menu_is_plain_text_over_an_adapter_that_left_line_drawing_on() {
+    let env = Env::new();
+    env.install_example("fake-tui-v2");
+    let shell = format!(
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2 --line-drawing; echo EXIT=$?; sleep 30",
+        work = env.work.path().display(),
+        home = env.home.path().display(),
+    );
+    let tmux = Tmux::start("line-drawing", &shell, 100, 30);
+    tmux.wait_text("Ctrl+D quit");
+    tmux.keys(&["-l", "/wujie"]);
+    // tmux marks cells drawn in DEC line drawing with SO: the echo of what was typed has it,
+    // the menu must not.
+    let shown = tmux.wait_styled("the menu", |s| s.contains("/wujiecreateissue"));
+    let input_row = shown.lines().find(|l| l.starts_with("> ")).unwrap();
+    assert!(input_row.contains("\u{e}/wujie"), "{input_row:?}");
+    let menu_row = shown
+        .lines()
+        .find(|l| l.contains("/wujiecreateissue"))
+        .unwrap();
+    assert!(!menu_row.contains('\u{e}'), "{menu_row:?}");
+
+    // Closing gives the adapter its character set back: the next letter it echoes is drawn
+    // in line drawing too.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the menu to close", |s| !s.contains("/wujiecreateissue"));
+    tmux.keys(&["-l", "q"]);
+    tmux.wait_styled("the echo of q in line drawing", |s| {
+        s.contains("\u{e}/wujieq")
+    });
+    tmux.keys(&["C-u", "C-d"]);
+    tmux.wait_text("EXIT=0");
+}

@@ -7,7 +7,9 @@
 //!    adapter's input line. The adapter's content moves up intact (the top lines go to the
 //!    terminal's scrollback); [`Overlay::scrolled`] reports by how much. Beyond that the area
 //!    takes the rows that are free, and its content is made for the height it got.
-//! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours).
+//! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours and character
+//!    sets), then draw in plain text (`PLAIN_TEXT`): an adapter may have left DEC line
+//!    drawing in effect, which would turn the area's letters into box pieces.
 //! 3. Move to the row below the two margin rows that belong to the adapter
 //!    ([`MARGIN_ROWS`]); they are never drawn on or deleted.
 //! 4. Insert the area's lines there (IL `CSI n L`), pushing the rows below down, and draw.
@@ -43,6 +45,10 @@ pub const MARGIN_ROWS: u16 = 2;
 /// The area scrolls the adapter's content up to get at most this many rows; beyond that it
 /// takes the rows that are free. (Each row scrolled comes back blank at the top on close.)
 pub const SCROLL_FOR_ROWS: u16 = 6;
+
+/// Attributes off, G0 designated ASCII (`ESC ( B`) and shifted in (SI): what the area's text
+/// is drawn with, whatever the adapter left set. DECRC gives the adapter back its own.
+const PLAIN_TEXT: &[u8] = b"\x1b[0m\x1b(B\x0f";
 
 /// Terminal size in cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,7 +274,8 @@ impl Overlay {
         let free = size.rows.saturating_sub(bottom_now);
         let height = wanted.min(size.rows - top).min(free.max(1));
         let max_height = free.max(height);
-        out.extend_from_slice(b"\x1b7\x1b[0m");
+        out.extend_from_slice(b"\x1b7");
+        out.extend_from_slice(PLAIN_TEXT);
         csi(out, &[top + 1, 1], b'H');
         csi(out, &[height], b'L');
         let mut overlay = Overlay {
@@ -296,7 +303,8 @@ impl Overlay {
         if height == self.height && padded(lines, height) == self.drawn {
             return;
         }
-        out.extend_from_slice(b"\x1b[0m");
+        // The adapter's attributes and character sets came back with the last DECRC.
+        out.extend_from_slice(PLAIN_TEXT);
         if height > self.height {
             csi(out, &[self.top + self.height + 1, 1], b'H');
             csi(out, &[height - self.height], b'L');

@@ -283,6 +283,12 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-t", "t"])
     }
 
+    /// The screen with its escape sequences: colours, and SO before cells drawn in DEC line
+    /// drawing (SI after them).
+    pub fn styled_screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-t", "t"])
+    }
+
     pub fn wait_text(&self, text: &str) -> String {
         self.wait_for(&format!("{text:?}"), |s| s.contains(text))
     }
@@ -305,15 +311,39 @@ impl Tmux {
             .unwrap_or_else(|| panic!("timed out waiting for {what}; screen:\n{}", self.screen()))
     }
 
+    /// [`Tmux::wait_for`] on the [`Tmux::styled_screen`].
+    pub fn wait_styled(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        self.poll_with(
+            Tmux::styled_screen,
+            std::time::Duration::from_secs(60),
+            &cond,
+        )
+        .unwrap_or_else(|| {
+            panic!(
+                "timed out waiting for {what}; screen:\n{:?}",
+                self.styled_screen()
+            )
+        })
+    }
+
     /// The screen once `cond` holds on it, or `None` if it did not within `within`.
     pub fn poll_for(
         &self,
         within: std::time::Duration,
         cond: impl Fn(&str) -> bool,
     ) -> Option<String> {
+        self.poll_with(Tmux::screen, within, cond)
+    }
+
+    fn poll_with(
+        &self,
+        capture: fn(&Tmux) -> String,
+        within: std::time::Duration,
+        cond: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         let start = std::time::Instant::now();
         loop {
-            let screen = self.screen();
+            let screen = capture(self);
             if cond(&screen) {
                 return Some(screen);
             }
