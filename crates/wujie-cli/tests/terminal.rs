@@ -540,17 +540,24 @@ fn run_exits_with_the_adapters_status() {
     assert_eq!(env.issue(&key)["runs"][0]["status"], "failed");
 }
 
-#[test]
-fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
-    let env = Env::new();
+/// `wujie discuss -- fake-tui-v2{args}` from a shell in tmux (100×30), once the fake TUI shows
+/// its box; the shell prints `EXIT=<status>` after it.
+fn discuss_in_tmux(env: &Env, name: &str, args: &str) -> Tmux {
     env.install_example("fake-tui-v2");
     let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2; echo EXIT=$?; sleep 30",
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2{args}; echo EXIT=$?; sleep 30",
         work = env.work.path().display(),
         home = env.home.path().display(),
     );
-    let tmux = Tmux::start("fake-tui", &shell, 100, 30);
+    let tmux = Tmux::start(name, &shell, 100, 30);
     tmux.wait_text("Ctrl+D quit");
+    tmux
+}
+
+#[test]
+fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
+    let env = Env::new();
+    let tmux = discuss_in_tmux(&env, "fake-tui", "");
     tmux.keys(&["-l", "we need a tracker"]);
     tmux.keys(&["Enter"]);
     tmux.wait_text("SQLite or PostgreSQL?");
@@ -579,14 +586,7 @@ fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
 #[test]
 fn the_menu_is_plain_text_over_an_adapter_that_left_line_drawing_on() {
     let env = Env::new();
-    env.install_example("fake-tui-v2");
-    let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2 --line-drawing; echo EXIT=$?; sleep 30",
-        work = env.work.path().display(),
-        home = env.home.path().display(),
-    );
-    let tmux = Tmux::start("line-drawing", &shell, 100, 30);
-    tmux.wait_text("Ctrl+D quit");
+    let tmux = discuss_in_tmux(&env, "line-drawing", " --line-drawing");
     tmux.keys(&["-l", "/wujie"]);
     // tmux marks cells drawn in DEC line drawing with SO: the echo of what was typed has it,
     // the menu must not.
