@@ -70,19 +70,16 @@ impl Sgr {
                     let color = if param.len() > 1 {
                         extended(&param[1..], true)
                     } else {
-                        // `38;5;n` / `38;2;r;g;b`: the colour takes the parameters that follow.
-                        let mut rest = Vec::new();
-                        if let Some(kind) = params.next() {
-                            rest.push(kind.first().copied().unwrap_or(0));
-                            let more = if rest[0] == 2 { 3 } else { 1 };
-                            for _ in 0..more {
-                                match params.next() {
-                                    Some(p) => rest.push(p.first().copied().unwrap_or(0)),
-                                    None => break,
-                                }
-                            }
+                        // `38;5;n` / `38;2;r;g;b`: the colour takes the parameters that follow
+                        // (gathered on the stack: this runs for every coloured run of output).
+                        let mut rest = [0u16; 4];
+                        let mut len = 0;
+                        while len < rest.len() && (len < 2 || rest[0] == 2) {
+                            let Some(p) = params.next() else { break };
+                            rest[len] = p.first().copied().unwrap_or(0);
+                            len += 1;
                         }
-                        extended(&rest, false)
+                        extended(&rest[..len], false)
                     };
                     if let Some(color) = color {
                         match code {
