@@ -9,9 +9,10 @@
 
 use std::io::{PipeReader, PipeWriter};
 
-use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
 use tokio::sync::mpsc;
+
+use crate::stop_pipe::{Woken, wait_readable};
 
 /// Chunks of the user's stdin as they arrive; dropping this ends the reader thread.
 pub struct UserInput {
@@ -53,19 +54,11 @@ fn read_until_stopped(stop: &PipeReader, tx: &mpsc::Sender<Option<Vec<u8>>>) {
     let stdin = std::io::stdin();
     let mut buf = vec![0u8; 8192];
     loop {
-        let mut fds = [
-            PollFd::new(&stdin, PollFlags::IN),
-            PollFd::new(stop, PollFlags::IN),
-        ];
-        match poll(&mut fds, None) {
-            Ok(_) => {}
-            Err(Errno::INTR) => continue,
-            // poll itself failed: fall back to reading, which reports what is wrong with stdin.
-            Err(_) => {}
-        }
-        // The owner is gone: leave whatever is typed now to the next reader.
-        if !fds[1].revents().is_empty() {
-            return;
+        match wait_readable(&stdin, stop) {
+            // The owner is gone: leave whatever is typed now to the next reader.
+            Ok(Woken::Stopped) => return,
+            // When poll itself fails, the read reports what is wrong with stdin.
+            Ok(Woken::Readable) | Err(_) => {}
         }
         match rustix::io::read(&stdin, &mut buf) {
             Err(Errno::INTR | Errno::AGAIN) => {}

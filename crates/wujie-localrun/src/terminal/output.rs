@@ -12,10 +12,11 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
 use wujie_term::{Placement, ScreenModel, TermSize};
+
+use crate::stop_pipe::{Woken, wait_readable};
 
 /// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
 /// adapter blocks on its writes instead of our memory growing.
@@ -235,17 +236,10 @@ fn relay(master: &OwnedFd, wake: &PipeReader, screen: &Screen) {
                 }
             }
             Err(Errno::INTR) => {}
-            Err(Errno::AGAIN) => {
-                let mut fds = [
-                    PollFd::new(master, PollFlags::IN),
-                    PollFd::new(wake, PollFlags::IN),
-                ];
-                match poll(&mut fds, None) {
-                    Ok(_) if !fds[1].revents().is_empty() => return,
-                    Ok(_) | Err(Errno::INTR) => {}
-                    Err(_) => return,
-                }
-            }
+            Err(Errno::AGAIN) => match wait_readable(master, wake) {
+                Ok(Woken::Readable) => {}
+                Ok(Woken::Stopped) | Err(_) => return,
+            },
             // EIO: every process that had the adapter's side open closed it.
             Err(_) => return,
         }
