@@ -275,15 +275,17 @@ fn a_native_handoff_is_confirmed_on_the_card_and_answered_with_a_frame() {
     );
 }
 
-/// A shell script: `command`, then its exit status and the terminal's line-editing, signal and
-/// echo modes, to check that `wujie` gave the terminal back as it found it.
-fn then_terminal_modes(command: &str) -> String {
-    format!(
-        "{command}; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
-    )
+/// `wujie discuss -- {provider_args}` from a shell on the terminal, which prints after it its
+/// exit status and the terminal's line-editing, signal and echo modes, to check that `wujie`
+/// gave the terminal back as it found it.
+fn discuss_then_terminal_modes(env: &Env, provider_args: &str) -> Term {
+    let script = format!(
+        "{WUJIE} discuss -- {provider_args}; echo EXIT=$?; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo|isig)$' | tr '\\n' ' '; echo"
+    );
+    Term::spawn(env, "sh", &["-c", &script])
 }
 
-/// Waits for the modes [`then_terminal_modes`] prints and checks they are all on again.
+/// Waits for the modes [`discuss_then_terminal_modes`] prints and checks they are all on again.
 fn assert_terminal_restored(term: &Term) -> String {
     let screen = term.wait_for("the terminal modes", |s| s.contains("icanon"));
     assert!(
@@ -326,8 +328,7 @@ fn a_provider_on_pipes_gets_the_card_where_its_output_ends() {
 fn ctrl_c_on_the_card_of_a_provider_on_pipes_cancels_and_gives_the_terminal_back() {
     let env = Env::new();
     env.install_example("fake-provider-v2");
-    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-provider-v2 --script"));
-    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    let term = discuss_then_terminal_modes(&env, "fake-provider-v2 --script");
     term.wait_text("Ctrl+C: cancel and end this session");
     term.send(b"\x03");
     let screen = assert_terminal_restored(&term);
@@ -429,8 +430,7 @@ fn ctrl_c_reaches_the_adapter_as_a_byte_and_wujie_exits_with_its_status() {
 fn the_terminal_is_restored_after_the_adapter_crashes() {
     let env = Env::new();
     env.install_example("fake-tui-v2");
-    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-tui-v2 --crash-after 1"));
-    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    let term = discuss_then_terminal_modes(&env, "fake-tui-v2 --crash-after 1");
     term.wait_text("Ctrl+D quit");
     term.send(b"boom\r");
     term.wait_text("EXIT=3");
@@ -452,8 +452,7 @@ fn wujie_child_of(parent: u32) -> i32 {
 fn the_terminal_is_restored_after_sigterm() {
     let env = Env::new();
     env.install_example("fake-tui-v2");
-    let script = then_terminal_modes(&format!("{WUJIE} discuss -- fake-tui-v2"));
-    let term = Term::spawn(&env, "sh", &["-c", &script]);
+    let term = discuss_then_terminal_modes(&env, "fake-tui-v2");
     term.wait_text("Ctrl+D quit");
     let pid = wujie_child_of(term.child.id());
     assert!(pid > 0);
