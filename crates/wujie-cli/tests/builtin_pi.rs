@@ -15,7 +15,6 @@ use std::process::{Command, Output};
 
 use common::{Env, V1};
 use serde_json::Value;
-use wujie_mockllm::MockLlm;
 use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
 
 const PROMPT: &str = "Run the shell command echo hello, then say done.";
@@ -128,16 +127,14 @@ fn assert_pi_run(run: &Value) -> String {
 #[test]
 fn real_pi_run_is_synced_into_the_issue() {
     let agent = Agent::Pi;
-    if agent.is_skipped() {
-        eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
-        return;
-    }
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let script = agent.shell_script("echo hello", "echo hello", "hello", "done");
-    let mock = runtime
-        .block_on(MockLlm::start(script))
-        .expect("start mock");
-    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|error| panic!("{error}"));
+    let Some((mock, home)) = runtime
+        .block_on(agent.with_mock(script))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
 
     let env = Env::new();
     let key = env.create_issue("pi says hello");

@@ -9,12 +9,11 @@
 mod common;
 
 use common::*;
-use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
-use wujie_mockllm::{MockLlm, Script};
+use wujie_mockllm::Script;
+use wujie_mockllm::agents::{Agent, agents_dir};
 
 const COMPOSER: &str = "Ask Codex to do anything";
 
-/// The screen's rows from the first non-blank one on.
 /// The screen's rows from the first non-blank one to the last non-blank one.
 fn inked_rows(screen: &str) -> Vec<&str> {
     let rows: Vec<&str> = screen.lines().collect();
@@ -35,17 +34,14 @@ fn say(tmux: &Tmux, text: &str) {
 
 #[test]
 fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
-    let agent = Agent::Codex;
-    if agent.is_skipped() {
-        eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
-        return;
-    }
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Without a script the mock answers every request with `pong`.
-    let mock = runtime
-        .block_on(MockLlm::start(Script::default()))
-        .expect("start mock");
-    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|error| panic!("{error}"));
+    let Some((mock, home)) = runtime
+        .block_on(Agent::Codex.with_mock(Script::default()))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
     let env = Env::new();
     env.install_example("codex-tui");
 

@@ -207,6 +207,26 @@ pub enum AgentError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot start the mock model server: {0}")]
+    Mock(#[from] crate::MockError),
+}
+
+impl Agent {
+    /// What an end-to-end test of this agent starts from: a mock model server with `script`
+    /// and a home pointing the agent at it. `Ok(None)` when `WUJIE_SKIP_AGENTS` lists the agent,
+    /// after saying so on stderr (`skipped NAME: listed in WUJIE_SKIP_AGENTS`).
+    pub async fn with_mock(
+        self,
+        script: Script,
+    ) -> Result<Option<(crate::MockLlm, AgentHome)>, AgentError> {
+        if self.is_skipped() {
+            eprintln!("skipped {}: listed in {SKIP_ENV}", self.name());
+            return Ok(None);
+        }
+        let mock = crate::MockLlm::start(script).await?;
+        let home = AgentHome::new(self, &mock.url())?;
+        Ok(Some((mock, home)))
+    }
 }
 
 /// One agent's private home and work directory, deleted when dropped.

@@ -80,13 +80,10 @@ impl Run {
 /// A fresh mock with the agent's script and a home pointing at it, or None when the agent is to
 /// be skipped. Panics with the install command when the agent is not installed.
 async fn prepare(agent: Agent) -> Option<(MockLlm, AgentHome)> {
-    if agent.is_skipped() {
-        eprintln!("skipped {}: listed in WUJIE_SKIP_AGENTS", agent.name());
-        return None;
-    }
-    let mock = MockLlm::start(script(agent)).await.expect("start mock");
-    let home = AgentHome::new(agent, &mock.url()).unwrap_or_else(|error| panic!("{error}"));
-    Some((mock, home))
+    agent
+        .with_mock(script(agent))
+        .await
+        .unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// Spawns the agent in its own process group, stdout and stderr piped.
