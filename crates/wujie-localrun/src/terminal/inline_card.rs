@@ -3,13 +3,11 @@
 //! as in the overlay. The terminal is in raw mode while the card is shown (so arrows, Enter and
 //! Ctrl+C arrive as keys) and back in its own mode as soon as the card is gone.
 
-use std::io::Write;
-
 use wujie_term::{
     CARD_MAX_ROWS, CardChoice, CardUpdate, InlineArea, InputScanner, IssueCard, Key, TermSize,
 };
 
-use super::raw::{RawMode, terminal_size};
+use super::raw::{RawMode, terminal_size, write_to_terminal};
 
 pub struct InlineCard {
     card: IssueCard,
@@ -27,7 +25,7 @@ impl InlineCard {
         let rows = CARD_MAX_ROWS.min(InlineArea::max_rows_for(size));
         let mut out = Vec::new();
         let area = InlineArea::open(size, &card.lines(size.cols, rows), &mut out);
-        show(&out);
+        write_to_terminal(&out);
         Ok(InlineCard {
             card,
             area: Some(area),
@@ -57,18 +55,12 @@ impl InlineCard {
                     if let Some(area) = self.area.take() {
                         area.close(&mut out);
                     }
-                    show(&out);
+                    write_to_terminal(&out);
                     return Some(choice);
                 }
             }
-            show(&out);
+            write_to_terminal(&out);
         }
         None
     }
-}
-
-fn show(bytes: &[u8]) {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_all(bytes);
-    let _ = err.flush();
 }

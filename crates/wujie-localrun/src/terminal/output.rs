@@ -7,7 +7,7 @@
 //! terminal blocks only this thread. The overlay, drawn by the host task, writes through the
 //! same [`Screen`], so the terminal and the shadow model see the bytes in one order.
 
-use std::io::{PipeReader, PipeWriter, Write};
+use std::io::{PipeReader, PipeWriter};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
 use wujie_term::{Placement, ScreenModel, TermSize};
 
+use super::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
 
 /// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
@@ -136,9 +137,7 @@ impl ScreenLock<'_> {
         if bytes.is_empty() {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(bytes);
-        let _ = err.flush();
+        write_to_terminal(bytes);
         if let Some(shadow) = &mut self.state.shadow {
             shadow.feed(bytes);
         }

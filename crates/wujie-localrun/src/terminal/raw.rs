@@ -1,10 +1,10 @@
-//! The user's terminal: its size, and raw mode that is always undone.
+//! The user's terminal: its size, writing to it, and raw mode that is always undone.
 //!
 //! Raw mode is restored when the guard drops (normal exit and error paths), by a panic hook
 //! (a panic that unwinds past the host or aborts the runtime), and on SIGTERM/SIGHUP because the
 //! pumps turn those signals into an ordinary return that drops the guard.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, Once};
 
 use rustix::termios::{OptionalActions, Termios, tcgetattr, tcgetwinsize, tcsetattr};
@@ -27,6 +27,13 @@ pub fn terminal_size() -> TermSize {
         .and_then(from)
         .or_else(|| tcgetwinsize(std::io::stderr()).ok().and_then(from))
         .unwrap_or(TermSize { cols: 80, rows: 24 })
+}
+
+/// Writes to the user's terminal (our stderr: stdout may carry a command's JSON) at once.
+pub fn write_to_terminal(bytes: &[u8]) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(bytes);
+    let _ = err.flush();
 }
 
 /// True when the user's stdin is a terminal (then it is put in raw mode while the host runs).
