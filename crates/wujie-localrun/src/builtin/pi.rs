@@ -63,6 +63,13 @@ pub enum PiOutput {
 #[derive(Debug)]
 pub struct PiMapper {
     lines: LineSplitter,
+    /// Apart from the splitter, so each line it hands over can be mapped while it is borrowed.
+    state: PiState,
+}
+
+/// What the mapping remembers between lines.
+#[derive(Debug)]
+struct PiState {
     /// pi stdout lines seen, for keys of messages that carry no timestamp.
     line_no: u64,
     session_id: Option<String>,
@@ -94,19 +101,20 @@ impl PiMapper {
     pub fn with_max_line_bytes(max_line_bytes: usize) -> PiMapper {
         PiMapper {
             lines: LineSplitter::new(max_line_bytes),
-            line_no: 0,
-            session_id: None,
-            tool_turns: HashMap::new(),
-            held: None,
+            state: PiState {
+                line_no: 0,
+                session_id: None,
+                tool_turns: HashMap::new(),
+                held: None,
+            },
         }
     }
 
     /// The outputs of every line the chunk completes.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<PiOutput> {
         let mut out = Vec::new();
-        let mut lines = self.take_splitter();
-        lines.feed(chunk, |piece| self.line(piece, &mut out));
-        self.lines = lines;
+        let state = &mut self.state;
+        self.lines.feed(chunk, |piece| state.line(piece, &mut out));
         out
     }
 
@@ -114,19 +122,14 @@ impl PiMapper {
     /// stopped without saying the agent was done, so it is not known to be the final reply).
     pub fn finish(&mut self) -> Vec<PiOutput> {
         let mut out = Vec::new();
-        let mut lines = self.take_splitter();
-        lines.finish(|piece| self.line(piece, &mut out));
-        self.lines = lines;
-        self.release_held_as_text(&mut out);
+        let state = &mut self.state;
+        self.lines.finish(|piece| state.line(piece, &mut out));
+        self.state.release_held_as_text(&mut out);
         out
     }
+}
 
-    /// The splitter, out of `self` while its lines are mapped (the mapping needs `&mut self`);
-    /// an empty one stands in until it is put back.
-    fn take_splitter(&mut self) -> LineSplitter {
-        std::mem::replace(&mut self.lines, LineSplitter::new(0))
-    }
-
+impl PiState {
     fn line(&mut self, line: LinePiece<'_>, out: &mut Vec<PiOutput>) {
         self.line_no += 1;
         let bytes = match line {
