@@ -1,0 +1,55 @@
+//! Workspace rules that the compiler cannot see, checked as tests (`tests/tidy.rs`), in the
+//! spirit of rust-analyzer's tidy tests:
+//!
+//! - a dependency that one crate owns (sqlx: the store, axum: the server, clap and anyhow: the
+//!   binary) is imported nowhere else ([`boundaries`]);
+//! - the pure crates do no I/O and do not `unwrap`/`expect` outside their tests ([`purity`]);
+//! - every declared dependency is used, and a `[dependencies]` entry only tests use is a
+//!   dev-dependency ([`usage`]).
+//!
+//! Each check is a function over a crate's manifest or source text, so its own unit tests show
+//! that it fails on code that breaks the rule. [`workspace`] loads the real crates.
+
+pub mod boundaries;
+pub mod purity;
+pub mod usage;
+pub mod workspace;
+
+use std::fmt;
+
+/// One broken rule: where, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The crate, and the file when the rule is about source.
+    pub place: String,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place, self.message)
+    }
+}
+
+/// Why the workspace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TidyError {
+    #[error("running `cargo metadata`")]
+    Metadata(#[source] std::io::Error),
+    #[error("`cargo metadata` failed: {0}")]
+    MetadataFailed(String),
+    #[error("reading `cargo metadata`'s output")]
+    MetadataJson(#[source] serde_json::Error),
+    #[error("reading {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing {path}")]
+    Parse {
+        path: String,
+        #[source]
+        source: syn::Error,
+    },
+}
