@@ -12,7 +12,7 @@ use wujie_localrun::sync;
 
 use crate::cli::RunArgs;
 use crate::context::Context;
-use crate::output::{one_line, print_json};
+use crate::output::{inline, one_line, print_json};
 
 /// Tells the user about delivery trouble on stderr, without flooding it during long outages.
 pub struct StderrNotice {
@@ -38,7 +38,8 @@ impl ReporterNotice for StderrNotice {
             })
             .unwrap_or_else(|| one_line(item, 60));
         eprintln!(
-            "wujie: the server refused event {key:?}: {reason}. It is kept in the outbox; see `wujie local-run status`."
+            "wujie: the server refused event {key:?}: {}. It is kept in the outbox; see `wujie local-run status`.",
+            inline(reason)
         );
     }
 
@@ -143,12 +144,12 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             delivered: s.stats.delivered,
             pending: s.pending,
             failed: s.failed,
-        });
+        })?;
     } else {
         let error = outcome
             .error
             .as_deref()
-            .map(|e| format!(": {e}"))
+            .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
         eprintln!(
             "wujie: run {} on {} {}{error}; {} events synced. See it with `wujie issue show {}`.",
