@@ -35,13 +35,33 @@ fn main() -> ExitCode {
         // Like other Unix tools: the reader has what it wanted.
         Err(e) if e.chain().any(|c| c.is::<output::StdoutClosed>()) => 0,
         Err(e) => {
-            report(&format!("{e:#}"));
+            report(&chain_text(&e));
             1
         }
     };
     // A blocked read of our stdin (forwarded to an adapter) must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The error and its causes, each once. Our own errors either show a cause or return it as
+/// `source()`, never both; some libraries' errors do both (sqlx's database errors), so a cause
+/// whose text the one before it already shows is left out.
+fn chain_text(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if previous.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        previous = text;
+    }
+    out
 }
 
 /// Prints the error on stderr (it may quote stored text, so made terminal-safe); a closed

@@ -76,6 +76,17 @@ fn each_cause_of_an_error_is_printed_once() {
     for cause in ["File exists", "Not a directory"] {
         assert!(err.matches(cause).count() <= 1, "{err}");
     }
+
+    // A library error that both shows its cause and returns it (sqlx's database errors).
+    let corrupt = Env::new();
+    std::fs::create_dir_all(corrupt.home.path().join("state")).unwrap();
+    std::fs::write(
+        corrupt.home.path().join("state/outbox.db"),
+        "this is not SQLite, but long enough to be read as a database header ....",
+    )
+    .unwrap();
+    let err = corrupt.fails(&["local-run", "status"]);
+    assert_eq!(err.matches("file is not a database").count(), 1, "{err}");
 }
 
 #[test]
