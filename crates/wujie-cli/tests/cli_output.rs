@@ -48,6 +48,30 @@ fn a_closed_stdout_ends_the_command_quietly_with_status_0() {
 }
 
 #[test]
+fn another_stdout_write_error_is_an_error_not_a_panic() {
+    let env = Env::new();
+    env.create_issue("full disk");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = env
+        .cmd()
+        .args(["issue", "list"])
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write to stdout") && err.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn each_cause_of_an_error_is_printed_once() {
     let env = Env::new();
     let dir = env.work.path().join("broken");
