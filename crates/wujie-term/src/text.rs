@@ -62,19 +62,21 @@ fn escape(c: char, out: &mut String) {
     };
 }
 
-/// Display width of one character after sanitising (controls count as one space).
+/// Display width of one character after sanitising (what [`sanitize`] blanks counts as one
+/// space).
 fn char_width(c: char) -> usize {
-    if c.is_control() {
+    if needs_care(c) {
         1
     } else {
         c.width().unwrap_or(0)
     }
 }
 
-/// Replaces control characters (which could inject escape sequences or move the cursor) by
-/// spaces.
+/// Blanks what [`terminal_safe`] escapes (controls, which could inject escape sequences or move
+/// the cursor, and bidirectional overrides): the overlay lays text out by width, and a space
+/// keeps one column where an escape would take several.
 fn sanitize(c: char) -> char {
-    if c.is_control() { ' ' } else { c }
+    if needs_care(c) { ' ' } else { c }
 }
 
 /// Display width of `s` in terminal columns, as [`fit`] counts it.
@@ -176,6 +178,12 @@ mod tests {
             terminal_safe(text, Layout::Inline),
             "one two cols three\\x0dover"
         );
+    }
+
+    #[test]
+    fn the_overlay_blanks_what_printing_escapes() {
+        assert_eq!(fit("a\x1b[2J\u{202e}b", 10), "a [2J b");
+        assert_eq!(wrap("x\u{9b}y", 10), ["x y"]);
     }
 
     #[test]

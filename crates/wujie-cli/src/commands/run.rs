@@ -47,7 +47,10 @@ impl ReporterNotice for StderrNotice {
         let mut last = self.last_retry_note.lock().expect("notice lock");
         if last.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
             *last = Some(Instant::now());
-            eprintln!("wujie: cannot deliver events ({error}); retrying, {pending} waiting");
+            eprintln!(
+                "wujie: cannot deliver events ({}); retrying, {pending} waiting",
+                inline(&error.to_string())
+            );
         }
     }
 }
