@@ -152,10 +152,18 @@ fn remove_never_follows_a_symlinked_copy() {
     );
 }
 
-/// `wujie local-run provider install DIR` under an address-space limit, so that a regression
-/// that reads an endless file fails instead of taking the machine's memory; gives up (and
-/// fails) after 60 s so a read that blocks for ever is a failure rather than a hang.
+/// `wujie local-run provider install DIR`, bounded as [`bounded`] is.
 fn install_bounded(env: &Env, dir: &Path) -> Output {
+    bounded(
+        env,
+        &["local-run", "provider", "install", dir.to_str().unwrap()],
+    )
+}
+
+/// `wujie ARGS` under an address-space limit, so that a regression that reads an endless file
+/// fails instead of taking the machine's memory; gives up (and fails) after 60 s so a read that
+/// blocks for ever is a failure rather than a hang.
+fn bounded(env: &Env, args: &[&str]) -> Output {
     let mut cmd = Command::new("sh");
     cmd.env("WUJIE_HOME", env.home.path())
         .current_dir(env.work.path())
@@ -168,8 +176,8 @@ fn install_bounded(env: &Env, dir: &Path) -> Output {
     // 4 GiB of address space: far more than `wujie` needs, far less than the machine has.
     let mut child = cmd
         .args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
-        .args([WUJIE, "local-run", "provider", "install"])
-        .arg(dir)
+        .arg(WUJIE)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -182,7 +190,7 @@ fn install_bounded(env: &Env, dir: &Path) -> Output {
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("install did not finish within 60 s");
+            panic!("wujie {args:?} did not finish within 60 s");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -235,6 +243,24 @@ fn install_refuses_an_oversized_manifest_before_reading_it() {
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains("provider.json") && err.contains("larger than 1 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_file_that_is_a_fifo_is_refused_not_waited_on() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.config_path().parent().unwrap()).unwrap();
+    nix::unistd::mkfifo(
+        &env.config_path(),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
+    let out = bounded(&env, &["local-run", "provider", "list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("config.json") && err.contains("FIFO") && err.contains("regular file"),
         "{err}"
     );
 }
