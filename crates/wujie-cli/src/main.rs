@@ -1,34 +1,75 @@
 //! The `wujie` binary: parses arguments, calls the library crates, prints results.
 
+// Stdout is written through `output::outln!`, which turns a closed stdout into a quiet exit.
+#![deny(clippy::print_stdout)]
+
 mod cli;
 mod commands;
 mod context;
+mod logging;
 mod output;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    logging::init(match cli.command {
+        cli::Command::Server(_) => "info",
+        _ => "error",
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("wujie: error: cannot start the async runtime: {e}");
+            report(&format!("cannot start the async runtime: {e}"));
             return ExitCode::from(1);
         }
     };
     let code = match runtime.block_on(commands::dispatch(cli)) {
         Ok(code) => code,
+        // Like other Unix tools: the reader has what it wanted.
+        Err(e) if e.chain().any(|c| c.is::<output::StdoutClosed>()) => 0,
         Err(e) => {
-            eprintln!("wujie: error: {e:#}");
+            report(&chain_text(&e));
             1
         }
     };
     // A blocked read of our stdin (forwarded to an adapter) must not keep the process alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The error and its causes, each once. Our own errors either show a cause or return it as
+/// `source()`, never both; some libraries' errors do both (sqlx's database errors), so a cause
+/// whose text the one before it already shows is left out.
+fn chain_text(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if previous.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+        previous = text;
+    }
+    out
+}
+
+/// Prints the error on stderr (it may quote stored text, so made terminal-safe); a closed
+/// stderr leaves only the exit status to tell.
+fn report(message: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "wujie: error: {}",
+        output::block(message)
+    );
 }

@@ -1,22 +1,68 @@
 //! Printing: one JSON document on stdout for `--output json`, readable text otherwise.
+//!
+//! Everything goes through [`write_stdout`] (the `outln!` macro), so that a reader that stops
+//! reading (`wujie issue list | head -1`) ends the command quietly with status 0, and any other
+//! write error is reported as an error. Stored strings in text output go through
+//! [`inline`]/[`block`] so they cannot drive the user's terminal; JSON keeps them exact.
 
+use std::borrow::Cow;
+use std::io::Write;
+
+use anyhow::Result;
 use serde::Serialize;
+use wujie_term::text::{Layout, terminal_safe};
 
-pub fn print_json<T: Serialize + ?Sized>(value: &T) {
-    match serde_json::to_string_pretty(value) {
-        Ok(s) => println!("{s}"),
-        Err(e) => eprintln!("wujie: error: cannot encode output: {e}"),
+/// Writes one line (`format_args!` style) to stdout; `?` hands a closed stdout up to `main`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+pub(crate) use outln;
+
+/// Stdout's reader went away. Not a failure of the command: `main` exits 0 without a word.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stdout was closed")
     }
 }
 
-/// Shorten a long text to one line of at most `max` characters for tables.
+impl std::error::Error for StdoutClosed {}
+
+pub fn write_stdout(args: std::fmt::Arguments<'_>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("cannot write to stdout")),
+    }
+}
+
+/// The `--output json` document, pretty-printed.
+pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+    let json = serde_json::to_string_pretty(value)?;
+    outln!("{json}");
+    Ok(())
+}
+
+/// A stored string printed within a line of text.
+pub fn inline(text: &str) -> Cow<'_, str> {
+    terminal_safe(text, Layout::Inline)
+}
+
+/// A stored string printed as lines of its own.
+pub fn block(text: &str) -> Cow<'_, str> {
+    terminal_safe(text, Layout::Block)
+}
+
+/// A stored string shortened to one line of at most `max` characters for tables.
 pub fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let flat = inline(text);
     if flat.chars().count() <= max {
-        flat
+        flat.into_owned()
     } else {
         let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
         s.push('…');

@@ -36,6 +36,7 @@ use crate::session::{
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 use crate::terminal::{HostEvent, InlineCard, TerminalHost};
 use crate::user_input::UserInput;
+use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
@@ -737,9 +738,9 @@ fn print_card(draft: &IssueDraft, mode: Option<HandoffMode>) {
     let preview: Vec<&str> = draft.description.lines().take(8).collect();
     let mode = mode.map_or("/wujiecreateissue", HandoffMode::as_str);
     eprintln!("\n┌ Create an issue from this discussion ({mode})");
-    eprintln!("│ {}", draft.title);
+    eprintln!("│ {}", terminal_safe(&draft.title, Layout::Inline));
     for line in preview {
-        eprintln!("│   {line}");
+        eprintln!("│   {}", terminal_safe(line, Layout::Inline));
     }
     eprintln!(
         "└ Press Enter (or y) to create it and continue in this context; n or Ctrl+C cancels."

@@ -10,20 +10,17 @@ pub enum LocalRunError {
     NoHome,
     #[error("invalid profile name {0:?}: use letters, digits, '-' and '_'")]
     InvalidProfileName(String),
-    #[error("{path}: {source}")]
+    // The cause is part of the message and so not also a `source()`: a chain printer would
+    // print it twice.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path} is not valid: {reason}")]
     BadConfig { path: PathBuf, reason: String },
-    #[error("{path}: {source}")]
-    Manifest {
-        path: PathBuf,
-        #[source]
-        source: ManifestError,
-    },
+    #[error("{path}: {error}")]
+    Manifest { path: PathBuf, error: ManifestError },
     #[error(
         "unknown provider {name:?}: not built in, not in localrun_providers of {config}, not installed in {installed}; install it with `wujie local-run provider install DIR`"
     )]
@@ -66,13 +63,31 @@ pub enum LocalRunError {
     UnsafePlugin { path: PathBuf, reason: String },
     #[error("{0}")]
     Invalid(String),
+    #[error(
+        "invalid provider name {name:?}: {reason}; a provider is named by one word such as `fake-provider` (see `wujie local-run provider list`)"
+    )]
+    InvalidProviderName { name: String, reason: &'static str },
+    #[error("cannot read {path}: it is a {what}, not a regular file")]
+    NotRegularFile { path: PathBuf, what: &'static str },
+    #[error("cannot read {path}: it is larger than {}", human_size(*max_bytes))]
+    FileTooLarge { path: PathBuf, max_bytes: u64 },
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 impl LocalRunError {
-    pub fn io(path: &Path, source: std::io::Error) -> LocalRunError {
+    pub fn io(path: &Path, error: std::io::Error) -> LocalRunError {
         LocalRunError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         }
     }
 }

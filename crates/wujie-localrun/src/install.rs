@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::LocalRunError;
 use crate::profile::{Config, Profile, ProviderEntry};
-use crate::registry::{Builtin, Origin, Provider, ProviderRegistry, load_manifest};
+use crate::registry::{Builtin, Origin, Provider, ProviderRegistry, load_manifest, provider_name};
 
 /// Largest plugin we copy; a provider is an adapter and a manifest, not a data set.
 const MAX_PLUGIN_BYTES: u64 = 256 * 1024 * 1024;
@@ -141,40 +141,78 @@ fn copy_tree(root: &Path, from: &Path, to: &Path, budget: &mut u64) -> Result<()
 }
 
 /// Flip `enabled` on a configured plugin. Plugins found only in the installed dir get a
-/// config entry so the choice is recorded.
+/// config entry so the choice is recorded. Returns the provider's (normalised) name.
 pub fn set_enabled(
     profile: &Profile,
     builtins: &[Builtin],
     name: &str,
     enabled: bool,
-) -> Result<(), LocalRunError> {
-    let name = name.trim().to_lowercase();
+) -> Result<String, LocalRunError> {
+    let name = provider_name(name)?;
     let mut config = profile.load_config()?;
     let entry = entry_for(profile, builtins, &config, &name)?;
     config
         .localrun_providers
-        .insert(name, ProviderEntry { enabled, ..entry });
-    profile.save_config(&config)
+        .insert(name.clone(), ProviderEntry { enabled, ..entry });
+    profile.save_config(&config)?;
+    Ok(name)
 }
 
-/// Remove a plugin's record; delete its copy when it was installed (never a directory the user
-/// configured by hand).
+/// What [`remove`] took away.
+#[derive(Debug)]
+pub struct Removed {
+    pub name: String,
+    /// The manifest path of the `localrun_providers` entry that was removed, if there was one.
+    /// Files there are the user's unless they are the installed copy.
+    pub config_entry: Option<PathBuf>,
+    /// The installed copy that was deleted, if there was one.
+    pub deleted_copy: Option<PathBuf>,
+}
+
+/// Remove a plugin: its config entry and its installed copy, so that no other copy of the same
+/// name takes over. The only thing ever deleted is `<installed dir>/<name>`, the directory
+/// `install` creates (a symlink there is unlinked, never followed); a directory the user
+/// configured by hand is kept.
 pub fn remove(
     profile: &Profile,
     builtins: &[Builtin],
     name: &str,
-) -> Result<PathBuf, LocalRunError> {
-    let name = name.trim().to_lowercase();
-    let mut config = profile.load_config()?;
-    let entry = entry_for(profile, builtins, &config, &name)?;
-    config.localrun_providers.remove(&name);
-    profile.save_config(&config)?;
-    let installed = profile.installed_providers_dir().join(&name);
-    let manifest = PathBuf::from(&entry.manifest_path);
-    if manifest.starts_with(&installed) && installed.is_dir() {
-        std::fs::remove_dir_all(&installed).map_err(|e| LocalRunError::io(&installed, e))?;
+) -> Result<Removed, LocalRunError> {
+    let name = provider_name(name)?;
+    if builtins.iter().any(|b| b.name == name) {
+        return Err(LocalRunError::BuiltinImmutable(name));
     }
-    Ok(manifest)
+    let mut config = profile.load_config()?;
+    let entry = config.localrun_providers.remove(&name);
+    let copy = profile.installed_providers_dir().join(&name);
+    let copy_type = std::fs::symlink_metadata(&copy)
+        .ok()
+        .map(|m| m.file_type())
+        .filter(|t| t.is_dir() || t.is_symlink());
+    if entry.is_none() && copy_type.is_none() {
+        return Err(unknown(profile, &name));
+    }
+    // The copy goes first: should saving the config fail, the entry left behind points at
+    // nothing and a second `remove` finishes the job.
+    let deleted_copy = match copy_type {
+        Some(t) if t.is_dir() => {
+            std::fs::remove_dir_all(&copy).map_err(|e| LocalRunError::io(&copy, e))?;
+            Some(copy)
+        }
+        Some(_) => {
+            std::fs::remove_file(&copy).map_err(|e| LocalRunError::io(&copy, e))?;
+            Some(copy)
+        }
+        None => None,
+    };
+    if entry.is_some() {
+        profile.save_config(&config)?;
+    }
+    Ok(Removed {
+        name,
+        config_entry: entry.map(|e| PathBuf::from(e.manifest_path)),
+        deleted_copy,
+    })
 }
 
 fn entry_for(
@@ -198,9 +236,13 @@ fn entry_for(
             enabled: true,
         });
     }
-    Err(LocalRunError::UnknownProvider {
+    Err(unknown(profile, name))
+}
+
+fn unknown(profile: &Profile, name: &str) -> LocalRunError {
+    LocalRunError::UnknownProvider {
         name: name.to_owned(),
         config: profile.config_path(),
         installed: profile.installed_providers_dir(),
-    })
+    }
 }

@@ -11,8 +11,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LocalRunError;
+use crate::small_file::read_small_file;
 
 pub const DEFAULT_PROFILE: &str = "default";
+
+/// Largest config or credentials file read; both are a few hundred bytes.
+const MAX_PROFILE_FILE_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -110,13 +114,17 @@ impl Profile {
 
     pub fn load_config(&self) -> Result<Config, LocalRunError> {
         let path = self.config_path();
-        match std::fs::read(&path) {
+        match read_small_file(&path, MAX_PROFILE_FILE_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LocalRunError::BadConfig {
                 path,
                 reason: e.to_string(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(e) => Err(LocalRunError::io(&path, e)),
+            Err(LocalRunError::Io { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Ok(Config::default())
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -128,13 +136,17 @@ impl Profile {
 
     pub fn load_credentials(&self) -> Result<Credentials, LocalRunError> {
         let path = self.credentials_path();
-        match std::fs::read(&path) {
+        match read_small_file(&path, MAX_PROFILE_FILE_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LocalRunError::BadConfig {
                 path,
                 reason: e.to_string(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Credentials::default()),
-            Err(e) => Err(LocalRunError::io(&path, e)),
+            Err(LocalRunError::Io { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Ok(Credentials::default())
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use wujie_protocol::manifest::{Capabilities, Manifest, ProtocolVersion};
+use wujie_protocol::manifest::{self, Capabilities, Manifest, ProtocolVersion};
 
 use crate::error::LocalRunError;
 use crate::profile::{Config, Profile, expand_path};
+use crate::small_file::read_small_file;
 
 /// A provider implemented inside the `wujie` binary: its adapter is `wujie adapter <name>`.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +164,7 @@ impl<'a> ProviderRegistry<'a> {
 
     /// Find a provider by the name the user typed after `--`.
     pub fn resolve(&self, name: &str) -> Result<Provider, LocalRunError> {
-        let name = name.trim().to_lowercase();
+        let name = provider_name(name)?;
         if let Some(b) = self.builtin(&name) {
             return Ok(builtin_provider(b));
         }
@@ -282,6 +283,15 @@ impl<'a> ProviderRegistry<'a> {
     }
 }
 
+/// The provider name a user typed, normalised as manifests are; refused when it could name
+/// anything but one directory below the installed-plugins dir.
+pub fn provider_name(raw: &str) -> Result<String, LocalRunError> {
+    manifest::provider_name(raw).map_err(|reason| LocalRunError::InvalidProviderName {
+        name: raw.to_owned(),
+        reason,
+    })
+}
+
 fn builtin_provider(b: &Builtin) -> Provider {
     Provider {
         name: b.name.to_owned(),
@@ -292,10 +302,13 @@ fn builtin_provider(b: &Builtin) -> Provider {
     }
 }
 
+/// Largest `provider.json` read; a manifest is a few hundred bytes.
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 pub fn load_manifest(path: &Path) -> Result<Manifest, LocalRunError> {
-    let bytes = std::fs::read(path).map_err(|e| LocalRunError::io(path, e))?;
-    Manifest::parse(&bytes).map_err(|source| LocalRunError::Manifest {
+    let bytes = read_small_file(path, MAX_MANIFEST_BYTES)?;
+    Manifest::parse(&bytes).map_err(|error| LocalRunError::Manifest {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }

@@ -223,6 +223,15 @@ fn parse_capabilities(caps: &mut Map<String, Value>) -> Result<Capabilities, Fie
 
 /// Trims and lower-cases a provider name and checks that it is safe as one directory name.
 fn normalise_name(raw: &str) -> Result<String, ManifestError> {
+    provider_name(raw).map_err(|reason| ManifestError::InvalidName {
+        name: quote(raw),
+        reason,
+    })
+}
+
+/// A provider name as every command takes it (trimmed, lower case), or why it cannot be one:
+/// the name becomes one directory name below the profile, so it must not traverse.
+pub fn provider_name(raw: &str) -> Result<String, &'static str> {
     let name = raw.trim().to_lowercase();
     let reason = if name.is_empty() {
         Some("it is empty")
@@ -242,10 +251,7 @@ fn normalise_name(raw: &str) -> Result<String, ManifestError> {
         None
     };
     match reason {
-        Some(reason) => Err(ManifestError::InvalidName {
-            name: quote(raw),
-            reason,
-        }),
+        Some(reason) => Err(reason),
         None => Ok(name),
     }
 }

@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, Response};
 use wujie_protocol::api::ApiError;
 use wujie_store::StoreError;
 
+use crate::request_log::AnsweredError;
+
 #[derive(Debug)]
 pub(crate) struct Failure {
     status: StatusCode,
@@ -38,7 +40,7 @@ impl From<StoreError> for Failure {
             StoreError::Conflict(_) => StatusCode::CONFLICT,
             StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
             _ => {
-                tracing::error!(error = %e, "store failure");
+                // Logged with the request (`request_log`).
                 return Failure::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!(
@@ -68,13 +70,16 @@ impl From<JsonRejection> for Failure {
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        (
+        let logged = AnsweredError(self.message.clone());
+        let mut response = (
             self.status,
             Json(ApiError {
                 error: self.message,
             }),
         )
-            .into_response()
+            .into_response();
+        response.extensions_mut().insert(logged);
+        response
     }
 }
 

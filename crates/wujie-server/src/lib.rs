@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 mod openapi;
+mod request_log;
 mod routes;
 
 use std::future::Future;
@@ -49,6 +50,7 @@ pub(crate) struct AppState {
 /// The whole API as a router (no sweeper; `serve` adds it).
 pub fn router(store: Store, config: ServerConfig) -> Router {
     routes::router(AppState { store, config })
+        .layer(axum::middleware::from_fn(request_log::log_request))
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, running the stale-run sweeper

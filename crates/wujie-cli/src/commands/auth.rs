@@ -7,7 +7,7 @@ use wujie_protocol::api::CreateToken;
 
 use crate::cli::{LoginArgs, TokenCommand};
 use crate::context::Context;
-use crate::output::print_json;
+use crate::output::{inline, outln, print_json};
 
 pub async fn token(ctx: &Context, cmd: TokenCommand) -> Result<()> {
     let TokenCommand::Create { name } = cmd;
@@ -16,9 +16,9 @@ pub async fn token(ctx: &Context, cmd: TokenCommand) -> Result<()> {
     conn.close().await;
     let created = created?;
     if ctx.json() {
-        print_json(&created);
+        print_json(&created)?;
     } else {
-        println!("{}", created.token);
+        outln!("{}", created.token);
         eprintln!(
             "This token is shown once. On the other machine: wujie login --server URL --token TOKEN"
         );
@@ -43,11 +43,13 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     ctx.profile.save_credentials(&creds)?;
     ctx.profile.save_config(&config)?;
     if ctx.json() {
-        print_json(&serde_json::json!({"server": url, "workspace": workspace}));
+        print_json(&serde_json::json!({"server": url, "workspace": workspace}))?;
     } else {
-        println!(
-            "Logged in to {url} (workspace {}); profile {:?} now uses it.",
-            workspace.name, ctx.profile.name
+        outln!(
+            "Logged in to {} (workspace {}); profile {:?} now uses it.",
+            inline(&url),
+            inline(&workspace.name),
+            ctx.profile.name
         );
     }
     Ok(())

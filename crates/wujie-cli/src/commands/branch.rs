@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use std::sync::Arc;
 
 use wujie_commondev::{
     BranchInfo, BranchObserver, BranchSessions, Lifetime, OpenRequest, SessionConfig,
 };
+
+use crate::output::{block, inline, outln, print_json};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BranchCommand {
@@ -57,11 +58,6 @@ pub enum BranchCommand {
     List,
 }
 
-fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
 fn branch_line(b: &BranchInfo) -> String {
     let status = serde_json::to_value(b.status)
         .ok()
@@ -69,7 +65,13 @@ fn branch_line(b: &BranchInfo) -> String {
         .unwrap_or_default();
     format!(
         "{}\t{}/{}\t{}\t{}\tsession {}\t{}",
-        b.label, b.project, b.branch, b.agent_cli, status, b.session_id, b.runtime
+        inline(&b.label),
+        inline(&b.project),
+        inline(&b.branch),
+        inline(&b.agent_cli),
+        status,
+        inline(&b.session_id),
+        inline(&b.runtime)
     )
 }
 
@@ -108,10 +110,10 @@ pub async fn run_branch(
                 return print_json(&opened);
             }
             let verb = if opened.resumed { "resumed" } else { "opened" };
-            println!("{verb} {}", branch_line(&opened.branch));
-            println!(
+            outln!("{verb} {}", branch_line(&opened.branch));
+            outln!(
                 "driver {} ({})",
-                opened.driver_file.display(),
+                inline(&opened.driver_file.display().to_string()),
                 opened.driver_source
             );
         }
@@ -124,21 +126,21 @@ pub async fn run_branch(
             if json {
                 return print_json(&reply);
             }
-            println!("{}", reply.reply);
+            outln!("{}", block(&reply.reply));
         }
         BranchCommand::State { project, branch } => {
             let state = sessions.state(&project, &branch).await?;
             if json {
                 return print_json(&state);
             }
-            println!(
+            outln!(
                 "{} session {} ({} messages)",
-                state.label,
-                state.session_id,
+                inline(&state.label),
+                inline(&state.session_id),
                 state.messages.len()
             );
             for message in &state.messages {
-                println!("{message}");
+                outln!("{}", block(&message.to_string()));
             }
         }
         BranchCommand::Close { project, branch } => {
@@ -146,7 +148,11 @@ pub async fn run_branch(
             if json {
                 return print_json(&closed);
             }
-            println!("closed {} (session {})", closed.label, closed.session_id);
+            outln!(
+                "closed {} (session {})",
+                inline(&closed.label),
+                inline(&closed.session_id)
+            );
         }
         BranchCommand::List => {
             let branches = sessions.list()?;
@@ -154,7 +160,7 @@ pub async fn run_branch(
                 return print_json(&serde_json::json!({ "branches": branches }));
             }
             for b in &branches {
-                println!("{}", branch_line(b));
+                outln!("{}", branch_line(b));
             }
         }
     }

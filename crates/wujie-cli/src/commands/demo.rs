@@ -11,16 +11,17 @@ use wujie_protocol::api::CreateIssue;
 use super::issue::print_issue;
 use super::run::StderrNotice;
 use crate::context::{BUILTINS, Context};
-use crate::output::print_json;
+use crate::output::{outln, print_json};
 
 const FAKE_MANIFEST: &str = include_str!("../../../../examples/fake-provider/provider.json");
 const FAKE_ADAPTER: &str = include_str!("../../../../examples/fake-provider/wujie-localrun-fake");
 
 pub async fn run(ctx: &Context) -> Result<i32> {
-    let say = |line: &str| {
+    let say = |line: &str| -> Result<()> {
         if !ctx.json() {
-            println!("{line}");
+            outln!("{line}");
         }
+        Ok(())
     };
     let registry = ctx.registry()?;
     if registry.resolve("fake-provider").is_err() {
@@ -36,9 +37,9 @@ pub async fn run(ctx: &Context) -> Result<i32> {
             "1. Installed the bundled provider `{}` into {}",
             installed.name,
             installed.manifest_path.display()
-        ));
+        ))?;
     } else {
-        say("1. The provider `fake-provider` is already installed.");
+        say("1. The provider `fake-provider` is already installed.")?;
     }
     let provider = ctx.registry()?.resolve("fake-provider")?;
     let exe = std::env::current_exe()?;
@@ -54,11 +55,11 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 discussion_id: None,
             })
             .await?;
-        say(&format!("2. Created issue {}: {}", issue.key, issue.title));
+        say(&format!("2. Created issue {}: {}", issue.key, issue.title))?;
         say(&format!(
             "3. Running `wujie run {} -- fake-provider` …",
             issue.key
-        ));
+        ))?;
         let outcome = run_provider(
             &conn,
             ctx.outbox().await?,
@@ -76,16 +77,16 @@ pub async fn run(ctx: &Context) -> Result<i32> {
         .await?;
         let issue = conn.client.get_issue(&issue.key).await?;
         if ctx.json() {
-            print_json(&issue);
+            print_json(&issue)?;
         } else {
-            println!(
+            outln!(
                 "4. The run {} and {} events were synced into {}:\n",
                 outcome.status.as_str(),
                 outcome.summary.stats.delivered,
                 issue.key
             );
-            print_issue(&issue);
-            println!(
+            print_issue(&issue)?;
+            outln!(
                 "\nSee it again with `wujie issue show {}` (add `--output json` for JSON).",
                 issue.key
             );

@@ -13,7 +13,7 @@ use wujie_protocol::api::{Discussion, DiscussionStatus, FinishRun, RunStatus};
 use super::run::StderrNotice;
 use crate::cli::{Confirm, DiscussArgs, DiscussionCommand};
 use crate::context::Context;
-use crate::output::{one_line, print_json};
+use crate::output::{inline, one_line, outln, print_json};
 
 #[derive(Serialize)]
 struct DiscussReport<'a> {
@@ -71,7 +71,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
             exit_code: o.exit_code,
             delivered: o.summary.stats.delivered,
             pending: o.summary.pending,
-        });
+        })?;
     } else {
         match &o.promoted {
             Some(p) => eprintln!(
@@ -84,7 +84,10 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
             ),
             None => eprintln!(
                 "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
-                o.discussion_id, o.discussion_id, o.provider, o.discussion_id
+                o.discussion_id,
+                o.discussion_id,
+                inline(&o.provider),
+                o.discussion_id
             ),
         }
     }
@@ -104,16 +107,20 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
             DiscussionCommand::List => {
                 let list = conn.client.list_discussions().await?;
                 if ctx.json() {
-                    print_json(&list);
+                    print_json(&list)?;
                 } else if list.is_empty() {
-                    println!("No discussions yet. Start one with `wujie discuss -- PROVIDER`.");
+                    outln!("No discussions yet. Start one with `wujie discuss -- PROVIDER`.");
                 } else {
+                    outln!(
+                        "{:<36}  {:<9} {:<16} {:<8} first entry",
+                        "id", "status", "provider", "issue"
+                    );
                     for d in &list {
-                        println!(
+                        outln!(
                             "{}  {:<9} {:<16} {:<8} {}",
                             d.id,
                             status_str(d),
-                            d.provider,
+                            inline(&d.provider),
                             d.issue_key.as_deref().unwrap_or("-"),
                             one_line(&first_words(d), 60)
                         );
@@ -123,9 +130,9 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
             DiscussionCommand::Show { id } => {
                 let d = conn.client.get_discussion(&id).await?;
                 if ctx.json() {
-                    print_json(&d);
+                    print_json(&d)?;
                 } else {
-                    print_discussion(&d);
+                    print_discussion(&d)?;
                 }
             }
             DiscussionCommand::Promote { id, title } => {
@@ -140,7 +147,7 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
                 let d = conn.client.get_discussion(&id).await?;
                 if d.status == DiscussionStatus::Promoted {
                     let key = d.issue_key.unwrap_or_default();
-                    bail!("discussion {id} is already issue {key}; continue with `wujie run {key} -- {}`", d.provider);
+                    bail!("discussion {id} is already issue {key}; continue with `wujie run {key} -- {}`", inline(&d.provider));
                 }
                 let draft = promotion::draft_from(&d, title.as_deref());
                 let promoted = promotion::promote(&conn.client, &d, &draft, &d.cwd).await?;
@@ -157,11 +164,14 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
                     .await?;
                 let issue = conn.client.get_issue(&promoted.issue.key).await?;
                 if ctx.json() {
-                    print_json(&issue);
+                    print_json(&issue)?;
                 } else {
-                    println!(
+                    outln!(
                         "Created {} “{}” from discussion {id}. Continue the work with `wujie run {} -- {}`.",
-                        issue.key, issue.title, issue.key, d.provider
+                        issue.key,
+                        inline(&issue.title),
+                        issue.key,
+                        inline(&d.provider)
                     );
                 }
             }
@@ -187,15 +197,24 @@ fn first_words(d: &Discussion) -> String {
         .unwrap_or_default()
 }
 
-fn print_discussion(d: &Discussion) {
-    println!("Discussion {} — {} — {}", d.id, d.provider, status_str(d));
+fn print_discussion(d: &Discussion) -> Result<()> {
+    outln!(
+        "Discussion {} — {} — {}",
+        d.id,
+        inline(&d.provider),
+        status_str(d)
+    );
     if let Some(key) = &d.issue_key {
-        println!("Issue: {key}");
+        outln!("Issue: {key}");
     }
     if !d.native_session_ids.is_empty() {
-        println!("Native sessions: {}", d.native_session_ids.join(", "));
+        outln!(
+            "Native sessions: {}",
+            inline(&d.native_session_ids.join(", "))
+        );
     }
     for e in &d.entries {
-        println!("  {:>10}: {}", e.kind.as_str(), one_line(&e.content, 100));
+        outln!("  {:>10}: {}", e.kind.as_str(), one_line(&e.content, 100));
     }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use wujie_protocol::event::MessageKind;
 
 use crate::cli::IssueCommand;
 use crate::context::Context;
-use crate::output::{one_line, print_json};
+use crate::output::{block, inline, one_line, outln, print_json};
 
 pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     let conn = ctx.connect().await?;
@@ -24,21 +24,22 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     })
                     .await?;
                 if ctx.json() {
-                    print_json(&issue);
+                    print_json(&issue)?;
                 } else {
-                    println!("Created {}: {}", issue.key, issue.title);
+                    outln!("Created {}: {}", issue.key, inline(&issue.title));
                 }
             }
             IssueCommand::List => {
                 let issues = conn.client.list_issues().await?;
                 if ctx.json() {
-                    print_json(&issues);
+                    print_json(&issues)?;
                 } else if issues.is_empty() {
-                    println!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
+                    outln!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
                 } else {
+                    outln!("{:<10} {:<12} title", "key", "status");
                     for i in issues {
                         let status = serde_json::to_value(i.status)?;
-                        println!(
+                        outln!(
                             "{:<10} {:<12} {}",
                             i.key,
                             status.as_str().unwrap_or(""),
@@ -50,9 +51,9 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
                 if ctx.json() {
-                    print_json(&issue);
+                    print_json(&issue)?;
                 } else {
-                    print_issue(&issue);
+                    print_issue(&issue)?;
                 }
             }
         }
@@ -63,25 +64,25 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     result
 }
 
-pub fn print_issue(issue: &IssueDetail) {
+pub fn print_issue(issue: &IssueDetail) -> Result<()> {
     let status = serde_json::to_value(issue.status).unwrap_or_default();
-    println!(
+    outln!(
         "{}  {}  [{}]",
         issue.key,
-        issue.title,
+        inline(&issue.title),
         status.as_str().unwrap_or("")
     );
     if !issue.description.is_empty() {
-        println!("\n{}", issue.description);
+        outln!("\n{}", block(&issue.description));
     }
     if !issue.comments.is_empty() {
-        println!("\nComments:");
+        outln!("\nComments:");
         for c in &issue.comments {
             let who = match c.author_kind {
                 AuthorKind::User => "user",
                 AuthorKind::Agent => "agent",
             };
-            println!("  {who:>5}: {}", one_line(&c.body, 100));
+            outln!("  {who:>5}: {}", one_line(&c.body, 100));
         }
     }
     for run in &issue.runs {
@@ -89,23 +90,23 @@ pub fn print_issue(issue: &IssueDetail) {
             .exit_code
             .map(|c| format!(", exit {c}"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "\nRun {} — {} — {}{exit}",
             run.id,
-            run.provider,
+            inline(&run.provider),
             run.status.as_str()
         );
         if let Some(e) = &run.error {
-            println!("  error: {}", one_line(e, 100));
+            outln!("  error: {}", one_line(e, 100));
         }
         for m in &run.messages {
-            println!("  {}", describe(m));
+            outln!("  {}", describe(m));
         }
         for u in &run.usage {
-            println!(
+            outln!(
                 "  usage: {}/{} in {} out {} cache r/w {}/{}",
-                u.provider,
-                u.model,
+                inline(&u.provider),
+                inline(&u.model),
                 u.input_tokens,
                 u.output_tokens,
                 u.cache_read_tokens,
@@ -113,6 +114,7 @@ pub fn print_issue(issue: &IssueDetail) {
             );
         }
     }
+    Ok(())
 }
 
 fn describe(m: &RunMessage) -> String {
@@ -126,13 +128,13 @@ fn describe(m: &RunMessage) -> String {
                 .unwrap_or_default();
             format!(
                 "{kind:>11}: {} {}",
-                m.tool.as_deref().unwrap_or(""),
+                inline(m.tool.as_deref().unwrap_or("")),
                 one_line(&input, 80)
             )
         }
         MessageKind::ToolResult => format!(
             "{kind:>11}: {} → {}",
-            m.tool.as_deref().unwrap_or(""),
+            inline(m.tool.as_deref().unwrap_or("")),
             one_line(m.output.as_deref().unwrap_or(""), 80)
         ),
         _ => format!(

@@ -8,42 +8,52 @@ use wujie_localrun::sync;
 
 use super::run::StderrNotice;
 use crate::context::Context;
-use crate::output::print_json;
+use crate::output::{inline, one_line, outln, print_json};
 
 pub async fn status(ctx: &Context) -> Result<()> {
     let outbox = ctx.outbox().await?;
     let targets = sync::status(&outbox).await?;
     if ctx.json() {
-        print_json(&targets);
-        return Ok(());
+        return print_json(&targets);
     }
     if targets.is_empty() {
-        println!("Nothing pending: every event was delivered.");
+        outln!("Nothing pending: every event was delivered.");
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<38} {:<10} {:<10} {:>8} {:>7}  {:<8} server",
-        "id", "kind", "label", "pending", "failed", "state"
+        "id",
+        "kind",
+        "label",
+        "pending",
+        "failed",
+        "state"
     );
     for t in &targets {
-        println!(
+        outln!(
             "{:<38} {:<10} {:<10} {:>8} {:>7}  {:<8} {}",
-            t.id, t.kind, t.label, t.pending, t.failed, t.state, t.server
+            t.id,
+            t.kind,
+            inline(&t.label),
+            t.pending,
+            t.failed,
+            t.state,
+            inline(&t.server)
         );
     }
     let failed: i64 = targets.iter().map(|t| t.failed).sum();
     if failed > 0 {
         for t in targets.iter().filter(|t| t.failed > 0) {
             for row in outbox.failed(&t.id).await? {
-                println!(
+                outln!(
                     "refused in {}: {} — {}",
-                    t.label,
-                    row.reason,
-                    row.item_json.chars().take(120).collect::<String>()
+                    inline(&t.label),
+                    inline(&row.reason),
+                    one_line(&row.item_json, 120)
                 );
             }
         }
-        println!("Refused events are kept; retry them with `wujie local-run sync --retry-failed`.");
+        outln!("Refused events are kept; retry them with `wujie local-run sync --retry-failed`.");
     }
     Ok(())
 }
@@ -86,25 +96,30 @@ pub async fn sync(ctx: &Context, retry_failed: bool, idle_timeout: u64) -> Resul
         targets,
     };
     if json {
-        print_json(&report);
+        print_json(&report)?;
     } else if report.targets.is_empty() {
-        println!("Nothing to deliver.");
+        outln!("Nothing to deliver.");
     } else {
         for t in &report.targets {
             let end = if t.finished { ", run end recorded" } else { "" };
             let err = t
                 .error
                 .as_deref()
-                .map(|e| format!(" — {e}"))
+                .map(|e| format!(" — {}", inline(e)))
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "{}: {} delivered, {} pending, {} refused{end}{err}",
-                t.label, t.delivered, t.pending, t.failed
+                inline(&t.label),
+                t.delivered,
+                t.pending,
+                t.failed
             );
         }
-        println!(
+        outln!(
             "Delivered {} events; {} still pending, {} refused.",
-            report.delivered, report.pending, report.failed
+            report.delivered,
+            report.pending,
+            report.failed
         );
     }
     Ok(

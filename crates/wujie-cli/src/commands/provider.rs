@@ -6,7 +6,7 @@ use wujie_localrun::install;
 
 use crate::cli::ProviderCommand;
 use crate::context::{BUILTINS, Context};
-use crate::output::print_json;
+use crate::output::{inline, outln, print_json};
 
 #[derive(Serialize)]
 struct ProviderRow {
@@ -30,9 +30,9 @@ pub fn run(ctx: &Context, cmd: ProviderCommand) -> Result<()> {
                 print_json(&serde_json::json!({
                     "name": installed.name,
                     "manifest_path": installed.manifest_path,
-                }));
+                }))?;
             } else {
-                println!(
+                outln!(
                     "Installed {} ({}). Run it with `wujie run ISSUE -- {}`.",
                     installed.name,
                     installed.manifest_path.display(),
@@ -42,25 +42,56 @@ pub fn run(ctx: &Context, cmd: ProviderCommand) -> Result<()> {
         }
         ProviderCommand::List => list(ctx)?,
         ProviderCommand::Enable { name } => {
-            install::set_enabled(profile, BUILTINS, &name, true)?;
-            if !ctx.json() {
-                println!("Enabled {name}.");
+            let name = install::set_enabled(profile, BUILTINS, &name, true)?;
+            if ctx.json() {
+                print_json(&serde_json::json!({"name": name, "enabled": true}))?;
+            } else {
+                outln!("Enabled {name}.");
             }
         }
         ProviderCommand::Disable { name } => {
-            install::set_enabled(profile, BUILTINS, &name, false)?;
-            if !ctx.json() {
-                println!("Disabled {name}.");
+            let name = install::set_enabled(profile, BUILTINS, &name, false)?;
+            if ctx.json() {
+                print_json(&serde_json::json!({"name": name, "enabled": false}))?;
+            } else {
+                outln!("Disabled {name}.");
             }
         }
         ProviderCommand::Remove { name } => {
-            let path = install::remove(profile, BUILTINS, &name)?;
-            if !ctx.json() {
-                println!("Removed {name} ({}).", path.display());
+            let removed = install::remove(profile, BUILTINS, &name)?;
+            if ctx.json() {
+                print_json(&serde_json::json!({
+                    "name": removed.name,
+                    "config_entry": removed.config_entry,
+                    "deleted_copy": removed.deleted_copy,
+                }))?;
+            } else {
+                outln!("{}", describe_removal(&removed));
             }
         }
     }
     Ok(())
+}
+
+fn describe_removal(removed: &install::Removed) -> String {
+    let name = &removed.name;
+    match (&removed.config_entry, &removed.deleted_copy) {
+        (Some(entry), Some(copy)) if !entry.starts_with(copy) => format!(
+            "Removed {name}: its config entry for {} (those files are kept) and its installed copy {} (deleted).",
+            entry.display(),
+            copy.display()
+        ),
+        (Some(entry), None) => format!(
+            "Removed {name} from the config; its files at {} are kept.",
+            entry.display()
+        ),
+        (_, copy) => format!(
+            "Removed {name}{}.",
+            copy.iter()
+                .map(|c| format!(" (deleted its installed copy {})", c.display()))
+                .collect::<String>()
+        ),
+    }
 }
 
 fn list(ctx: &Context) -> Result<()> {
@@ -97,28 +128,30 @@ fn list(ctx: &Context) -> Result<()> {
         })
         .collect();
     if ctx.json() {
-        print_json(&rows);
-        return Ok(());
+        return print_json(&rows);
     }
     if rows.is_empty() {
-        println!("No providers. Install one with `wujie local-run provider install DIR`.");
+        outln!("No providers. Install one with `wujie local-run provider install DIR`.");
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<20} {:<8} {:<8} {:<28} display name",
-        "name", "kind", "enabled", "protocol"
+        "name",
+        "kind",
+        "enabled",
+        "protocol"
     );
     for r in &rows {
-        println!(
+        outln!(
             "{:<20} {:<8} {:<8} {:<28} {}",
-            r.name,
+            inline(&r.name),
             r.kind,
             if r.enabled { "yes" } else { "no" },
             r.protocol.as_deref().unwrap_or("-"),
-            r.display_name
+            inline(&r.display_name)
         );
         if let Some(e) = &r.error {
-            println!("  ! {e}");
+            outln!("  ! {}", inline(e));
         }
     }
     Ok(())

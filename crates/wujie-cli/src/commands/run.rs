@@ -12,7 +12,7 @@ use wujie_localrun::sync;
 
 use crate::cli::RunArgs;
 use crate::context::Context;
-use crate::output::{one_line, print_json};
+use crate::output::{inline, one_line, print_json};
 
 /// Tells the user about delivery trouble on stderr, without flooding it during long outages.
 pub struct StderrNotice {
@@ -38,7 +38,8 @@ impl ReporterNotice for StderrNotice {
             })
             .unwrap_or_else(|| one_line(item, 60));
         eprintln!(
-            "wujie: the server refused event {key:?}: {reason}. It is kept in the outbox; see `wujie local-run status`."
+            "wujie: the server refused event {key:?}: {}. It is kept in the outbox; see `wujie local-run status`.",
+            inline(reason)
         );
     }
 
@@ -46,7 +47,10 @@ impl ReporterNotice for StderrNotice {
         let mut last = self.last_retry_note.lock().expect("notice lock");
         if last.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
             *last = Some(Instant::now());
-            eprintln!("wujie: cannot deliver events ({error}); retrying, {pending} waiting");
+            eprintln!(
+                "wujie: cannot deliver events ({}); retrying, {pending} waiting",
+                inline(&error.to_string())
+            );
         }
     }
 }
@@ -143,12 +147,12 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             delivered: s.stats.delivered,
             pending: s.pending,
             failed: s.failed,
-        });
+        })?;
     } else {
         let error = outcome
             .error
             .as_deref()
-            .map(|e| format!(": {e}"))
+            .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
         eprintln!(
             "wujie: run {} on {} {}{error}; {} events synced. See it with `wujie issue show {}`.",

@@ -27,9 +27,20 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     }
     // Whoever started us may stop reading stdout after the address line (scripts, tests): a
     // closed stdout must not stop the server.
+    let url = format!("http://{addr}");
+    let database = ctx.profile.database_path();
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "Wujie server listening on http://{addr}");
-    let _ = writeln!(out, "Database: {}", ctx.profile.database_path().display());
+    let _ = if ctx.json() {
+        // One line, so a script can read the document as soon as it is printed.
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({"url": url, "database": database})
+        )
+    } else {
+        writeln!(out, "Wujie server listening on {url}")
+            .and_then(|()| writeln!(out, "Database: {}", database.display()))
+    };
     let _ = out.flush();
     let config = ServerConfig {
         stale_after: Duration::from_secs(args.stale_after),
