@@ -7,6 +7,8 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+use nix::fcntl::OFlag;
+
 use crate::error::LocalRunError;
 
 /// The bytes of the regular file at `path` (symlinks followed), at most `max_bytes` of them.
@@ -18,7 +20,7 @@ pub fn read_small_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, LocalRunE
     // the type is checked again on what was actually opened.
     let file: File = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOCTTY).bits())
         .open(path)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
