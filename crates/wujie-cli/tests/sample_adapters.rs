@@ -63,3 +63,13 @@ fn grok_sample_unittests_pass() {
 fn grok_sample_installs_as_a_v2_plugin() {
     installs_as_a_v2_plugin("grok");
 }
+
+#[test]
+fn hermes_sample_unittests_pass() {
+    python_suite_passes("hermes");
+}
+
+#[test]
+fn hermes_sample_installs_as_a_v2_plugin() {
+    installs_as_a_v2_plugin("hermes");
+}
