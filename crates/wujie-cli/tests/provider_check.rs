@@ -144,17 +144,17 @@ fn the_examples_pass() {
     );
 }
 
-#[test]
-fn the_grok_sample_passes_with_the_real_grok() {
+/// `provider check localrun-providers/NAME CHECK_ARGS…` with the real agent against the mock,
+/// in its home; the report, which must have no failed rule. None when the agent is skipped.
+fn sample_passes(agent: Agent, name: &str, check_args: &[&str]) -> Option<serde_json::Value> {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Grok.with_mock(Script::default()))
-        .unwrap_or_else(|error| panic!("{error}"))
-    else {
-        return;
-    };
+    let (mock, home) = runtime
+        .block_on(agent.with_mock(Script::default()))
+        .unwrap_or_else(|error| panic!("{error}"))?;
     let env = Env::new();
-    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../localrun-providers/grok");
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../localrun-providers")
+        .join(name);
     let path = format!(
         "{}:{}",
         agents_dir().join("bin").display(),
@@ -165,9 +165,10 @@ fn the_grok_sample_passes_with_the_real_grok() {
         .current_dir(home.workdir())
         .env("HOME", home.home())
         .env("PATH", path)
+        .envs(home.envs().iter().map(|(k, v)| (k, v)))
         .args(["--output", "json", "local-run", "provider", "check"])
         .arg(&sample)
-        .args(["--timeout", "60", "--", "say hi"])
+        .args(check_args)
         .output()
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -179,7 +180,6 @@ fn the_grok_sample_passes_with_the_real_grok() {
         "{report:#}"
     );
     assert!(out.status.success(), "{report:#}");
-    // Grok answered in each start (the initial prompt), so the events were really checked.
     let rule = |id: &str| {
         report["rules"]
             .as_array()
@@ -189,6 +189,7 @@ fn the_grok_sample_passes_with_the_real_grok() {
             .unwrap()
             .clone()
     };
+    // The agent answered in each start, so the events were really checked.
     assert_eq!(rule("event_fields")["verdict"], "pass");
     assert!(
         rule("event_fields")["detail"]
@@ -199,9 +200,25 @@ fn the_grok_sample_passes_with_the_real_grok() {
     );
     assert_eq!(rule("usage_fields")["verdict"], "pass", "{report:#}");
     assert_eq!(rule("v2_session_event")["verdict"], "pass");
-    // Each start is a new grok session: not a replay of the same events.
+    // Each start is a new native session: not a replay of the same events.
     assert_eq!(rule("stable_keys")["verdict"], "skipped", "{report:#}");
     runtime.block_on(mock.shutdown());
+    Some(report)
+}
+
+#[test]
+fn the_grok_sample_passes_with_the_real_grok() {
+    // Grok's initial prompt (its positional argument) makes every start answer.
+    sample_passes(Agent::Grok, "grok", &["--timeout", "60", "--", "say hi"]);
+}
+
+#[test]
+fn the_hermes_sample_passes_with_the_real_hermes() {
+    sample_passes(
+        Agent::Hermes,
+        "hermes",
+        &["--timeout", "120", "--input", "say hi", "--", "--yolo"],
+    );
 }
 
 #[test]

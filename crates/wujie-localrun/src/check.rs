@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -43,8 +44,10 @@ const SETTLED_AFTER_FINAL: Duration = Duration::from_secs(2);
 /// must not act on its plan meanwhile.
 const HANDOFF_WATCH: Duration = Duration::from_millis(500);
 const STOP_GRACE: Duration = Duration::from_secs(3);
-/// Between the keys of a line typed into an interactive adapter, and before its Enter.
+/// Between a line typed into an interactive adapter and its Enter.
 const TYPING_PAUSE: Duration = Duration::from_millis(300);
+/// How long an interactive adapter's screen stays unchanged before a line is typed into it.
+const STILL_SCREEN: Duration = Duration::from_secs(1);
 /// How much of an interactive adapter's terminal output is kept to explain a failure.
 const SCREEN_TAIL_BYTES: usize = 4096;
 /// The size of the terminal an interactive adapter is given.
@@ -837,15 +840,46 @@ async fn ingest(scratch: &Scratch, capture: &Capture) -> Result<usize, LocalRunE
 /// Where a capture writes control frames: the stdin pipe, or the PTY of an interactive one.
 enum FrameSink {
     Pipe(tokio::process::ChildStdin),
-    Pty(pty_process::OwnedWritePty),
+    /// Shared with the task typing the user's lines.
+    Pty(Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>),
 }
 
 impl FrameSink {
     async fn send(&mut self, bytes: &[u8]) {
         let _ = match self {
             FrameSink::Pipe(pipe) => pipe.write_all(bytes).await,
-            FrameSink::Pty(pty) => pty.write_all(bytes).await,
+            FrameSink::Pty(pty) => pty.lock().await.write_all(bytes).await,
         };
+    }
+}
+
+/// What an interactive adapter showed: the end of its output, and when it last wrote.
+#[derive(Default)]
+struct Screen {
+    tail: Vec<u8>,
+    last_output: Option<tokio::time::Instant>,
+}
+
+/// Types `input` into an interactive adapter like a person: each line once its screen has
+/// been still for a moment (it is waiting for input; a TUI that is still starting may drop
+/// keys typed ahead), then Enter a little later (keys arriving with the text can be taken as a
+/// paste).
+async fn type_lines(
+    input: Vec<String>,
+    screen: Arc<Mutex<Screen>>,
+    pty: Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>,
+) {
+    for line in input {
+        loop {
+            tokio::time::sleep(TYPING_PAUSE).await;
+            let last = screen.lock().expect("screen").last_output;
+            if last.is_some_and(|at| at.elapsed() >= STILL_SCREEN) {
+                break;
+            }
+        }
+        let _ = pty.lock().await.write_all(line.as_bytes()).await;
+        tokio::time::sleep(TYPING_PAUSE).await;
+        let _ = pty.lock().await.write_all(b"\r").await;
     }
 }
 
@@ -859,7 +893,7 @@ async fn capture(
     timeout: Duration,
     handoff: bool,
 ) -> Result<Capture, LocalRunError> {
-    let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let screen = Arc::new(Mutex::new(Screen::default()));
     let (mut adapter, mut sink) = if interactive {
         let (adapter, pty) = Adapter::spawn_pty(&spec, PTY_SIZE, false)?;
         let (mut read, write) = pty.into_split();
@@ -872,21 +906,16 @@ async fn capture(
                 if n == 0 {
                     break;
                 }
-                let mut tail = tail.lock().expect("screen tail");
-                tail.extend_from_slice(&buf[..n]);
-                let excess = tail.len().saturating_sub(SCREEN_TAIL_BYTES);
-                tail.drain(..excess);
+                let mut screen = tail.lock().expect("screen");
+                screen.tail.extend_from_slice(&buf[..n]);
+                let excess = screen.tail.len().saturating_sub(SCREEN_TAIL_BYTES);
+                screen.tail.drain(..excess);
+                screen.last_output = Some(tokio::time::Instant::now());
             }
         });
-        let mut sink = FrameSink::Pty(write);
-        for line in input {
-            // Typed like a person: a TUI may take a line and Enter arriving together as a paste.
-            tokio::time::sleep(TYPING_PAUSE).await;
-            sink.send(line.as_bytes()).await;
-            tokio::time::sleep(TYPING_PAUSE).await;
-            sink.send(b"\r").await;
-        }
-        (adapter, Some(sink))
+        let write = Arc::new(tokio::sync::Mutex::new(write));
+        tokio::spawn(type_lines(input.to_vec(), screen.clone(), write.clone()));
+        (adapter, Some(FrameSink::Pty(write)))
     } else {
         let mut adapter = Adapter::spawn(&spec)?;
         let mut sink = adapter.stdin.take().map(FrameSink::Pipe);
@@ -997,7 +1026,7 @@ async fn capture(
         lines.push(line);
     }
     drop(sink);
-    let screen_tail = plain_text(&screen.lock().expect("screen tail"));
+    let screen_tail = plain_text(&screen.lock().expect("screen").tail);
     Ok(Capture {
         lines,
         exit,
