@@ -364,8 +364,11 @@ fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
     let tmux = grok.tmux("grok-rebind", "discuss -- grok");
     say(&tmux, "first");
     tmux.wait_for("the first answer", |s| shows(s, "pong"));
+    // Grok writes its transcript as the answer's block ends, a moment after drawing it.
+    wait_until(30, "grok's first transcript", || {
+        grok.grok_sessions().len() == 1
+    });
     let first = grok.grok_sessions();
-    assert_eq!(first.len(), 1);
 
     // /new: a new grok session at once; the next prompt is written there.
     say(&tmux, "/new");
@@ -427,5 +430,51 @@ fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(native, [first[0].as_str(), second[0].as_str()]);
+    grok.runtime.block_on(grok.mock.shutdown());
+}
+
+#[test]
+fn discuss_with_grok_s_resume_lands_on_the_same_discussion_without_duplicates() {
+    let Some(grok) = Grok::start() else {
+        return;
+    };
+    let tmux = grok.tmux("grok-discuss-1", "discuss -- grok");
+    say(&tmux, "first");
+    tmux.wait_for("the first answer", |s| shows(s, "pong"));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+    let sessions = grok.grok_sessions();
+    assert_eq!(sessions.len(), 1);
+
+    let tmux = grok.tmux(
+        "grok-discuss-2",
+        &format!("discuss -- grok --resume {}", sessions[0]),
+    );
+    say(&tmux, "second");
+    tmux.wait_for("the second answer", |s| {
+        s.lines()
+            .skip_while(|l| !l.contains("❯ second"))
+            .any(|l| shows(l, "pong"))
+    });
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let discussions = grok.env.json(&["discussion", "list"]);
+    assert_eq!(discussions.as_array().unwrap().len(), 1, "{discussions:#}");
+    let shown = grok
+        .env
+        .json(&["discussion", "show", discussions[0]["id"].as_str().unwrap()]);
+    assert_eq!(
+        said(&shown["entries"]),
+        [
+            pair("user_input", "first"),
+            pair("final", "pong"),
+            pair("user_input", "second"),
+            pair("final", "pong"),
+        ],
+        "{shown:#}"
+    );
+    assert_eq!(shown["native_session_ids"], serde_json::json!(sessions));
     grok.runtime.block_on(grok.mock.shutdown());
 }
