@@ -752,30 +752,22 @@ async fn replay_rule(
     second: &Capture,
     replayed: &Parsed,
 ) -> Result<(), LocalRunError> {
+    // A replay means the same upstream events: a second start that opened another native
+    // session, or that a live agent answered anew, is not one, and its keys may differ.
     let (a, b) = (sessions(parsed), sessions(replayed));
-    if said(parsed) != said(replayed) {
-        let why = if a != b {
-            format!(
-                "each start opened a new native session ({} / {}): their events are not a replay",
-                a.join(","),
-                b.join(",")
-            )
-        } else {
-            "the two starts reported different events (a live agent answers anew): keys not compared".to_owned()
-        };
+    let not_a_replay = if a != b && keys(parsed) != keys(replayed) {
+        Some(format!(
+            "each start opened a new native session ({} / {}): their events are not a replay",
+            a.join(","),
+            b.join(",")
+        ))
+    } else if said(parsed) != said(replayed) {
+        Some("the two starts reported different events (a live agent answers anew): keys not compared".to_owned())
+    } else {
+        None
+    };
+    if let Some(why) = not_a_replay {
         report.add(&REPLAY, Verdict::Skipped, why);
-        return Ok(());
-    }
-    if a != b && keys(parsed) != keys(replayed) {
-        report.add(
-            &REPLAY,
-            Verdict::Skipped,
-            format!(
-                "each start opened a new native session ({} / {}): their events are not a replay",
-                a.join(","),
-                b.join(",")
-            ),
-        );
         return Ok(());
     }
     let stored_first = ingest(scratch, first).await?;
@@ -1045,18 +1037,25 @@ fn plain_text(bytes: &[u8]) -> String {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            '\x1b' => {
-                if chars.peek() == Some(&'[') {
-                    chars.next();
+            '\x1b' => match chars.next() {
+                // CSI: parameters up to a final byte.
+                Some('[') => {
                     for c in chars.by_ref() {
                         if ('@'..='~').contains(&c) {
                             break;
                         }
                     }
-                } else {
-                    chars.next();
                 }
-            }
+                // OSC, DCS and the like: up to BEL or ST (ESC \\).
+                Some(']' | 'P' | '_' | '^' | 'X') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
             '\n' => out.push('\n'),
             c if c.is_control() => {}
             c => out.push(c),
@@ -1074,5 +1073,60 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capture(lines: &[&str]) -> Capture {
+        Capture {
+            lines: lines.iter().map(|l| l.as_bytes().to_vec()).collect(),
+            exit: Some(0),
+            answered: false,
+            screen_tail: String::new(),
+            handoff: None,
+            decided: false,
+        }
+    }
+
+    #[test]
+    fn each_kind_of_problem_is_found_with_its_line() {
+        let parsed = parse(&capture(&[
+            r#"{"type":"text","content":"a","source":"s","source_key":"k"}"#,
+            "",
+            "starting up",
+            r#"{"type":"final","content":"b","source":"s"}"#,
+            r#"{"usage":{"provider":"p","model":"m","input_tokens":1,"output_tokens":1,"total":2}}"#,
+            r#"{"type":"final","content":"c","source":"s","source_key":"k"}"#,
+            r#"{"type":"text","content":"a","source":"s","source_key":"k2"}"#,
+        ]));
+        assert!(parsed.not_json.unwrap().starts_with("stdout line 3 "));
+        assert!(parsed.bad_event.unwrap().starts_with("stdout line 4: "));
+        assert!(parsed.bad_usage.unwrap().contains("[\"total\"]"));
+        assert!(parsed.duplicate_key.unwrap().starts_with("stdout line 6: "));
+        assert_eq!(parsed.events.len(), 4);
+    }
+
+    #[test]
+    fn the_same_event_twice_under_one_key_is_not_a_duplicate() {
+        let line = r#"{"type":"text","content":"a","source":"s","source_key":"k"}"#;
+        assert!(parse(&capture(&[line, line])).duplicate_key.is_none());
+    }
+
+    #[test]
+    fn terminal_output_becomes_its_last_lines_of_text() {
+        let text = plain_text(
+            b"\x1b[2J\x1b[1;1Hfirst\r\n\x1b]0;title\x07sec\x1b]8;;u\x1b\\ond\x1b[K\r\n\r\n",
+        );
+        assert_eq!(text, "first / second");
+        let many: Vec<u8> = (1..=9)
+            .flat_map(|n| format!("line {n}\n").into_bytes())
+            .collect();
+        assert_eq!(
+            plain_text(&many),
+            "line 5 / line 6 / line 7 / line 8 / line 9"
+        );
     }
 }
