@@ -284,7 +284,7 @@ fn a_grok_discussion_with_a_tool_call_becomes_an_issue_and_keeps_going() {
 }
 
 #[test]
-fn grok_on_an_issue_gets_its_context_and_a_resume_reports_nothing_twice() {
+fn grok_on_an_issue_gets_its_context_and_resume_or_continue_report_nothing_twice() {
     let Some(grok) = Grok::start() else {
         return;
     };
@@ -335,10 +335,28 @@ fn grok_on_an_issue_gets_its_context_and_a_resume_reports_nothing_twice() {
     });
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+
+    // `-c`: grok picks the directory's latest session; the adapter locks onto the one this
+    // grok opened (its pid in active_sessions.json) and reports only the new turn.
+    let tmux = grok.tmux("grok-continue", &format!("run {key} -- grok -c"));
+    say(&tmux, "more");
+    tmux.wait_for("the third answer", |s| {
+        s.lines()
+            .skip_while(|l| !l.contains("❯ more"))
+            .any(|l| shows(l, "pong"))
+    });
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
 
     let issue = grok.env.issue(&key);
     let runs = issue["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2, "{issue:#}");
+    assert_eq!(runs.len(), 3, "{issue:#}");
+    assert!(
+        runs.iter()
+            .any(|r| said(&r["messages"]) == [pair("user_input", "more"), pair("final", "pong")]),
+        "the continued run has only its own turn:\n{issue:#}"
+    );
     let by_said: Vec<Vec<(String, String)>> = runs.iter().map(|r| said(&r["messages"])).collect();
     assert!(
         by_said.contains(&vec![pair("user_input", "hi"), pair("final", "pong")]),
