@@ -496,3 +496,27 @@ fn discuss_with_grok_s_resume_lands_on_the_same_discussion_without_duplicates() 
     assert_eq!(shown["native_session_ids"], serde_json::json!(sessions));
     grok.runtime.block_on(grok.mock.shutdown());
 }
+
+#[test]
+fn a_resized_terminal_reaches_grok_through_the_adapter_s_own_pty() {
+    let Some(grok) = Grok::start() else {
+        return;
+    };
+    let tmux = grok.tmux("grok-resize", "discuss -- grok");
+    // The input box spans the window: its top border is as wide as the window less a margin.
+    let border = |s: &str| {
+        s.lines()
+            .find(|l| l.trim_start().starts_with('╭'))
+            .map(|l| l.trim_end().chars().count())
+    };
+    let wide = border(&tmux.screen()).expect("the input box");
+    tmux.tmux(&["resize-window", "-t", "t", "-x", "70", "-y", "32"]);
+    let narrow = tmux.wait_for("grok to redraw for 70 columns", |s| {
+        border(s).is_some_and(|w| w < wide && w <= 70)
+    });
+    say(&tmux, "hi");
+    tmux.wait_for("the answer", |s| shows(s, "pong"));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}\n{narrow}");
+    grok.runtime.block_on(grok.mock.shutdown());
+}
