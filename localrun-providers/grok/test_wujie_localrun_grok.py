@@ -13,6 +13,8 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import pty
+import signal
 import subprocess
 import sys
 import tempfile
@@ -446,6 +448,75 @@ class IssueContext(unittest.TestCase):
         self.assertIn("could not fetch issue issue-1", stderr)
         self.assertIn("403", stderr)
         self.assertNotIn("secret-token-123", stderr)
+
+
+class Stopping(unittest.TestCase):
+    """The adapter on a terminal of its own with a stand-in for grok that waits forever: grok
+    runs in a session of its own (it owns the adapter's PTY), so stopping the adapter must
+    reach it."""
+
+    def start(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        pidfile = os.path.join(tmp, "grok.pid")
+        fake = os.path.join(tmp, "grok")
+        with open(fake, "w") as f:
+            f.write(f"#!{sys.executable}\nimport os, signal\n"
+                    f"open({pidfile!r} + '.tmp', 'w').write(str(os.getpid()))\n"
+                    f"os.replace({pidfile!r} + '.tmp', {pidfile!r})\n"
+                    "while True:\n    signal.pause()\n")
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, WUJIE_LOCALRUN_SESSION_ID="d-1", WUJIE_GROK_BIN=fake,
+                   GROK_HOME=os.path.join(tmp, "grok-home"))
+        env.pop("WUJIE_ISSUE_ID", None)
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(sys.executable, [sys.executable, ADAPTER], env)
+        self.addCleanup(os.close, fd)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(pidfile):
+            self.assertLess(time.monotonic(), deadline, "the stand-in grok did not start")
+            time.sleep(0.05)
+        with open(pidfile) as f:
+            return pid, int(f.read())
+
+    def exit_of(self, pid):
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                self.fail("the adapter did not exit")
+            time.sleep(0.05)
+
+    def assert_gone(self, pid):
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{pid}") and not zombie(pid):
+            self.assertLess(time.monotonic(), deadline, f"grok (pid {pid}) is still running")
+            time.sleep(0.05)
+
+    def test_sigterm_reaches_grok_and_its_status_is_the_exit_status(self):
+        adapter, grok_pid = self.start()
+        os.kill(adapter, signal.SIGTERM)
+        self.assertEqual(self.exit_of(adapter), 128 + signal.SIGTERM)
+        self.assert_gone(grok_pid)
+
+    def test_a_killed_adapter_hangs_up_grok_s_terminal(self):
+        adapter, grok_pid = self.start()
+        os.kill(adapter, signal.SIGKILL)
+        self.exit_of(adapter)
+        self.assert_gone(grok_pid)
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 class Main(unittest.TestCase):
