@@ -214,13 +214,17 @@ class Arguments(unittest.TestCase):
         self.assertEqual(a.mode, "new")
         self.assertNotEqual(a.session_id, b.session_id)
         self.assertEqual(a.argv, ["--no-alt-screen", "--session-id", a.session_id])
-        self.assertEqual(b.argv[:2], ["--no-alt-screen", "fix the bug"])
+        self.assertEqual(b.argv, ["--no-alt-screen", "--session-id", b.session_id, "fix the bug"])
+        # after the user's `--` everything is a prompt: ours come before it
+        c = grok.parse_args(["--", "-p is not an option here"], "/w", rules="r", new_id="n")
+        self.assertEqual(c.argv, ["--no-alt-screen", "--rules", "r", "--session-id", "n", "--",
+                                  "-p is not an option here"])
         self.assertTrue(grok.looks_like_session_id(a.session_id))
 
     def test_the_issue_context_goes_in_rules(self):
         launch = grok.parse_args(["-m", "grok-4"], "/w", rules="context", new_id="x")
-        self.assertEqual(launch.argv, ["--no-alt-screen", "-m", "grok-4", "--rules", "context",
-                                       "--session-id", "x"])
+        self.assertEqual(launch.argv, ["--no-alt-screen", "--rules", "context", "--session-id",
+                                       "x", "-m", "grok-4"])
 
     def test_resume_and_continue(self):
         resume = grok.parse_args(["--resume", SID], "/w")
