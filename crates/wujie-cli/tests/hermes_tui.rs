@@ -294,3 +294,48 @@ fn hermes_on_an_issue_gets_its_context_and_a_resume_reports_nothing_twice() {
     assert!(input > 0 && input <= first_input, "{issue:#}");
     hermes.runtime.block_on(hermes.mock.shutdown());
 }
+
+#[test]
+fn discuss_with_hermes_resume_lands_on_the_same_discussion_without_duplicates() {
+    let Some(hermes) = Hermes::start() else {
+        return;
+    };
+    let tmux = hermes.tmux("hermes-discuss-1", "discuss -- hermes --yolo");
+    let session = banner_session(&tmux.screen());
+    say(&tmux, "first");
+    tmux.wait_for("the first answer", |s| shows(s, "pong"));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+
+    let tmux = hermes.tmux(
+        "hermes-discuss-2",
+        &format!("discuss -- hermes --yolo --resume {session}"),
+    );
+    say(&tmux, "second");
+    tmux.wait_settled("the second answer", |s| {
+        s.lines()
+            .skip_while(|l| !l.contains("second"))
+            .any(|l| l.trim() == "pong")
+    });
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let discussions = hermes.env.json(&["discussion", "list"]);
+    assert_eq!(discussions.as_array().unwrap().len(), 1, "{discussions:#}");
+    let shown = hermes
+        .env
+        .json(&["discussion", "show", discussions[0]["id"].as_str().unwrap()]);
+    assert_eq!(
+        said(&shown["entries"]),
+        [
+            pair("user_input", "first"),
+            pair("final", "pong"),
+            pair("user_input", "second"),
+            pair("final", "pong"),
+        ],
+        "{shown:#}"
+    );
+    assert_eq!(shown["native_session_ids"], serde_json::json!([session]));
+    hermes.runtime.block_on(hermes.mock.shutdown());
+}
