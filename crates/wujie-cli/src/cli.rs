@@ -188,6 +188,21 @@ pub enum ProviderCommand {
     Disable { name: String },
     /// Remove a plugin (its installed copy is deleted).
     Remove { name: String },
+    /// Run the plugin checklist on a plugin directory: validate the manifest and command, run
+    /// the adapter in a scratch profile as a run and a discussion would, report each rule.
+    #[command(after_help = "Example: wujie local-run provider check ./my-plugin -- --model demo")]
+    Check {
+        dir: PathBuf,
+        /// The longest one start of the adapter may take, in seconds.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// A line the user types (repeatable, in order), for adapters that wait for input.
+        #[arg(long = "input", value_name = "LINE")]
+        input: Vec<String>,
+        /// Arguments for the adapter, as after `wujie run ISSUE -- NAME`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]

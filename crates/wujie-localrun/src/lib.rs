@@ -3,6 +3,7 @@
 //! outbox.
 
 pub mod builtin;
+pub mod check;
 pub mod connection;
 pub mod discuss;
 pub mod error;

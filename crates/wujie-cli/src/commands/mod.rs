@@ -26,7 +26,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Issue(cmd) => issue::run(&ctx, cmd).await.map(|()| 0),
         Command::Run(args) => run::run(&ctx, args).await,
-        Command::LocalRun(LocalRunCommand::Provider(cmd)) => provider::run(&ctx, cmd).map(|()| 0),
+        Command::LocalRun(LocalRunCommand::Provider(cmd)) => provider::run(&ctx, cmd).await,
         Command::LocalRun(LocalRunCommand::Sync {
             retry_failed,
             idle_timeout,

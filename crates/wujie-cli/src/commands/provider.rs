@@ -1,7 +1,11 @@
-//! `wujie local-run provider install | list | enable | disable | remove`.
+//! `wujie local-run provider install | list | enable | disable | remove | check`.
+
+use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
+use wujie_localrun::check::{CheckOptions, CheckReport, Verdict};
 use wujie_localrun::install;
 
 use crate::cli::ProviderCommand;
@@ -21,9 +25,15 @@ struct ProviderRow {
     error: Option<String>,
 }
 
-pub fn run(ctx: &Context, cmd: ProviderCommand) -> Result<()> {
+pub async fn run(ctx: &Context, cmd: ProviderCommand) -> Result<i32> {
     let profile = &ctx.profile;
     match cmd {
+        ProviderCommand::Check {
+            dir,
+            timeout,
+            input,
+            args,
+        } => return check(ctx, dir, timeout, input, args).await,
         ProviderCommand::Install { dir } => {
             let installed = install::install(profile, BUILTINS, &dir)?;
             if ctx.json() {
@@ -70,7 +80,62 @@ pub fn run(ctx: &Context, cmd: ProviderCommand) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(0)
+}
+
+/// The plugin checklist; exit 1 when a rule fails.
+async fn check(
+    ctx: &Context,
+    dir: PathBuf,
+    timeout: u64,
+    input: Vec<String>,
+    args: Vec<String>,
+) -> Result<i32> {
+    let options = CheckOptions {
+        dir,
+        args,
+        input,
+        builtins: BUILTINS,
+        timeout: Duration::from_secs(timeout.max(1)),
+        current_exe: std::env::current_exe()?,
+        path_var: std::env::var("PATH").ok(),
+    };
+    let report = wujie_localrun::check::check(&options).await?;
+    if ctx.json() {
+        print_json(&report);
+    } else {
+        print_check(&report);
+    }
+    Ok(if report.passed { 0 } else { 1 })
+}
+
+fn print_check(report: &CheckReport) {
+    let what = match (&report.provider, &report.protocol) {
+        (Some(name), Some(protocol)) => format!(" ({name}, {protocol})"),
+        _ => String::new(),
+    };
+    println!("Checking {}{what}", report.dir);
+    let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(0);
+    for rule in &report.rules {
+        let verdict = match rule.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Skipped => "skip",
+        };
+        println!("  {verdict}  {:width$}  {}", rule.rule, rule.title);
+        println!("        {:width$}  {}", "", rule.detail);
+        if let Some(fix) = rule.fix {
+            println!("        {:width$}  fix: {fix}", "");
+        }
+    }
+    let count = |v: Verdict| report.rules.iter().filter(|r| r.verdict == v).count();
+    println!(
+        "{} rules: {} passed, {} failed, {} skipped",
+        report.rules.len(),
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Skipped)
+    );
 }
 
 fn describe_removal(removed: &install::Removed) -> String {
