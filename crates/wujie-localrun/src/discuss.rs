@@ -20,7 +20,7 @@ use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, Finish
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::connection::Connection;
 use crate::error::LocalRunError;
@@ -173,7 +173,8 @@ pub async fn discuss(
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
     let workspace = conn.client.workspace().await.map_err(api)?;
     let outbox_err = |e: wujie_store::outbox::OutboxError| LocalRunError::Invalid(e.to_string());
-    outbox
+    // Held until this function returns: while it is, no sync takes the discussion over.
+    let _owner = outbox
         .add_target(&NewTarget {
             id: &discussion.id,
             kind: TargetKind::Discussion,
@@ -237,6 +238,7 @@ pub async fn discuss(
         pending: None,
         inline_card: None,
         promoted: None,
+        promoted_owner: None,
         notices: Vec::new(),
     };
     let end = match flow.pump(&mut adapter).await {
@@ -356,6 +358,8 @@ struct Flow<'a> {
     inline_card: Option<InlineCard>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
+    /// The promoted run's target lock, held until the discussion's flow ends.
+    promoted_owner: Option<TargetLock>,
     /// Messages to the user while the terminal host owns the screen: shown there as notices
     /// when they happen, and printed again once it gave the screen back, for the scrollback.
     notices: Vec<String>,
@@ -676,7 +680,8 @@ impl Flow<'_> {
             }
             Ok(promoted) => {
                 let run_id = promoted.run.id.clone();
-                self.outbox
+                let owner = self
+                    .outbox
                     .add_target(&NewTarget {
                         id: &run_id,
                         kind: TargetKind::Run,
@@ -691,6 +696,7 @@ impl Flow<'_> {
                     kind: TargetKind::Run,
                 };
                 self.reporter.add_target(target.clone());
+                self.promoted_owner = Some(owner);
                 self.target = target;
                 self.say(format!(
                     "created {} “{}”; the agent continues there (run {run_id}).",

@@ -77,7 +77,8 @@ pub async fn run(
         .await
         .map_err(api)?;
     let run_id = created.run.id.clone();
-    outbox
+    // Held until this function returns: while it is, no sync takes the run over.
+    let _owner = outbox
         .add_target(&NewTarget {
             id: &run_id,
             kind: TargetKind::Run,
@@ -132,7 +133,7 @@ pub async fn run(
             return Err(e);
         }
     };
-    let heartbeat = spawn_heartbeat(conn.client.clone(), outbox.clone(), run_id.clone());
+    let heartbeat = spawn_heartbeat(conn.client.clone(), run_id.clone());
 
     let Started {
         mut adapter,
@@ -314,23 +315,14 @@ async fn refuse_handoff(to_adapter: &AdapterStdin, request_id: &str) {
     to_adapter.send_flushed(decision.encode_frame()).await;
 }
 
-/// Keep the run from being declared stale by the server and the outbox target from looking
-/// abandoned to a concurrent `local-run sync`.
-fn spawn_heartbeat(
-    client: wujie_client::Client,
-    outbox: Outbox,
-    run_id: String,
-) -> tokio::task::JoinHandle<()> {
+/// Keep the run from being declared stale by the server's sweeper (the outbox needs none: the
+/// target's lock says the reporter is alive).
+fn spawn_heartbeat(client: wujie_client::Client, run_id: String) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        let mut n: u64 = 0;
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
         loop {
             tick.tick().await;
-            let _ = outbox.heartbeat(&run_id).await;
-            if n.is_multiple_of(6) {
-                let _ = client.heartbeat(&run_id).await;
-            }
-            n += 1;
+            let _ = client.heartbeat(&run_id).await;
         }
     })
 }

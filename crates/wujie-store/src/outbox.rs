@@ -5,15 +5,28 @@
 //! makes each commit survive the process, and delivery is idempotent server-side, so sending a
 //! row again after a lost acknowledgement is harmless.
 //!
+//! Who delivers a target is decided by the kernel, not by a clock: the process reporting a
+//! target holds an exclusive `flock` on the target's lock file (`<outbox>.owners/<hex id>`) for
+//! as long as it may write or deliver it, and the kernel drops that lock the moment the process
+//! dies, however it dies. A process that is merely stopped (Ctrl+Z, SIGSTOP, a sleeping laptop)
+//! keeps its lock, so nobody takes its target over; one that crashed or was SIGKILLed has none,
+//! so its target can be taken over at once. `flock` locks belong to an open file description:
+//! a second open of the same file conflicts even inside the owning process, so a background
+//! sync in the reporter's own process leaves the reporter's target alone too.
+//!
 //! Every write goes through one connection. The reader's appends and the deliverer's deletes
 //! then queue for it without blocking, instead of colliding on SQLite's write lock, whose busy
 //! handler sleeps for milliseconds at a time. Reads use their own connections (WAL readers never
 //! wait for the writer).
 
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
@@ -31,6 +44,17 @@ pub enum OutboxError {
     Setup(String),
     #[error("outbox migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("outbox target {id}: lock file {path}: {source}")]
+    Lock {
+        id: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{id} is being reported by another running wujie (pid {pid}); wait for it to end or stop it"
+    )]
+    Owned { id: String, pid: String },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +88,9 @@ pub struct TargetState {
     pub kind: TargetKind,
     pub server_url: String,
     pub label: String,
+    /// The process that added the target last; for messages only (pids are reused), the
+    /// target's lock says whether it still reports it.
     pub reporter_pid: Option<u32>,
-    pub heartbeat_at_ms: i64,
     pub finish_json: Option<String>,
     pub finish_sent: bool,
     pub pending: i64,
@@ -91,11 +116,24 @@ pub struct Outbox {
     /// The one connection that writes.
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Where the targets' lock files live.
+    owners_dir: PathBuf,
+}
+
+/// Ownership of one target: while this value lives, no other process (nor another
+/// [`Outbox::claim`] in this one) can take the target. Dropped, or with the process gone, the
+/// kernel releases it.
+#[derive(Debug)]
+pub struct TargetLock {
+    _lock: Flock<File>,
 }
 
 /// Rows per INSERT statement: one statement per row costs more than the row itself; three bound
 /// values a row stays far below SQLite's limit of 32,766.
 const INSERT_CHUNK: usize = 500;
+
+/// How often [`Outbox::claim`] looks again at a target's lock held by someone else.
+const CLAIM_ATTEMPTS: u32 = 5;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -136,27 +174,107 @@ impl Outbox {
             .await
             .map_err(open_err)?;
         drop(setup);
-        Ok(Outbox { writer, reader })
+        let mut owners = path.as_os_str().to_owned();
+        owners.push(".owners");
+        Ok(Outbox {
+            writer,
+            reader,
+            owners_dir: PathBuf::from(owners),
+        })
     }
 
-    pub async fn add_target(&self, t: &NewTarget<'_>) -> Result<(), OutboxError> {
-        let now = now_ms();
+    /// The lock file of a target. Ids come from a server: hex keeps any id a plain file name.
+    fn lock_path(&self, target_id: &str) -> PathBuf {
+        self.owners_dir.join(hex::encode(target_id))
+    }
+
+    /// Take ownership of a target, unless a live process (this one included) holds it.
+    pub fn claim(&self, target_id: &str) -> Result<Option<TargetLock>, OutboxError> {
+        let path = self.lock_path(target_id);
+        let io = |source: std::io::Error| OutboxError::Lock {
+            id: target_id.to_owned(),
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&self.owners_dir).map_err(io)?;
+        let mut busy = 0;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(io)?;
+            let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                // An owner holds the lock for its whole life, an `is_owned` probe for a few
+                // microseconds: look again a few times before taking the target as owned.
+                Err((_, Errno::EWOULDBLOCK)) if busy < CLAIM_ATTEMPTS => {
+                    busy += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                }
+                Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+                Err((_, errno)) => return Err(io(errno.into())),
+            };
+            // The previous owner removes the file when it is done with the target, possibly
+            // between our open and our lock: a lock on a removed file guards nothing, so
+            // start over on the file now at that path.
+            let locked = lock.metadata().map_err(io)?;
+            match std::fs::metadata(&path) {
+                Ok(current) if current.ino() == locked.ino() && current.dev() == locked.dev() => {
+                    return Ok(Some(TargetLock { _lock: lock }));
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(e)),
+            }
+        }
+    }
+
+    /// Whether a live process holds the target (see the module docs).
+    pub fn is_owned(&self, target_id: &str) -> bool {
+        // Opened without creating: an owner always has the file, and a probe must not leave
+        // files behind for targets that are gone.
+        let Ok(file) = File::open(self.lock_path(target_id)) else {
+            return false;
+        };
+        matches!(
+            Flock::lock(file, FlockArg::LockSharedNonblock),
+            Err((_, Errno::EWOULDBLOCK))
+        )
+    }
+
+    /// Add a target owned by this process (or take over one left by a dead process: a resumed
+    /// discussion). Fails when another live process reports it.
+    pub async fn add_target(&self, t: &NewTarget<'_>) -> Result<TargetLock, OutboxError> {
+        let Some(lock) = self.claim(t.id)? else {
+            let pid = self
+                .targets()
+                .await?
+                .into_iter()
+                .find(|s| s.id == t.id)
+                .and_then(|s| s.reporter_pid)
+                .map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+            return Err(OutboxError::Owned {
+                id: t.id.to_owned(),
+                pid,
+            });
+        };
         sqlx::query(
-            "INSERT INTO targets (id, kind, server_url, label, reporter_pid, heartbeat_at, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT(id) DO UPDATE SET reporter_pid = excluded.reporter_pid,
-                                           heartbeat_at = excluded.heartbeat_at",
+            "INSERT INTO targets (id, kind, server_url, label, reporter_pid, created_at)
+             VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET reporter_pid = excluded.reporter_pid",
         )
         .bind(t.id)
         .bind(t.kind.as_str())
         .bind(t.server_url)
         .bind(t.label)
         .bind(t.reporter_pid as i64)
-        .bind(now)
-        .bind(now)
+        .bind(now_ms())
         .execute(&self.writer)
         .await?;
-        Ok(())
+        Ok(lock)
     }
 
     /// Commit items read from an adapter, in order, in one transaction.
@@ -279,15 +397,6 @@ impl Outbox {
         Ok(done.rows_affected())
     }
 
-    pub async fn heartbeat(&self, target_id: &str) -> Result<(), OutboxError> {
-        sqlx::query("UPDATE targets SET heartbeat_at = ? WHERE id = ?")
-            .bind(now_ms())
-            .bind(target_id)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
     /// Record how the run ended; it is sent once every event before it was delivered. The
     /// reporter stays the target's owner until its process exits, so a concurrent sync in
     /// another task or process leaves the target alone.
@@ -301,26 +410,39 @@ impl Outbox {
     }
 
     /// The finish was acknowledged: forget the target unless refused rows still need a look.
+    /// Only the target's owner (the holder of its [`TargetLock`]) calls this.
     pub async fn finish_delivered(&self, target_id: &str) -> Result<(), OutboxError> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("UPDATE targets SET finish_sent = 1 WHERE id = ?")
             .bind(target_id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
+        let forgotten = sqlx::query(
             "DELETE FROM targets WHERE id = ?
                AND NOT EXISTS (SELECT 1 FROM items WHERE target_id = targets.id)",
         )
         .bind(target_id)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected()
+            > 0;
         tx.commit().await?;
+        if forgotten {
+            self.forget_lock_file(target_id);
+        }
         Ok(())
+    }
+
+    /// Remove the lock file of a target that is gone, while still holding its lock (see
+    /// [`Outbox::claim`] for why a late claimant then starts over). A file left behind by a crash
+    /// right here costs only its name.
+    pub fn forget_lock_file(&self, target_id: &str) {
+        let _ = std::fs::remove_file(self.lock_path(target_id));
     }
 
     pub async fn targets(&self) -> Result<Vec<TargetState>, OutboxError> {
         let rows = sqlx::query(
-            "SELECT t.id, t.kind, t.server_url, t.label, t.reporter_pid, t.heartbeat_at,
+            "SELECT t.id, t.kind, t.server_url, t.label, t.reporter_pid,
                     t.finish_json, t.finish_sent,
                     (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NULL),
                     (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NOT NULL)
@@ -340,11 +462,10 @@ impl Outbox {
                 server_url: r.get(2),
                 label: r.get(3),
                 reporter_pid: r.get::<Option<i64>, _>(4).map(|p| p as u32),
-                heartbeat_at_ms: r.get(5),
-                finish_json: r.get(6),
-                finish_sent: r.get::<i64, _>(7) != 0,
-                pending: r.get(8),
-                failed: r.get(9),
+                finish_json: r.get(5),
+                finish_sent: r.get::<i64, _>(6) != 0,
+                pending: r.get(7),
+                failed: r.get(8),
             })
             .collect())
     }

@@ -1,0 +1,178 @@
+//! Who delivers a run's events: a live reporter keeps its outbox target however long it was
+//! stopped, and a dead one's target is taken over at once.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::*;
+use nix::sys::signal::Signal;
+
+/// An adapter printing `first` text events, then touching `<dir>/paused` and waiting for
+/// `<dir>/go`, then printing `rest` more and exiting with `code`. It writes its pid to
+/// `<dir>/adapter.pid` first.
+fn pausing_adapter(dir: &Path, first: usize, rest: usize, code: i32) -> String {
+    format!(
+        r#"echo $$ > {d}/adapter.pid
+i=0
+while [ $i -lt {total} ]; do
+  if [ $i -eq {first} ]; then touch {d}/paused; while [ ! -e {d}/go ]; do sleep 0.05; done; fi
+  printf '{{"type":"text","content":"event %d","source":"count","source_key":"e%d"}}\n' $i $i
+  i=$((i+1))
+done
+exit {code}"#,
+        d = dir.display(),
+        total = first + rest,
+    )
+}
+
+/// A `wujie run` child, continued and killed (with its adapter's group) if the test ends early.
+struct RunningWujie {
+    child: Child,
+    adapter_pid_file: std::path::PathBuf,
+}
+
+impl RunningWujie {
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits (bounded) for `wujie run` to end; returns its exit code.
+    fn wait(&mut self, secs: u64, what: &str) -> Option<i32> {
+        let mut status = None;
+        wait_until(secs, what, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        status.and_then(|s| s.code())
+    }
+}
+
+impl Drop for RunningWujie {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            signal_pid(self.pid(), Signal::SIGCONT);
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if let Some(pid) = std::fs::read_to_string(&self.adapter_pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            && pid_alive(pid)
+        {
+            signal_group(pid, Signal::SIGKILL);
+        }
+    }
+}
+
+fn start_run(env: &Env, key: &str, provider: &str) -> RunningWujie {
+    let child = env
+        .cmd()
+        .args(["run", key, "--", provider])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    RunningWujie {
+        child,
+        adapter_pid_file: env.work.path().join("adapter.pid"),
+    }
+}
+
+fn install(env: &Env, name: &str, body: &str) {
+    let dir = env.plugin(name, V1, body);
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+}
+
+fn assert_events_once(issue: &serde_json::Value, count: usize) {
+    let messages = issue["runs"][0]["messages"].as_array().unwrap();
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..count).map(|i| format!("event {i}")).collect();
+    assert_eq!(
+        contents, expected,
+        "every event stored once, in the adapter's order"
+    );
+}
+
+#[test]
+fn a_stopped_run_keeps_its_events_while_other_runs_sync() {
+    let env = Env::new();
+    let dir = env.work.path().to_path_buf();
+    install(&env, "count", &pausing_adapter(&dir, 30, 30, 3));
+    install(
+        &env,
+        "quick",
+        &format!("echo '{}'", msg("text", "other run", "o1")),
+    );
+    let key = env.create_issue("stopped reporter");
+    let other = env.create_issue("another run");
+
+    let mut run = start_run(&env, &key, "count");
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    assert!(signal_pid(run.pid(), Signal::SIGSTOP));
+    // Longer than any clock-based liveness rule would allow a silent reporter.
+    std::thread::sleep(Duration::from_secs(40));
+
+    // Another run starts a background sync of the outbox; so does `local-run sync`.
+    env.ok(&["run", &other, "--", "quick"]);
+    env.ok(&["local-run", "sync"]);
+    let status = env.json(&["local-run", "status"]);
+    let target = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["label"] == key.as_str())
+        .unwrap_or_else(|| panic!("the stopped run's target is still there: {status}"));
+    assert_eq!(target["state"], "active", "{status}");
+
+    assert!(signal_pid(run.pid(), Signal::SIGCONT));
+    std::fs::write(dir.join("go"), "").unwrap();
+    let code = run.wait(120, "the continued run to end");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut run.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, Some(3), "the adapter's exit code: {stderr}");
+
+    let issue = env.issue(&key);
+    assert_events_once(&issue, 60);
+    let stored = &issue["runs"][0];
+    assert_eq!(stored["status"], "failed", "{stored}");
+    assert_eq!(stored["exit_code"], 3, "{stored}");
+    assert_eq!(stored["error"], "adapter exited with code 3", "{stored}");
+    assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
+}
+
+#[test]
+fn a_sigkilled_reporter_is_taken_over_at_once() {
+    let env = Env::new();
+    let dir = env.work.path().to_path_buf();
+    install(&env, "count", &pausing_adapter(&dir, 30, 30, 0));
+    let key = env.create_issue("killed reporter");
+
+    let mut run = start_run(&env, &key, "count");
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    // Let the reader take in what was printed before the pause, then kill without warning.
+    wait_until(60, "the events printed so far to be read", || {
+        let status = env.json(&["local-run", "status"]);
+        let on_server = env.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .map_or(0, Vec::len);
+        on_server + status[0]["pending"].as_u64().unwrap_or(0) as usize == 30
+    });
+    assert!(signal_pid(run.pid(), Signal::SIGKILL));
+    run.wait(30, "the killed wujie to be reaped");
+
+    // No waiting for a clock: the next sync takes the target over.
+    let report = env.json(&["local-run", "sync"]);
+    assert_eq!(report["pending"], 0, "{report}");
+    let issue = env.issue(&key);
+    assert_events_once(&issue, 30);
+    let stored = &issue["runs"][0];
+    assert_eq!(stored["status"], "failed");
+    assert_eq!(stored["error"], "reporter stopped");
+    assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
+}
