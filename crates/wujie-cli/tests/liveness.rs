@@ -4,9 +4,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use common::spawned::Spawned;
 use common::*;
 use nix::sys::signal::Signal;
 
@@ -28,46 +29,7 @@ exit {code}"#,
     )
 }
 
-/// A `wujie run` child, continued and killed (with its adapter's group) if the test ends early.
-struct RunningWujie {
-    child: Child,
-    adapter_pid_file: std::path::PathBuf,
-}
-
-impl RunningWujie {
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Waits (bounded) for `wujie run` to end; returns its exit code.
-    fn wait(&mut self, secs: u64, what: &str) -> Option<i32> {
-        let mut status = None;
-        wait_until(secs, what, || {
-            status = self.child.try_wait().unwrap();
-            status.is_some()
-        });
-        status.and_then(|s| s.code())
-    }
-}
-
-impl Drop for RunningWujie {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            signal_pid(self.pid(), Signal::SIGCONT);
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        if let Some(pid) = std::fs::read_to_string(&self.adapter_pid_file)
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-            && pid_alive(pid)
-        {
-            signal_group(pid, Signal::SIGKILL);
-        }
-    }
-}
-
-fn start_run(env: &Env, key: &str, provider: &str) -> RunningWujie {
+fn start_run(env: &Env, key: &str, provider: &str) -> Spawned {
     let child = env
         .cmd()
         .args(["run", key, "--", provider])
@@ -75,10 +37,7 @@ fn start_run(env: &Env, key: &str, provider: &str) -> RunningWujie {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    RunningWujie {
-        child,
-        adapter_pid_file: env.work.path().join("adapter.pid"),
-    }
+    Spawned::new(child, vec![env.work.path().join("adapter.pid")])
 }
 
 fn install(env: &Env, name: &str, body: &str) {
@@ -133,9 +92,7 @@ fn a_stopped_run_keeps_its_events_while_other_runs_sync() {
     assert!(signal_pid(run.pid(), Signal::SIGCONT));
     std::fs::write(dir.join("go"), "").unwrap();
     let code = run.wait(120, "the continued run to end");
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut run.child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(code, Some(3), "the adapter's exit code: {stderr}");
+    assert_eq!(code, Some(3), "the adapter's exit code: {}", run.stderr());
 
     let issue = env.issue(&key);
     assert_events_once(&issue, 60);

@@ -33,7 +33,9 @@ use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
     next_input, pipe_input,
 };
-use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::supervisor::{
+    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
+};
 use crate::terminal::{HostEvent, InlineCard, TerminalHost};
 use crate::user_input::UserInput;
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
@@ -368,14 +370,25 @@ struct Flow<'a> {
 impl Flow<'_> {
     async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
         let mut events = StdoutEvents::take_from(adapter)?;
+        let adapter = &*adapter;
+        // Stdout is read to its end and until the adapter exited, but only for a bounded time
+        // after the exit when something the adapter started holds it open.
+        let mut life = ExitWatch::new(adapter);
+        let (mut stdout_open, mut exited) = (true, false);
         let mut signals = StopSignals::install()?;
         self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
         let mut close = QuietClose::default();
         loop {
             tokio::select! {
-                read = events.next() => {
-                    let Some(read) = read? else { return Ok(End::Eof) };
+                read = events.next(), if stdout_open => {
+                    let Some(read) = read? else {
+                        if exited {
+                            return Ok(End::Eof);
+                        }
+                        stdout_open = false;
+                        continue;
+                    };
                     close.on_output();
                     let mut items = Vec::new();
                     for line in read.lines {
@@ -450,6 +463,14 @@ impl Flow<'_> {
                     adapter.signal(Signal::SIGTERM);
                     return Ok(End::Cancelled);
                 }
+                change = life.next(adapter) => match change {
+                    AdapterLife::Exited if !stdout_open => return Ok(End::Eof),
+                    AdapterLife::Exited => exited = true,
+                    AdapterLife::StdoutAbandoned => {
+                        self.say(STDOUT_ABANDONED.to_owned()).await;
+                        return Ok(End::Eof);
+                    }
+                },
             }
         }
     }

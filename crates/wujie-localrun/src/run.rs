@@ -19,7 +19,9 @@ use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
 };
-use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::supervisor::{
+    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
+};
 use crate::user_input::UserInput;
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
@@ -215,9 +217,11 @@ pub async fn run(
     })
 }
 
-/// Read the adapter's stdout to its end, recording every event and passing the user's input
-/// through. An invalid line ends reading at once; a stop signal asks the adapter's group to
-/// terminate (a second one, or the grace period, kills it) while what it still prints is kept.
+/// Read the adapter's stdout to its end and until the adapter exited, recording every event
+/// and passing the user's input through. An invalid line ends reading at once; a stop signal
+/// asks the adapter's group to terminate (a second one, or the grace period, kills it) while
+/// what it still prints is kept. Stdout held open by something the adapter started is read
+/// only for a bounded time after the adapter exited ([`ExitWatch`]).
 async fn pump(
     adapter: &mut Adapter,
     to_adapter: &AdapterStdin,
@@ -226,6 +230,9 @@ async fn pump(
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
     let mut events = StdoutEvents::take_from(adapter)?;
+    let adapter = &*adapter;
+    let mut life = ExitWatch::new(adapter);
+    let (mut stdout_open, mut exited) = (true, false);
     let mut signals = StopSignals::install()?;
     // The user's stdin, unless the terminal host relays it.
     let mut from_user = forward_input.then(UserInput::spawn);
@@ -234,11 +241,22 @@ async fn pump(
     // Armed by the first stop signal.
     let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
     tokio::pin!(kill_at);
+    let end = |cancelled: bool| {
+        if cancelled {
+            PumpEnd::Cancelled
+        } else {
+            PumpEnd::Eof
+        }
+    };
     loop {
         tokio::select! {
-            read = events.next() => {
+            read = events.next(), if stdout_open => {
                 let Some(read) = read? else {
-                    return Ok(if cancelled { PumpEnd::Cancelled } else { PumpEnd::Eof });
+                    if exited {
+                        return Ok(end(cancelled));
+                    }
+                    stdout_open = false;
+                    continue;
                 };
                 close.on_output();
                 let mut items = Vec::new();
@@ -294,6 +312,14 @@ async fn pump(
                 }
             }
             () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
+            change = life.next(adapter) => match change {
+                AdapterLife::Exited if !stdout_open => return Ok(end(cancelled)),
+                AdapterLife::Exited => exited = true,
+                AdapterLife::StdoutAbandoned => {
+                    eprintln!("wujie: {STDOUT_ABANDONED}");
+                    return Ok(end(cancelled));
+                }
+            },
         }
     }
 }
