@@ -44,6 +44,8 @@ pub enum OutboxError {
     Setup(String),
     #[error("outbox migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Empty(#[from] crate::db_file::EmptyDatabase),
     #[error("outbox target {id}: lock file {path}: {source}")]
     Lock {
         id: String,
@@ -162,11 +164,18 @@ impl Outbox {
         let setup = crate::setup_lock(path)
             .await
             .map_err(|e| OutboxError::Setup(e.to_string()))?;
+        crate::db_file::refuse_empty(path)?;
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options.clone())
             .await
             .map_err(open_err)?;
+        crate::db_file::restrict_to_owner(path).map_err(|e| {
+            OutboxError::Setup(format!(
+                "cannot make {} readable by its owner only: {e}",
+                path.display()
+            ))
+        })?;
         sqlx::migrate!("./migrations_outbox").run(&writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
