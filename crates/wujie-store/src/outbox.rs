@@ -27,7 +27,9 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +136,28 @@ pub struct TargetLock {
 /// values a row stays far below SQLite's limit of 32,766.
 const INSERT_CHUNK: usize = 500;
 
+/// Free pages are given back to the file system once there are at least this many (1 MiB of
+/// 4 KiB pages) and they are at least half of the file: a backlog that was delivered, not the
+/// churn of a steady run, whose freed pages are reused by the next appends at once.
+const RECLAIM_MIN_FREE_PAGES: i64 = 256;
+/// The WAL is cut back to this many bytes after a checkpoint.
+const WAL_SIZE_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// An outbox created before auto-vacuum was set has it off, and turning it on takes one
+/// VACUUM. Best effort: another process reading the file makes it fail, and the next open
+/// tries again.
+async fn enable_incremental_vacuum(writer: &SqlitePool) {
+    let mode: Result<i64, _> = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(writer)
+        .await;
+    if matches!(mode, Ok(0)) {
+        let _ = sqlx::query("PRAGMA auto_vacuum = INCREMENTAL")
+            .execute(writer)
+            .await;
+        let _ = sqlx::query("VACUUM").execute(writer).await;
+    }
+}
+
 /// How often [`Outbox::claim`] looks again at a target's lock held by someone else.
 const CLAIM_ATTEMPTS: u32 = 5;
 
@@ -159,7 +183,11 @@ impl Outbox {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // Delivered rows are deleted; their pages go back to the file system (see
+            // `reclaim_space`), and the WAL shrinks back after a burst.
+            .auto_vacuum(SqliteAutoVacuum::Incremental)
+            .pragma("journal_size_limit", WAL_SIZE_LIMIT.to_string());
         // Opened one process after the other, as the store is (see `Store::open_with`).
         let setup = crate::setup_lock(path)
             .await
@@ -177,6 +205,7 @@ impl Outbox {
             ))
         })?;
         sqlx::migrate!("./migrations_outbox").run(&writer).await?;
+        enable_incremental_vacuum(&writer).await;
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
             .connect_with(options)
@@ -374,7 +403,42 @@ impl Outbox {
                 .await?;
         }
         tx.commit().await?;
+        if !delivered.is_empty() {
+            self.reclaim_space().await?;
+        }
         Ok(())
+    }
+
+    /// Give the pages of delivered rows back to the file system once they are most of the
+    /// file (see [`RECLAIM_MIN_FREE_PAGES`]).
+    async fn reclaim_space(&self) -> Result<(), OutboxError> {
+        let mut conn = self.writer.acquire().await?;
+        let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(&mut *conn)
+            .await?;
+        if free < RECLAIM_MIN_FREE_PAGES {
+            return Ok(());
+        }
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(&mut *conn)
+            .await?;
+        if free * 2 >= pages {
+            sqlx::query("PRAGMA incremental_vacuum")
+                .execute(&mut *conn)
+                .await?;
+            // The file shrinks only when the WAL is written back into it. A reader in the
+            // middle of a read makes this partial; the next reclaim finishes it.
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Close every connection; the last one checkpoints the WAL into the file and removes it.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
     }
 
     pub async fn failed(&self, target_id: &str) -> Result<Vec<FailedRow>, OutboxError> {
