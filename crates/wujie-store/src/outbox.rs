@@ -61,6 +61,22 @@ pub enum OutboxError {
     Owned { id: String, pid: String },
 }
 
+impl OutboxError {
+    /// Whether SQLite could not write for lack of space (`SQLITE_FULL`: the disk, or the file
+    /// size limit).
+    pub fn is_disk_full(&self) -> bool {
+        const SQLITE_FULL: i64 = 13;
+        let sql = match self {
+            OutboxError::Sql(e) | OutboxError::Open { source: e, .. } => e,
+            _ => return false,
+        };
+        sql.as_database_error()
+            .and_then(|db| db.code())
+            .and_then(|code| code.parse::<i64>().ok())
+            .is_some_and(|code| code & 0xff == SQLITE_FULL)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetKind {
     Run,
@@ -122,6 +138,7 @@ pub struct Outbox {
     reader: SqlitePool,
     /// Where the targets' lock files live.
     owners_dir: PathBuf,
+    path: PathBuf,
 }
 
 /// Ownership of one target: while this value lives, no other process (nor another
@@ -218,7 +235,13 @@ impl Outbox {
             writer,
             reader,
             owners_dir: PathBuf::from(owners),
+            path: path.to_path_buf(),
         })
+    }
+
+    /// The outbox's database file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// The lock file of a target. Ids come from a server: hex keeps any id a plain file name.
