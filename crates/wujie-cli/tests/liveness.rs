@@ -45,6 +45,12 @@ fn install(env: &Env, name: &str, body: &str) {
     env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
 }
 
+fn delivered(env: &Env, key: &str) -> usize {
+    env.issue(key)["runs"][0]["messages"]
+        .as_array()
+        .map_or(0, Vec::len)
+}
+
 fn assert_events_once(issue: &serde_json::Value, count: usize) {
     let messages = issue["runs"][0]["messages"].as_array().unwrap();
     let contents: Vec<&str> = messages
@@ -60,7 +66,13 @@ fn assert_events_once(issue: &serde_json::Value, count: usize) {
 
 #[test]
 fn a_stopped_run_keeps_its_events_while_other_runs_sync() {
+    // A standalone server: a stopped `wujie` with an embedded one could hold the store's
+    // write lock while it is stopped, and this test is about the outbox.
+    let team = Env::new();
+    let server = Server::start(&team, &[]);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
     let env = Env::new();
+    env.ok(&["login", "--server", &server.url, "--token", &token]);
     let dir = env.work.path().to_path_buf();
     install(&env, "count", &pausing_adapter(&dir, 30, 30, 3));
     install(
@@ -73,6 +85,10 @@ fn a_stopped_run_keeps_its_events_while_other_runs_sync() {
 
     let mut run = start_run(&env, &key, "count");
     wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    // Stopped once idle, so that it holds no SQLite write lock of the shared outbox.
+    wait_until(60, "the first events to be delivered", || {
+        delivered(&env, &key) == 30 && env.json(&["local-run", "status"])[0]["pending"] == 0
+    });
     assert!(signal_pid(run.pid(), Signal::SIGSTOP));
     // Longer than any clock-based liveness rule would allow a silent reporter.
     std::thread::sleep(Duration::from_secs(40));
@@ -115,10 +131,7 @@ fn a_sigkilled_reporter_is_taken_over_at_once() {
     // Let the reader take in what was printed before the pause, then kill without warning.
     wait_until(60, "the events printed so far to be read", || {
         let status = env.json(&["local-run", "status"]);
-        let on_server = env.issue(&key)["runs"][0]["messages"]
-            .as_array()
-            .map_or(0, Vec::len);
-        on_server + status[0]["pending"].as_u64().unwrap_or(0) as usize == 30
+        delivered(&env, &key) + status[0]["pending"].as_u64().unwrap_or(0) as usize == 30
     });
     assert!(signal_pid(run.pid(), Signal::SIGKILL));
     run.wait(30, "the killed wujie to be reaped");
