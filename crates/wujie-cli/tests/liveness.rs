@@ -146,3 +146,72 @@ fn a_sigkilled_reporter_is_taken_over_at_once() {
     assert_eq!(stored["error"], "reporter stopped");
     assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
 }
+
+/// Holds the write lock of a SQLite database (as a `wujie` stopped in the middle of an outbox
+/// write does) until dropped. Uses the `sqlite3` shell.
+struct WriteLockHolder {
+    child: std::process::Child,
+}
+
+impl WriteLockHolder {
+    fn take(db: &Path) -> WriteLockHolder {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new("sqlite3")
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("this test needs the sqlite3 shell");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b".timeout 10000\nBEGIN IMMEDIATE;\nSELECT 'locked';\n")
+            .unwrap();
+        child.stdin = Some(stdin);
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "locked");
+        WriteLockHolder { child }
+    }
+}
+
+impl Drop for WriteLockHolder {
+    fn drop(&mut self) {
+        // End of input: the shell rolls back and exits.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_run_waits_for_an_outbox_write_lock_held_by_a_stopped_process() {
+    let env = Env::new();
+    let dir = env.work.path().to_path_buf();
+    install(&env, "count", &pausing_adapter(&dir, 1, 49, 0));
+    let key = env.create_issue("outbox locked");
+    let mut run = start_run(&env, &key, "count");
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    wait_until(60, "the first event to be delivered", || {
+        delivered(&env, &key) == 1
+    });
+
+    let lock = WriteLockHolder::take(&env.home.path().join("state").join("outbox.db"));
+    std::fs::write(dir.join("go"), "").unwrap();
+    // Longer than SQLite's busy timeout: the reporter must wait, not give up.
+    std::thread::sleep(Duration::from_secs(15));
+    assert!(
+        run.child.try_wait().unwrap().is_none(),
+        "wujie waits for the lock: {}",
+        run.stderr()
+    );
+    drop(lock);
+
+    let code = run.wait(120, "the run to end once the lock is released");
+    let stderr = run.stderr();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("write lock"), "says why it waits: {stderr}");
+    let issue = env.issue(&key);
+    assert_events_once(&issue, 50);
+    assert_eq!(issue["runs"][0]["status"], "succeeded");
+}

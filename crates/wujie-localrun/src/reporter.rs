@@ -25,6 +25,9 @@ pub const BATCH_MAX_BYTES: usize = 8 * 1024 * 1024;
 const RECORD_QUEUE: usize = 16;
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How soon an append the outbox's write lock refused is tried again (each try already waited
+/// for SQLite's busy timeout).
+const BUSY_RETRY: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
 pub struct TargetRef {
@@ -409,7 +412,26 @@ async fn append(
     target_id: &str,
     rows: &[(String, i64)],
 ) -> Result<(), OutboxError> {
-    let appended = outbox.append(target_id, rows).await;
+    let mut told = false;
+    let appended = loop {
+        match outbox.append(target_id, rows).await {
+            // Another process holds the outbox's write lock: one stopped (Ctrl+Z) in the middle
+            // of a write holds it until it continues. Wait for it rather than lose the rows;
+            // the adapter waits meanwhile (the recording queue is bounded).
+            Err(e) if e.is_busy() => {
+                if !told {
+                    told = true;
+                    eprintln!(
+                        "wujie: waiting for the outbox {}: another wujie holds its write lock \
+                         (stopped with Ctrl+Z?)",
+                        outbox.path().display()
+                    );
+                }
+                tokio::time::sleep(BUSY_RETRY).await;
+            }
+            appended => break appended,
+        }
+    };
     if let Err(e) = &appended {
         let file = outbox.path().display();
         let why = if e.is_disk_full() {

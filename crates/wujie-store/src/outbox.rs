@@ -66,14 +66,26 @@ impl OutboxError {
     /// size limit).
     pub fn is_disk_full(&self) -> bool {
         const SQLITE_FULL: i64 = 13;
+        self.sqlite_code() == Some(SQLITE_FULL)
+    }
+
+    /// Whether another connection held the write lock for longer than the busy timeout
+    /// (`SQLITE_BUSY`), e.g. a process stopped in the middle of a write.
+    pub fn is_busy(&self) -> bool {
+        const SQLITE_BUSY: i64 = 5;
+        self.sqlite_code() == Some(SQLITE_BUSY)
+    }
+
+    /// SQLite's primary result code, for errors that come from SQLite.
+    fn sqlite_code(&self) -> Option<i64> {
         let sql = match self {
             OutboxError::Sql(e) | OutboxError::Open { source: e, .. } => e,
-            _ => return false,
+            _ => return None,
         };
         sql.as_database_error()
             .and_then(|db| db.code())
             .and_then(|code| code.parse::<i64>().ok())
-            .is_some_and(|code| code & 0xff == SQLITE_FULL)
+            .map(|code| code & 0xff)
     }
 }
 
