@@ -420,6 +420,7 @@ impl Flow<'_> {
                         );
                     }
                     self.record(items).await?;
+                    life.on_output();
                 }
                 event = host_event(&mut self.host) => match event {
                     HostEvent::Command(command) if command == CREATE_ISSUE => {

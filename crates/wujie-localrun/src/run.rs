@@ -289,6 +289,10 @@ async fn pump(
                     .record(target_id, items)
                     .await
                     .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                // After a cancel, nothing the adapter's descendants print delays the end.
+                if !cancelled {
+                    life.on_output();
+                }
                 if let Some(message) = invalid {
                     return Ok(PumpEnd::Invalid(message));
                 }

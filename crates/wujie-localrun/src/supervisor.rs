@@ -145,11 +145,15 @@ impl Adapter {
     }
 }
 
-/// How long the adapter's stdout may stay open after the adapter itself exited (held by
-/// something it started) before what is left of its group is killed, and again after that
-/// before reading stops for good (a descendant that left the group with `setsid` still holds
-/// it).
+/// How long the adapter's stdout may stay open and silent after the adapter itself exited
+/// (held by something it started) before what is left of its group is killed, and again after
+/// that before reading stops for good (a descendant that left the group with `setsid` still
+/// holds it).
 pub const STDOUT_LINGER: Duration = Duration::from_secs(2);
+/// Output read after the exit keeps the group alive this long at most: what the adapter printed
+/// before it exited is read whatever the reporter's pace, yet a descendant printing on and on
+/// cannot keep `wujie` waiting.
+pub const STDOUT_DRAIN_MAX: Duration = Duration::from_secs(10);
 
 /// What [`ExitWatch::next`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +179,7 @@ pub struct ExitWatch {
     exit: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>,
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
     stage: Stage,
+    exited_at: Option<tokio::time::Instant>,
 }
 
 impl ExitWatch {
@@ -183,6 +188,19 @@ impl ExitWatch {
             exit: Box::pin(wujie_process::exit_of(&adapter.child)),
             deadline: Box::pin(tokio::time::sleep(STDOUT_LINGER)),
             stage: Stage::Running,
+            exited_at: None,
+        }
+    }
+
+    /// Output was read and recorded: the linger after the exit counts from now (up to
+    /// [`STDOUT_DRAIN_MAX`] after the exit), so time spent recording never counts as silence.
+    pub fn on_output(&mut self) {
+        if self.stage == Stage::Exited
+            && self
+                .exited_at
+                .is_some_and(|at| at.elapsed() < STDOUT_DRAIN_MAX)
+        {
+            self.rearm();
         }
     }
 
@@ -194,6 +212,7 @@ impl ExitWatch {
                     // An error waiting means the child is gone already.
                     let _ = self.exit.as_mut().await;
                     self.stage = Stage::Exited;
+                    self.exited_at = Some(tokio::time::Instant::now());
                     self.rearm();
                     return AdapterLife::Exited;
                 }
