@@ -20,7 +20,7 @@ use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, Finish
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::connection::Connection;
 use crate::error::LocalRunError;
@@ -33,7 +33,9 @@ use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
     next_input, pipe_input,
 };
-use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::supervisor::{
+    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
+};
 use crate::terminal::{HostEvent, InlineCard, TerminalHost};
 use crate::user_input::UserInput;
 use wujie_term::text::{Layout, terminal_safe};
@@ -174,7 +176,8 @@ pub async fn discuss(
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
     let workspace = conn.client.workspace().await.map_err(api)?;
     let outbox_err = |e: wujie_store::outbox::OutboxError| LocalRunError::Invalid(e.to_string());
-    outbox
+    // Held until this function returns: while it is, no sync takes the discussion over.
+    let _owner = outbox
         .add_target(&NewTarget {
             id: &discussion.id,
             kind: TargetKind::Discussion,
@@ -238,6 +241,7 @@ pub async fn discuss(
         pending: None,
         inline_card: None,
         promoted: None,
+        promoted_owner: None,
         notices: Vec::new(),
     };
     let end = match flow.pump(&mut adapter).await {
@@ -357,6 +361,8 @@ struct Flow<'a> {
     inline_card: Option<InlineCard>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
+    /// The promoted run's target lock, held until the discussion's flow ends.
+    promoted_owner: Option<TargetLock>,
     /// Messages to the user while the terminal host owns the screen: shown there as notices
     /// when they happen, and printed again once it gave the screen back, for the scrollback.
     notices: Vec<String>,
@@ -365,14 +371,25 @@ struct Flow<'a> {
 impl Flow<'_> {
     async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
         let mut events = StdoutEvents::take_from(adapter)?;
+        let adapter = &*adapter;
+        // Stdout is read to its end and until the adapter exited, but only for a bounded time
+        // after the exit when something the adapter started holds it open.
+        let mut life = ExitWatch::new(adapter);
+        let (mut stdout_open, mut exited) = (true, false);
         let mut signals = StopSignals::install()?;
         self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
         let mut close = QuietClose::default();
         loop {
             tokio::select! {
-                read = events.next() => {
-                    let Some(read) = read? else { return Ok(End::Eof) };
+                read = events.next(), if stdout_open => {
+                    let Some(read) = read? else {
+                        if exited {
+                            return Ok(End::Eof);
+                        }
+                        stdout_open = false;
+                        continue;
+                    };
                     close.on_output();
                     let mut items = Vec::new();
                     for line in read.lines {
@@ -404,6 +421,7 @@ impl Flow<'_> {
                         );
                     }
                     self.record(items).await?;
+                    life.on_output();
                 }
                 event = host_event(&mut self.host) => match event {
                     HostEvent::Command(command) if command == CREATE_ISSUE => {
@@ -447,6 +465,14 @@ impl Flow<'_> {
                     adapter.signal(Signal::SIGTERM);
                     return Ok(End::Cancelled);
                 }
+                change = life.next(adapter) => match change {
+                    AdapterLife::Exited if !stdout_open => return Ok(End::Eof),
+                    AdapterLife::Exited => exited = true,
+                    AdapterLife::StdoutAbandoned => {
+                        self.say(STDOUT_ABANDONED.to_owned()).await;
+                        return Ok(End::Eof);
+                    }
+                },
             }
         }
     }
@@ -677,7 +703,8 @@ impl Flow<'_> {
             }
             Ok(promoted) => {
                 let run_id = promoted.run.id.clone();
-                self.outbox
+                let owner = self
+                    .outbox
                     .add_target(&NewTarget {
                         id: &run_id,
                         kind: TargetKind::Run,
@@ -692,6 +719,7 @@ impl Flow<'_> {
                     kind: TargetKind::Run,
                 };
                 self.reporter.add_target(target.clone());
+                self.promoted_owner = Some(owner);
                 self.target = target;
                 self.say(format!(
                     "created {} “{}”; the agent continues there (run {run_id}).",

@@ -25,6 +25,9 @@ pub const BATCH_MAX_BYTES: usize = 8 * 1024 * 1024;
 const RECORD_QUEUE: usize = 16;
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How soon an append the outbox's write lock refused is tried again (each try already waited
+/// for SQLite's busy timeout).
+const BUSY_RETRY: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
 pub struct TargetRef {
@@ -109,6 +112,8 @@ enum WriterMsg {
 
 struct Shared {
     targets: Mutex<Vec<TargetState>>,
+    /// Why the writer stopped, once it failed; what `record` and `flush` then answer.
+    writer_failed: Mutex<Option<String>>,
     committed: Notify,
     closing: std::sync::atomic::AtomicBool,
 }
@@ -125,6 +130,9 @@ pub enum ReporterError {
     Outbox(#[from] OutboxError),
     #[error("the reporter stopped unexpectedly: {0}")]
     Stopped(String),
+    /// The outbox could not be written; nothing read after that is recorded.
+    #[error("{0}")]
+    WriterFailed(String),
 }
 
 pub struct Reporter {
@@ -148,6 +156,7 @@ impl Reporter {
                 finish: None,
                 finish_sent: false,
             }]),
+            writer_failed: Mutex::new(None),
             committed: Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
         });
@@ -340,10 +349,20 @@ impl Reporter {
     }
 
     fn stopped(&self) -> ReporterError {
-        ReporterError::Stopped("the outbox writer is gone".to_owned())
+        match self
+            .shared
+            .writer_failed
+            .lock()
+            .expect("writer_failed lock")
+            .clone()
+        {
+            Some(why) => ReporterError::WriterFailed(why),
+            None => ReporterError::Stopped("the outbox writer is gone".to_owned()),
+        }
     }
 }
 
+/// Commit what the caller records, one transaction per queued burst.
 async fn write_loop(
     outbox: Outbox,
     mut rx: mpsc::Receiver<WriterMsg>,
@@ -367,7 +386,7 @@ async fn write_loop(
                     Some((t, acc)) if *t == target => acc.extend(rows),
                     _ => {
                         if let Some((t, acc)) = run.take() {
-                            outbox.append(&t, &acc).await?;
+                            append(&outbox, &shared, &t, &acc).await?;
                         }
                         run = Some((target, rows));
                     }
@@ -375,7 +394,7 @@ async fn write_loop(
             }
         }
         if let Some((t, acc)) = run {
-            outbox.append(&t, &acc).await?;
+            append(&outbox, &shared, &t, &acc).await?;
         }
         shared.committed.notify_one();
         for ack in acks {
@@ -383,6 +402,50 @@ async fn write_loop(
         }
     }
     Ok(())
+}
+
+/// Append rows; on failure, say why for the caller's next `record` or `flush` — before the
+/// queue and the waiting flushes are dropped, which is how the caller learns of it.
+async fn append(
+    outbox: &Outbox,
+    shared: &Shared,
+    target_id: &str,
+    rows: &[(String, i64)],
+) -> Result<(), OutboxError> {
+    let mut told = false;
+    let appended = loop {
+        match outbox.append(target_id, rows).await {
+            // Another process holds the outbox's write lock: one stopped (Ctrl+Z) in the middle
+            // of a write holds it until it continues. Wait for it rather than lose the rows;
+            // the adapter waits meanwhile (the recording queue is bounded).
+            Err(e) if e.is_busy() => {
+                if !told {
+                    told = true;
+                    eprintln!(
+                        "wujie: waiting for the outbox {}: another wujie holds its write lock \
+                         (stopped with Ctrl+Z?)",
+                        outbox.path().display()
+                    );
+                }
+                tokio::time::sleep(BUSY_RETRY).await;
+            }
+            appended => break appended,
+        }
+    };
+    if let Err(e) = &appended {
+        let file = outbox.path().display();
+        let why = if e.is_disk_full() {
+            format!(
+                "no space left on device: cannot write the outbox {file}; everything read \
+                 before is kept there. Free some space, then run `wujie local-run sync` to \
+                 deliver it"
+            )
+        } else {
+            format!("cannot write the outbox {file}: {e}")
+        };
+        *shared.writer_failed.lock().expect("writer_failed lock") = Some(why);
+    }
+    appended
 }
 
 async fn deliver_loop(

@@ -19,7 +19,9 @@ use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
 };
-use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::supervisor::{
+    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
+};
 use crate::user_input::UserInput;
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
@@ -77,7 +79,8 @@ pub async fn run(
         .await
         .map_err(api)?;
     let run_id = created.run.id.clone();
-    outbox
+    // Held until this function returns: while it is, no sync takes the run over.
+    let _owner = outbox
         .add_target(&NewTarget {
             id: &run_id,
             kind: TargetKind::Run,
@@ -132,7 +135,7 @@ pub async fn run(
             return Err(e);
         }
     };
-    let heartbeat = spawn_heartbeat(conn.client.clone(), outbox.clone(), run_id.clone());
+    let heartbeat = spawn_heartbeat(conn.client.clone(), run_id.clone());
 
     let Started {
         mut adapter,
@@ -214,9 +217,11 @@ pub async fn run(
     })
 }
 
-/// Read the adapter's stdout to its end, recording every event and passing the user's input
-/// through. An invalid line ends reading at once; a stop signal asks the adapter's group to
-/// terminate (a second one, or the grace period, kills it) while what it still prints is kept.
+/// Read the adapter's stdout to its end and until the adapter exited, recording every event
+/// and passing the user's input through. An invalid line ends reading at once; a stop signal
+/// asks the adapter's group to terminate (a second one, or the grace period, kills it) while
+/// what it still prints is kept. Stdout held open by something the adapter started is read
+/// only for a bounded time after the adapter exited ([`ExitWatch`]).
 async fn pump(
     adapter: &mut Adapter,
     to_adapter: &AdapterStdin,
@@ -225,6 +230,9 @@ async fn pump(
     target_id: &str,
 ) -> Result<PumpEnd, LocalRunError> {
     let mut events = StdoutEvents::take_from(adapter)?;
+    let adapter = &*adapter;
+    let mut life = ExitWatch::new(adapter);
+    let (mut stdout_open, mut exited) = (true, false);
     let mut signals = StopSignals::install()?;
     // The user's stdin, unless the terminal host relays it.
     let mut from_user = forward_input.then(UserInput::spawn);
@@ -233,11 +241,22 @@ async fn pump(
     // Armed by the first stop signal.
     let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
     tokio::pin!(kill_at);
+    let end = |cancelled: bool| {
+        if cancelled {
+            PumpEnd::Cancelled
+        } else {
+            PumpEnd::Eof
+        }
+    };
     loop {
         tokio::select! {
-            read = events.next() => {
+            read = events.next(), if stdout_open => {
                 let Some(read) = read? else {
-                    return Ok(if cancelled { PumpEnd::Cancelled } else { PumpEnd::Eof });
+                    if exited {
+                        return Ok(end(cancelled));
+                    }
+                    stdout_open = false;
+                    continue;
                 };
                 close.on_output();
                 let mut items = Vec::new();
@@ -270,6 +289,10 @@ async fn pump(
                     .record(target_id, items)
                     .await
                     .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                // After a cancel, nothing the adapter's descendants print delays the end.
+                if !cancelled {
+                    life.on_output();
+                }
                 if let Some(message) = invalid {
                     return Ok(PumpEnd::Invalid(message));
                 }
@@ -293,6 +316,14 @@ async fn pump(
                 }
             }
             () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
+            change = life.next(adapter) => match change {
+                AdapterLife::Exited if !stdout_open => return Ok(end(cancelled)),
+                AdapterLife::Exited => exited = true,
+                AdapterLife::StdoutAbandoned => {
+                    eprintln!("wujie: {STDOUT_ABANDONED}");
+                    return Ok(end(cancelled));
+                }
+            },
         }
     }
 }
@@ -314,23 +345,14 @@ async fn refuse_handoff(to_adapter: &AdapterStdin, request_id: &str) {
     to_adapter.send_flushed(decision.encode_frame()).await;
 }
 
-/// Keep the run from being declared stale by the server and the outbox target from looking
-/// abandoned to a concurrent `local-run sync`.
-fn spawn_heartbeat(
-    client: wujie_client::Client,
-    outbox: Outbox,
-    run_id: String,
-) -> tokio::task::JoinHandle<()> {
+/// Keep the run from being declared stale by the server's sweeper (the outbox needs none: the
+/// target's lock says the reporter is alive).
+fn spawn_heartbeat(client: wujie_client::Client, run_id: String) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        let mut n: u64 = 0;
+        let mut tick = tokio::time::interval(Duration::from_secs(30));
         loop {
             tick.tick().await;
-            let _ = outbox.heartbeat(&run_id).await;
-            if n.is_multiple_of(6) {
-                let _ = client.heartbeat(&run_id).await;
-            }
-            n += 1;
+            let _ = client.heartbeat(&run_id).await;
         }
     })
 }

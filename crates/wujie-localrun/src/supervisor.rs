@@ -2,7 +2,9 @@
 //!
 //! The adapter gets its own process group so that a Ctrl+C in the user's terminal reaches
 //! `wujie` (which then decides: mark the run cancelled, signal the group) and so that killing
-//! the adapter also kills whatever it spawned, leaving no orphans.
+//! the adapter also kills whatever it spawned, leaving no orphans. Once the adapter has exited,
+//! whatever is left of its group is killed before it is reaped; an adapter whose `wujie` dies
+//! (even by SIGKILL) is killed by the kernel on Linux (`wujie_process::parent_death_hook`).
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -57,6 +59,7 @@ impl Adapter {
             .stderr(Stdio::inherit())
             .process_group(0)
             .kill_on_drop(false);
+        wujie_process::die_with_parent(&mut cmd);
         for var in WUJIE_ENV_VARS {
             cmd.env_remove(var);
         }
@@ -100,11 +103,15 @@ impl Adapter {
             rustix::termios::tcsetattr(&pty, rustix::termios::OptionalActions::Now, &termios)
                 .map_err(io)?;
         }
-        let mut cmd = pty_process::Command::new(&spec.program)
+        let cmd = pty_process::Command::new(&spec.program)
             .args(&spec.args)
             .current_dir(&spec.cwd)
             .stdout(Stdio::piped())
             .kill_on_drop(false);
+        // SAFETY: the hook makes only async-signal-safe system calls, as `pre_exec` requires
+        // (see `wujie_process::parent_death_hook`).
+        #[allow(unsafe_code)]
+        let mut cmd = unsafe { cmd.pre_exec(wujie_process::parent_death_hook()) };
         for var in WUJIE_ENV_VARS {
             cmd = cmd.env_remove(var);
         }
@@ -120,8 +127,9 @@ impl Adapter {
         Ok((adapter, pty))
     }
 
+    /// Wait for the adapter to exit, stop what is left of its group, and reap it.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        self.child.wait().await
+        wujie_process::reap_stopping_leftovers(&mut self.child).await
     }
 
     /// Signal the whole group; an already-gone group is not an error. Nothing is sent once the
@@ -136,6 +144,104 @@ impl Adapter {
         wujie_process::stop_group(&mut self.child, grace).await
     }
 }
+
+/// How long the adapter's stdout may stay open and silent after the adapter itself exited
+/// (held by something it started) before what is left of its group is killed, and again after
+/// that before reading stops for good (a descendant that left the group with `setsid` still
+/// holds it).
+pub const STDOUT_LINGER: Duration = Duration::from_secs(2);
+/// Output read after the exit keeps the group alive this long at most: what the adapter printed
+/// before it exited is read whatever the reporter's pace, yet a descendant printing on and on
+/// cannot keep `wujie` waiting.
+pub const STDOUT_DRAIN_MAX: Duration = Duration::from_secs(10);
+
+/// What [`ExitWatch::next`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdapterLife {
+    /// The adapter itself exited (it is not reaped yet).
+    Exited,
+    /// Its stdout stayed open [`STDOUT_LINGER`] after the exit, and again after its group was
+    /// killed: stop reading it.
+    StdoutAbandoned,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Running,
+    Exited,
+    LeftoversKilled,
+    Done,
+}
+
+/// Follows the adapter's exit while its stdout is read, so reading never outlasts the adapter
+/// by more than a bounded time. Cancel-safe: use it as a `select!` branch.
+pub struct ExitWatch {
+    exit: std::pin::Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    stage: Stage,
+    exited_at: Option<tokio::time::Instant>,
+}
+
+impl ExitWatch {
+    pub fn new(adapter: &Adapter) -> ExitWatch {
+        ExitWatch {
+            exit: Box::pin(wujie_process::exit_of(&adapter.child)),
+            deadline: Box::pin(tokio::time::sleep(STDOUT_LINGER)),
+            stage: Stage::Running,
+            exited_at: None,
+        }
+    }
+
+    /// Output was read and recorded: the linger after the exit counts from now (up to
+    /// [`STDOUT_DRAIN_MAX`] after the exit), so time spent recording never counts as silence.
+    pub fn on_output(&mut self) {
+        if self.stage == Stage::Exited
+            && self
+                .exited_at
+                .is_some_and(|at| at.elapsed() < STDOUT_DRAIN_MAX)
+        {
+            self.rearm();
+        }
+    }
+
+    /// The next change; never resolves after [`AdapterLife::StdoutAbandoned`].
+    pub async fn next(&mut self, adapter: &Adapter) -> AdapterLife {
+        loop {
+            match self.stage {
+                Stage::Running => {
+                    // An error waiting means the child is gone already.
+                    let _ = self.exit.as_mut().await;
+                    self.stage = Stage::Exited;
+                    self.exited_at = Some(tokio::time::Instant::now());
+                    self.rearm();
+                    return AdapterLife::Exited;
+                }
+                Stage::Exited => {
+                    self.deadline.as_mut().await;
+                    // The leader is a zombie, so its group id is still its own.
+                    adapter.signal(Signal::SIGKILL);
+                    self.stage = Stage::LeftoversKilled;
+                    self.rearm();
+                }
+                Stage::LeftoversKilled => {
+                    self.deadline.as_mut().await;
+                    self.stage = Stage::Done;
+                    return AdapterLife::StdoutAbandoned;
+                }
+                Stage::Done => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    fn rearm(&mut self) {
+        self.deadline
+            .as_mut()
+            .reset(tokio::time::Instant::now() + STDOUT_LINGER);
+    }
+}
+
+/// What `wujie` tells the user when it stops reading an exited adapter's stdout.
+pub const STDOUT_ABANDONED: &str = "the adapter exited, but a process it started outside its process group still holds its output open; no longer reading it";
 
 /// The exit code a shell would report: the code, or 128 + the signal number.
 pub fn exit_code_of(status: ExitStatus) -> i32 {

@@ -1,27 +1,23 @@
 //! `wujie local-run sync` / `status`: deliver what earlier runs left in the outbox.
 //!
-//! A target whose reporter is still alive is left to it. A target whose reporter died without
-//! recording how the run ended (SIGKILL, power loss, closed terminal) is finished as failed with
-//! "reporter stopped" — what is known — after all its events are delivered.
+//! A target whose reporter is still alive — however long it has been stopped — is left to it:
+//! the reporter holds the target's lock (see `wujie_store::outbox`). A target whose lock nobody
+//! holds is taken over at once; if its reporter died without recording how the run ended
+//! (SIGKILL, power loss, closed terminal), the run is finished as failed with "reporter stopped"
+//! — what is known — after all its events are delivered.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::kill;
-use nix::unistd::Pid;
 use serde::Serialize;
 use wujie_protocol::api::{FinishRun, RunStatus};
 use wujie_store::REPORTER_STOPPED;
-use wujie_store::outbox::{Outbox, TargetKind, TargetState, now_ms};
+use wujie_store::outbox::{Outbox, TargetKind};
 
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::profile::Profile;
 use crate::reporter::{Reporter, ReporterNotice, TargetRef};
-
-/// A reporter that has not refreshed its heartbeat for this long is taken as gone even if its
-/// pid exists (the pid may have been reused).
-const REPORTER_STALE_MS: i64 = 30_000;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetStatus {
@@ -54,16 +50,8 @@ fn kind_str(kind: TargetKind) -> &'static str {
     }
 }
 
-/// Whether a live `wujie` (this one included) is delivering this target right now.
-pub fn reporter_alive(t: &TargetState) -> bool {
-    let Some(pid) = t.reporter_pid else {
-        return false;
-    };
-    if pid == std::process::id() {
-        return true;
-    }
-    let exists = kill(Pid::from_raw(pid as i32), None).is_ok();
-    exists && now_ms() - t.heartbeat_at_ms < REPORTER_STALE_MS
+fn invalid(e: wujie_store::outbox::OutboxError) -> LocalRunError {
+    LocalRunError::Invalid(e.to_string())
 }
 
 pub async fn status(outbox: &Outbox) -> Result<Vec<TargetStatus>, LocalRunError> {
@@ -80,7 +68,7 @@ pub async fn status(outbox: &Outbox) -> Result<Vec<TargetStatus>, LocalRunError>
             server: t.server_url.clone(),
             pending: t.pending,
             failed: t.failed,
-            state: if reporter_alive(t) {
+            state: if outbox.is_owned(&t.id) {
                 "active"
             } else {
                 "waiting"
@@ -105,10 +93,27 @@ pub async fn sync(
         .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
     let mut out = Vec::new();
     let mut connections: Vec<(String, Connection)> = Vec::new();
-    for t in targets {
-        if reporter_alive(&t) {
+    for listed in targets {
+        let needs_finish = listed.kind == TargetKind::Run && !listed.finish_sent;
+        if listed.pending == 0 && !needs_finish {
             continue;
         }
+        // Held until this target is done: a live reporter keeps it, and two syncs never
+        // deliver one target at the same time.
+        let Some(_owner) = outbox.claim(&listed.id).map_err(invalid)? else {
+            continue;
+        };
+        // What the previous owner left, read again now that nobody else can change it.
+        let Some(t) = outbox
+            .targets()
+            .await
+            .map_err(invalid)?
+            .into_iter()
+            .find(|t| t.id == listed.id)
+        else {
+            outbox.forget_lock_file(&listed.id);
+            continue;
+        };
         let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
         if t.pending == 0 && !needs_finish {
             continue;

@@ -7,6 +7,9 @@
 //! thousands of processes) this really happens. The rule here: signal the group only while the
 //! leader is alive or a zombie, i.e. before it is reaped. `waitid(…, WNOWAIT)` waits for the
 //! leader's exit without reaping it; the reap comes last.
+//!
+//! Children can also be tied to this process's life ([`parent_death_hook`]): on Linux the
+//! kernel kills them when it dies, even by SIGKILL.
 
 use std::io;
 use std::process::ExitStatus;
@@ -47,6 +50,18 @@ async fn exited_unreaped(pid: u32) -> io::Result<()> {
     .map_err(io::Error::other)?
 }
 
+/// Resolves once the child has exited, leaving it unreaped (so its group can still be signalled
+/// safely); owns nothing of the child, so it can be awaited beside other uses of it.
+pub fn exit_of(child: &Child) -> impl Future<Output = io::Result<()>> + Send + 'static {
+    let pid = child.id();
+    async move {
+        match pid {
+            Some(pid) => exited_unreaped(pid).await,
+            None => Ok(()),
+        }
+    }
+}
+
 /// Wait up to `timeout` for the child to exit on its own, without reaping it (so its group can
 /// still be signalled safely afterwards). Returns whether it exited.
 pub async fn exited_within(child: &Child, timeout: Duration) -> bool {
@@ -80,6 +95,16 @@ pub async fn stop_group(child: &mut Child, grace: Duration) -> io::Result<ExitSt
     child.wait().await
 }
 
+/// Wait for the leader to exit, kill whatever it left in its group (nobody supervises that any
+/// more), then reap the leader. Returns the leader's exit status.
+pub async fn reap_stopping_leftovers(child: &mut Child) -> io::Result<ExitStatus> {
+    if let Some(pid) = child.id() {
+        exited_unreaped(pid).await?;
+        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+    }
+    child.wait().await
+}
+
 /// Like `Child::wait_with_output`, but once the leader has exited, whatever it left in its
 /// group is killed before the leader is reaped.
 pub async fn wait_with_output(mut child: Child) -> io::Result<std::process::Output> {
@@ -93,16 +118,53 @@ pub async fn wait_with_output(mut child: Child) -> io::Result<std::process::Outp
     }
     let (stdout, stderr) =
         tokio::try_join!(read_all(child.stdout.take()), read_all(child.stderr.take()))?;
-    if let Some(pid) = child.id() {
-        exited_unreaped(pid).await?;
-        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-    }
-    let status = child.wait().await?;
+    let status = reap_stopping_leftovers(&mut child).await?;
     Ok(std::process::Output {
         status,
         stdout,
         stderr,
     })
+}
+
+/// What a child runs between `fork` and `exec` (`pre_exec`) so that it does not outlive this
+/// process: on Linux, `PR_SET_PDEATHSIG` with SIGKILL, then a check that this process did not
+/// die before that took effect. Only async-signal-safe system calls are made.
+///
+/// The kernel sends the signal when the *thread* that forked the child ends, so children must
+/// be started from threads that live as long as the process (the async runtime's workers or
+/// the main thread, never a `spawn_blocking` thread, which ends when idle).
+///
+/// Linux only: elsewhere this does nothing, and a child learns of its parent's death only by
+/// its pipes (end of stdin, EPIPE on stdout).
+pub fn parent_death_hook() -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+    #[cfg(target_os = "linux")]
+    {
+        let parent = nix::unistd::getpid();
+        move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from)?;
+            // Gone before the signal was armed: nobody would send it. (No allocation here:
+            // this runs between fork and exec.)
+            if nix::unistd::getppid() != parent {
+                return Err(io::Error::from(nix::errno::Errno::ESRCH));
+            }
+            Ok(())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        || Ok(())
+    }
+}
+
+/// Ties the child `cmd` starts to this process's life (see [`parent_death_hook`]).
+pub fn die_with_parent(cmd: &mut tokio::process::Command) {
+    let hook = parent_death_hook();
+    // SAFETY: the hook makes only async-signal-safe system calls (prctl, getppid) and touches
+    // no memory shared with other threads, as `pre_exec` requires.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(hook);
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,14 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    #[error(transparent)]
+    Empty(#[from] crate::db_file::EmptyDatabase),
+    #[error("cannot make {path} readable by its owner only: {source}")]
+    Protect {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]

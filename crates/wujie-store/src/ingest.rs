@@ -49,7 +49,29 @@ pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<Inge
              it will not be stored"
         )));
     }
+    if let Event::Usage(usage) = &item.event {
+        return usage_out_of_range(usage).map(rejected);
+    }
     None
+}
+
+/// Token counts are stored as SQLite integers, which are signed: a count above `i64::MAX`
+/// cannot be stored as it is, and storing anything else would be a made-up number.
+fn usage_out_of_range(usage: &Usage) -> Option<String> {
+    [
+        ("input_tokens", usage.input_tokens),
+        ("output_tokens", usage.output_tokens),
+        ("cache_read_tokens", usage.cache_read_tokens),
+        ("cache_write_tokens", usage.cache_write_tokens),
+    ]
+    .into_iter()
+    .find(|(_, n)| i64::try_from(*n).is_err())
+    .map(|(field, n)| {
+        format!(
+            "usage {field} is {n}, more than the store can hold (at most {}); it will not be stored",
+            i64::MAX
+        )
+    })
 }
 
 /// Inserts one usage row unless (owner, source, source_key) exists; true when stored now.

@@ -4,6 +4,7 @@
 //! (run, source, source_key), a discussion entry, usage row or session id once per
 //! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
 
+mod db_file;
 mod discussions;
 mod error;
 mod ingest;
@@ -23,6 +24,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::sync::{Mutex, MutexGuard};
 
+pub use db_file::EmptyDatabase;
 pub use error::StoreError;
 pub use tokens::{Principal, mint_token_secret};
 
@@ -138,6 +140,7 @@ impl Store {
         // schema, and a connection opening a WAL database while another one sets it up can get
         // SQLITE_BUSY without the busy timeout being asked.
         let setup = setup_lock(path).await?;
+        db_file::refuse_empty(path)?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -146,6 +149,10 @@ impl Store {
                 path: path.to_path_buf(),
                 source,
             })?;
+        db_file::restrict_to_owner(path).map_err(|source| StoreError::Protect {
+            path: path.to_path_buf(),
+            source,
+        })?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Store {
             pool,

@@ -5,16 +5,31 @@
 //! makes each commit survive the process, and delivery is idempotent server-side, so sending a
 //! row again after a lost acknowledgement is harmless.
 //!
+//! Who delivers a target is decided by the kernel, not by a clock: the process reporting a
+//! target holds an exclusive `flock` on the target's lock file (`<outbox>.owners/<hex id>`) for
+//! as long as it may write or deliver it, and the kernel drops that lock the moment the process
+//! dies, however it dies. A process that is merely stopped (Ctrl+Z, SIGSTOP, a sleeping laptop)
+//! keeps its lock, so nobody takes its target over; one that crashed or was SIGKILLed has none,
+//! so its target can be taken over at once. `flock` locks belong to an open file description:
+//! a second open of the same file conflicts even inside the owning process, so a background
+//! sync in the reporter's own process leaves the reporter's target alone too.
+//!
 //! Every write goes through one connection. The reader's appends and the deliverer's deletes
 //! then queue for it without blocking, instead of colliding on SQLite's write lock, whose busy
 //! handler sleeps for milliseconds at a time. Reads use their own connections (WAL readers never
 //! wait for the writer).
 
-use std::path::Path;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use sqlx::sqlite::{
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +46,47 @@ pub enum OutboxError {
     Setup(String),
     #[error("outbox migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Empty(#[from] crate::db_file::EmptyDatabase),
+    #[error("outbox target {id}: lock file {path}: {source}")]
+    Lock {
+        id: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{id} is being reported by another running wujie (pid {pid}); wait for it to end or stop it"
+    )]
+    Owned { id: String, pid: String },
+}
+
+impl OutboxError {
+    /// Whether SQLite could not write for lack of space (`SQLITE_FULL`: the disk, or the file
+    /// size limit).
+    pub fn is_disk_full(&self) -> bool {
+        const SQLITE_FULL: i64 = 13;
+        self.sqlite_code() == Some(SQLITE_FULL)
+    }
+
+    /// Whether another connection held the write lock for longer than the busy timeout
+    /// (`SQLITE_BUSY`), e.g. a process stopped in the middle of a write.
+    pub fn is_busy(&self) -> bool {
+        const SQLITE_BUSY: i64 = 5;
+        self.sqlite_code() == Some(SQLITE_BUSY)
+    }
+
+    /// SQLite's primary result code, for errors that come from SQLite.
+    fn sqlite_code(&self) -> Option<i64> {
+        let sql = match self {
+            OutboxError::Sql(e) | OutboxError::Open { source: e, .. } => e,
+            _ => return None,
+        };
+        sql.as_database_error()
+            .and_then(|db| db.code())
+            .and_then(|code| code.parse::<i64>().ok())
+            .map(|code| code & 0xff)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +120,9 @@ pub struct TargetState {
     pub kind: TargetKind,
     pub server_url: String,
     pub label: String,
+    /// The process that added the target last; for messages only (pids are reused), the
+    /// target's lock says whether it still reports it.
     pub reporter_pid: Option<u32>,
-    pub heartbeat_at_ms: i64,
     pub finish_json: Option<String>,
     pub finish_sent: bool,
     pub pending: i64,
@@ -91,11 +148,47 @@ pub struct Outbox {
     /// The one connection that writes.
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Where the targets' lock files live.
+    owners_dir: PathBuf,
+    path: PathBuf,
+}
+
+/// Ownership of one target: while this value lives, no other process (nor another
+/// [`Outbox::claim`] in this one) can take the target. Dropped, or with the process gone, the
+/// kernel releases it.
+#[derive(Debug)]
+pub struct TargetLock {
+    _lock: Flock<File>,
 }
 
 /// Rows per INSERT statement: one statement per row costs more than the row itself; three bound
 /// values a row stays far below SQLite's limit of 32,766.
 const INSERT_CHUNK: usize = 500;
+
+/// Free pages are given back to the file system once there are at least this many (1 MiB of
+/// 4 KiB pages) and they are at least half of the file: a backlog that was delivered, not the
+/// churn of a steady run, whose freed pages are reused by the next appends at once.
+const RECLAIM_MIN_FREE_PAGES: i64 = 256;
+/// The WAL is cut back to this many bytes after a checkpoint.
+const WAL_SIZE_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// An outbox created before auto-vacuum was set has it off, and turning it on takes one
+/// VACUUM. Best effort: another process reading the file makes it fail, and the next open
+/// tries again.
+async fn enable_incremental_vacuum(writer: &SqlitePool) {
+    let mode: Result<i64, _> = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(writer)
+        .await;
+    if matches!(mode, Ok(0)) {
+        let _ = sqlx::query("PRAGMA auto_vacuum = INCREMENTAL")
+            .execute(writer)
+            .await;
+        let _ = sqlx::query("VACUUM").execute(writer).await;
+    }
+}
+
+/// How often [`Outbox::claim`] looks again at a target's lock held by someone else.
+const CLAIM_ATTEMPTS: u32 = 5;
 
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -119,44 +212,142 @@ impl Outbox {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // Delivered rows are deleted; their pages go back to the file system (see
+            // `reclaim_space`), and the WAL shrinks back after a burst.
+            .auto_vacuum(SqliteAutoVacuum::Incremental)
+            .pragma("journal_size_limit", WAL_SIZE_LIMIT.to_string());
         // Opened one process after the other, as the store is (see `Store::open_with`).
         let setup = crate::setup_lock(path)
             .await
             .map_err(|e| OutboxError::Setup(e.to_string()))?;
+        crate::db_file::refuse_empty(path)?;
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options.clone())
             .await
             .map_err(open_err)?;
+        crate::db_file::restrict_to_owner(path).map_err(|e| {
+            OutboxError::Setup(format!(
+                "cannot make {} readable by its owner only: {e}",
+                path.display()
+            ))
+        })?;
         sqlx::migrate!("./migrations_outbox").run(&writer).await?;
+        enable_incremental_vacuum(&writer).await;
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
             .connect_with(options)
             .await
             .map_err(open_err)?;
         drop(setup);
-        Ok(Outbox { writer, reader })
+        let mut owners = path.as_os_str().to_owned();
+        owners.push(".owners");
+        Ok(Outbox {
+            writer,
+            reader,
+            owners_dir: PathBuf::from(owners),
+            path: path.to_path_buf(),
+        })
     }
 
-    pub async fn add_target(&self, t: &NewTarget<'_>) -> Result<(), OutboxError> {
-        let now = now_ms();
+    /// The outbox's database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The lock file of a target. Ids come from a server: hex keeps any id a plain file name.
+    fn lock_path(&self, target_id: &str) -> PathBuf {
+        self.owners_dir.join(hex::encode(target_id))
+    }
+
+    /// Take ownership of a target, unless a live process (this one included) holds it.
+    pub fn claim(&self, target_id: &str) -> Result<Option<TargetLock>, OutboxError> {
+        let path = self.lock_path(target_id);
+        let io = |source: std::io::Error| OutboxError::Lock {
+            id: target_id.to_owned(),
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&self.owners_dir).map_err(io)?;
+        let mut busy = 0;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(io)?;
+            let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(lock) => lock,
+                // An owner holds the lock for its whole life, an `is_owned` probe for a few
+                // microseconds: look again a few times before taking the target as owned.
+                Err((_, Errno::EWOULDBLOCK)) if busy < CLAIM_ATTEMPTS => {
+                    busy += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                }
+                Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+                Err((_, errno)) => return Err(io(errno.into())),
+            };
+            // The previous owner removes the file when it is done with the target, possibly
+            // between our open and our lock: a lock on a removed file guards nothing, so
+            // start over on the file now at that path.
+            let locked = lock.metadata().map_err(io)?;
+            match std::fs::metadata(&path) {
+                Ok(current) if current.ino() == locked.ino() && current.dev() == locked.dev() => {
+                    return Ok(Some(TargetLock { _lock: lock }));
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(e)),
+            }
+        }
+    }
+
+    /// Whether a live process holds the target (see the module docs).
+    pub fn is_owned(&self, target_id: &str) -> bool {
+        // Opened without creating: an owner always has the file, and a probe must not leave
+        // files behind for targets that are gone.
+        let Ok(file) = File::open(self.lock_path(target_id)) else {
+            return false;
+        };
+        matches!(
+            Flock::lock(file, FlockArg::LockSharedNonblock),
+            Err((_, Errno::EWOULDBLOCK))
+        )
+    }
+
+    /// Add a target owned by this process (or take over one left by a dead process: a resumed
+    /// discussion). Fails when another live process reports it.
+    pub async fn add_target(&self, t: &NewTarget<'_>) -> Result<TargetLock, OutboxError> {
+        let Some(lock) = self.claim(t.id)? else {
+            let pid = self
+                .targets()
+                .await?
+                .into_iter()
+                .find(|s| s.id == t.id)
+                .and_then(|s| s.reporter_pid)
+                .map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+            return Err(OutboxError::Owned {
+                id: t.id.to_owned(),
+                pid,
+            });
+        };
         sqlx::query(
-            "INSERT INTO targets (id, kind, server_url, label, reporter_pid, heartbeat_at, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT(id) DO UPDATE SET reporter_pid = excluded.reporter_pid,
-                                           heartbeat_at = excluded.heartbeat_at",
+            "INSERT INTO targets (id, kind, server_url, label, reporter_pid, created_at)
+             VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET reporter_pid = excluded.reporter_pid",
         )
         .bind(t.id)
         .bind(t.kind.as_str())
         .bind(t.server_url)
         .bind(t.label)
         .bind(t.reporter_pid as i64)
-        .bind(now)
-        .bind(now)
+        .bind(now_ms())
         .execute(&self.writer)
         .await?;
-        Ok(())
+        Ok(lock)
     }
 
     /// Commit items read from an adapter, in order, in one transaction.
@@ -247,7 +438,42 @@ impl Outbox {
                 .await?;
         }
         tx.commit().await?;
+        if !delivered.is_empty() {
+            self.reclaim_space().await?;
+        }
         Ok(())
+    }
+
+    /// Give the pages of delivered rows back to the file system once they are most of the
+    /// file (see [`RECLAIM_MIN_FREE_PAGES`]).
+    async fn reclaim_space(&self) -> Result<(), OutboxError> {
+        let mut conn = self.writer.acquire().await?;
+        let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(&mut *conn)
+            .await?;
+        if free < RECLAIM_MIN_FREE_PAGES {
+            return Ok(());
+        }
+        let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(&mut *conn)
+            .await?;
+        if free * 2 >= pages {
+            sqlx::query("PRAGMA incremental_vacuum")
+                .execute(&mut *conn)
+                .await?;
+            // The file shrinks only when the WAL is written back into it. A reader in the
+            // middle of a read makes this partial; the next reclaim finishes it.
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Close every connection; the last one checkpoints the WAL into the file and removes it.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
     }
 
     pub async fn failed(&self, target_id: &str) -> Result<Vec<FailedRow>, OutboxError> {
@@ -279,15 +505,6 @@ impl Outbox {
         Ok(done.rows_affected())
     }
 
-    pub async fn heartbeat(&self, target_id: &str) -> Result<(), OutboxError> {
-        sqlx::query("UPDATE targets SET heartbeat_at = ? WHERE id = ?")
-            .bind(now_ms())
-            .bind(target_id)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
     /// Record how the run ended; it is sent once every event before it was delivered. The
     /// reporter stays the target's owner until its process exits, so a concurrent sync in
     /// another task or process leaves the target alone.
@@ -301,26 +518,39 @@ impl Outbox {
     }
 
     /// The finish was acknowledged: forget the target unless refused rows still need a look.
+    /// Only the target's owner (the holder of its [`TargetLock`]) calls this.
     pub async fn finish_delivered(&self, target_id: &str) -> Result<(), OutboxError> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("UPDATE targets SET finish_sent = 1 WHERE id = ?")
             .bind(target_id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(
+        let forgotten = sqlx::query(
             "DELETE FROM targets WHERE id = ?
                AND NOT EXISTS (SELECT 1 FROM items WHERE target_id = targets.id)",
         )
         .bind(target_id)
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected()
+            > 0;
         tx.commit().await?;
+        if forgotten {
+            self.forget_lock_file(target_id);
+        }
         Ok(())
+    }
+
+    /// Remove the lock file of a target that is gone, while still holding its lock (see
+    /// [`Outbox::claim`] for why a late claimant then starts over). A file left behind by a crash
+    /// right here costs only its name.
+    pub fn forget_lock_file(&self, target_id: &str) {
+        let _ = std::fs::remove_file(self.lock_path(target_id));
     }
 
     pub async fn targets(&self) -> Result<Vec<TargetState>, OutboxError> {
         let rows = sqlx::query(
-            "SELECT t.id, t.kind, t.server_url, t.label, t.reporter_pid, t.heartbeat_at,
+            "SELECT t.id, t.kind, t.server_url, t.label, t.reporter_pid,
                     t.finish_json, t.finish_sent,
                     (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NULL),
                     (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NOT NULL)
@@ -340,11 +570,10 @@ impl Outbox {
                 server_url: r.get(2),
                 label: r.get(3),
                 reporter_pid: r.get::<Option<i64>, _>(4).map(|p| p as u32),
-                heartbeat_at_ms: r.get(5),
-                finish_json: r.get(6),
-                finish_sent: r.get::<i64, _>(7) != 0,
-                pending: r.get(8),
-                failed: r.get(9),
+                finish_json: r.get(5),
+                finish_sent: r.get::<i64, _>(6) != 0,
+                pending: r.get(7),
+                failed: r.get(8),
             })
             .collect())
     }

@@ -49,7 +49,8 @@ pub(crate) fn parse_kind(s: &str) -> Result<MessageKind, StoreError> {
         .ok_or_else(|| StoreError::Invalid(format!("unknown message type {s:?} in the database")))
 }
 
-/// SQLite integers are signed; token counts beyond i64::MAX are clamped.
+/// SQLite integers are signed. Ingest refuses token counts beyond i64::MAX before they get
+/// here (`ingest::precheck`), so the fallback never stores a made-up number.
 pub(crate) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }

@@ -7,7 +7,6 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use wujie_localrun::discuss::{ConfirmMode, DiscussRequest, discuss as run_discussion};
 use wujie_localrun::promotion;
-use wujie_localrun::sync::reporter_alive;
 use wujie_protocol::api::{Discussion, DiscussionStatus, FinishRun, RunStatus};
 
 use super::run::StderrNotice;
@@ -138,7 +137,7 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
             DiscussionCommand::Promote { id, title } => {
                 let outbox = ctx.outbox().await?;
                 let targets = outbox.targets().await?;
-                if let Some(t) = targets.iter().find(|t| t.id == id && reporter_alive(t)) {
+                if let Some(t) = targets.iter().find(|t| t.id == id && outbox.is_owned(&t.id)) {
                     bail!(
                         "discussion {id} is still running in wujie (pid {}); promote it there, or stop it first",
                         t.reporter_pid.unwrap_or(0)

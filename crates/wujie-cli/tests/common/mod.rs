@@ -360,3 +360,5 @@ impl Drop for Tmux {
         self.tmux(&["kill-server"]);
     }
 }
+
+pub mod spawned;
