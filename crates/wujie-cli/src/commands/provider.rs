@@ -102,19 +102,19 @@ async fn check(
     };
     let report = wujie_localrun::check::check(&options).await?;
     if ctx.json() {
-        print_json(&report);
+        print_json(&report)?;
     } else {
-        print_check(&report);
+        print_check(&report)?;
     }
     Ok(if report.passed { 0 } else { 1 })
 }
 
-fn print_check(report: &CheckReport) {
+fn print_check(report: &CheckReport) -> Result<()> {
     let what = match (&report.provider, &report.protocol) {
         (Some(name), Some(protocol)) => format!(" ({name}, {protocol})"),
         _ => String::new(),
     };
-    println!("Checking {}{what}", report.dir);
+    outln!("Checking {}{what}", inline(&report.dir));
     let width = report.rules.iter().map(|r| r.rule.len()).max().unwrap_or(0);
     for rule in &report.rules {
         let verdict = match rule.verdict {
@@ -122,20 +122,22 @@ fn print_check(report: &CheckReport) {
             Verdict::Fail => "FAIL",
             Verdict::Skipped => "skip",
         };
-        println!("  {verdict}  {:width$}  {}", rule.rule, rule.title);
-        println!("        {:width$}  {}", "", rule.detail);
+        outln!("  {verdict}  {:width$}  {}", rule.rule, rule.title);
+        // The detail quotes what the adapter printed.
+        outln!("        {:width$}  {}", "", inline(&rule.detail));
         if let Some(fix) = rule.fix {
-            println!("        {:width$}  fix: {fix}", "");
+            outln!("        {:width$}  fix: {fix}", "");
         }
     }
     let count = |v: Verdict| report.rules.iter().filter(|r| r.verdict == v).count();
-    println!(
+    outln!(
         "{} rules: {} passed, {} failed, {} skipped",
         report.rules.len(),
         count(Verdict::Pass),
         count(Verdict::Fail),
         count(Verdict::Skipped)
     );
+    Ok(())
 }
 
 fn describe_removal(removed: &install::Removed) -> String {
