@@ -6,6 +6,8 @@ use std::time::Duration;
 use wujie_protocol::driver::DriverError;
 use wujie_protocol::sidecar::{ResultError, RpcError};
 
+use crate::tree::TreeStop;
+
 /// One place a lookup looked at, and what it found there.
 #[derive(Debug, Clone)]
 pub struct Looked {
@@ -97,22 +99,20 @@ pub enum CommondevError {
         source: std::io::Error,
     },
 
-    #[error(
-        "sidecar did not answer `ping` within {after:?} (driver {driver}); its process tree was killed{stderr}"
-    )]
+    #[error("sidecar did not answer `ping` within {after:?} (driver {driver}); {stopped}{stderr}")]
     PingTimeout {
         after: Duration,
         driver: String,
         stderr: StderrTail,
+        stopped: Box<TreeStop>,
     },
 
-    #[error(
-        "sidecar did not answer `{method}` within {after:?}; its process tree was killed{stderr}"
-    )]
+    #[error("sidecar did not answer `{method}` within {after:?}; {stopped}{stderr}")]
     CallTimeout {
         method: String,
         after: Duration,
         stderr: StderrTail,
+        stopped: Box<TreeStop>,
     },
 
     #[error("sidecar exited before answering `{method}` ({status}){stderr}")]
@@ -144,8 +144,13 @@ pub enum CommondevError {
 
     #[error(
         "SESSION DRIFT on branch {label}: Wujie resumes backend session {expected:?} but the sidecar \
-         reported {reported:?} after `{method}`. The sidecar silently switched sessions; refusing to \
-         continue. Fix the sidecar so that it resumes only the real session id it was given."
+         reported {reported:?} after `{method}`{}. The sidecar silently switched sessions; refusing to \
+         continue. Fix the sidecar so that it resumes only the real session id it was given: Wujie \
+         hands it over in the environment variable WUJIE_RESUME_SESSION_ID each time it starts the \
+         sidecar (every one-shot `wujie branch` command starts a new one, so an id kept only in \
+         the sidecar's memory is gone by the next call); resume that id and report it from `ping` \
+         and `prompt` (see runtime/README.md, \"Session ids\").",
+        if reported == label { " — the branch label, so it did not resume" } else { "" }
     )]
     Drift {
         label: String,
@@ -211,6 +216,9 @@ pub enum CommondevError {
         "llmConfig {0} needs local files and is not supported over ssh yet; use a driver with llmConfig \"none\" on the remote host"
     )]
     LlmOverSsh(String),
+
+    #[error("Wujie is shutting down: the call was stopped and the sidecar's process tree with it")]
+    ShuttingDown,
 
     #[error("stored branch record {} is unreadable: {detail}", path.display())]
     BadRecord { path: PathBuf, detail: String },

@@ -16,6 +16,7 @@ use wujie_protocol::driver::{NodeChoice, PlaceholderValues};
 use crate::error::{CommondevError, Looked, Result};
 use crate::registry::ResolvedDriver;
 use crate::sidecar::SidecarCommand;
+use crate::tree::RemoteGroup;
 
 /// How a branch selects where its sidecar runs: `"local"` (default) or
 /// `"ssh://[user@]host[:port]"`.
@@ -200,6 +201,7 @@ pub fn local_command(
         env,
         cwd: Some(launch.workdir.to_path_buf()),
         stderr_log: launch.branch_dir.join("sidecar.log"),
+        remote_group: None,
     })
 }
 
@@ -406,6 +408,17 @@ pub async fn push_sidecar(
     Ok((dir, script))
 }
 
+/// Unique per launch on any host: this process's id, a counter and the time.
+fn launch_nonce() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{}-{n}-{nanos:x}", std::process::id())
+}
+
 /// Builds the command that runs a sidecar on `target` through ssh: the environment is passed
 /// explicitly (`env K=V … node …`, ssh does not forward the local one) and node comes from the
 /// remote PATH unless the driver names one.
@@ -446,9 +459,15 @@ pub async fn ssh_command(
         NodeChoice::Auto => "node".to_owned(),
         NodeChoice::Path(path) => path.clone(),
     };
+    // sshd starts the command in a session of its own, so the shell's pid — kept by `exec` for
+    // the sidecar — is the group id of everything the sidecar starts there. It is written to a
+    // file of this launch, so that a second ssh command can stop that group: killing the local
+    // ssh client only closes the channel, and the remote processes would run on.
+    let pid_file = format!("{branch_dir}/sidecar-{}.pgid", launch_nonce());
     let mut remote = format!(
-        "mkdir -p {} && cd {} && exec env",
+        "mkdir -p {} && echo $$ > {} && cd {} && exec env",
         shell_quote(&session_dir),
+        shell_quote(&pid_file),
         shell_quote(&launch.workdir.display().to_string())
     );
     for (key, value) in &env {
@@ -459,16 +478,23 @@ pub async fn ssh_command(
         remote.push(' ');
         remote.push_str(&shell_quote(word));
     }
-    let mut args = ssh_base(target, settings);
-    args.push(target.destination.clone());
+    let mut ssh_args = ssh_base(target, settings);
+    ssh_args.push(target.destination.clone());
+    let mut args = ssh_args.clone();
     args.push("--".into());
-    args.push(remote);
+    // Run by sh (whatever the remote login shell is), which `exec` turns into the sidecar.
+    args.push(format!("exec sh -c {}", shell_quote(&remote)));
     Ok(SidecarCommand {
         program: PathBuf::from("ssh"),
         args,
         env: BTreeMap::new(),
         cwd: None,
         stderr_log: launch.branch_dir.join("sidecar.log"),
+        remote_group: Some(RemoteGroup {
+            ssh_args,
+            host: target.destination.clone(),
+            pid_file,
+        }),
     })
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{CommondevError, Result};
 use crate::llm::{self, LlmOverrides, LlmSettings};
@@ -144,6 +145,8 @@ pub struct BranchSessions {
     lifetime: Lifetime,
     observer: Arc<dyn BranchObserver>,
     live: std::sync::Mutex<HashMap<String, Slot>>,
+    /// Cancelled by `shutdown`: calls in flight end at once (their trees are stopped).
+    closing: CancellationToken,
 }
 
 impl std::fmt::Debug for BranchSessions {
@@ -187,6 +190,7 @@ impl BranchSessions {
             lifetime,
             observer: Arc::new(NoObserver),
             live: std::sync::Mutex::new(HashMap::new()),
+            closing: CancellationToken::new(),
         }
     }
 
@@ -284,8 +288,21 @@ impl BranchSessions {
         Ok((sidecar, resolved))
     }
 
+    /// Runs `work` unless the service is shutting down. Dropping `work` early drops any sidecar
+    /// it holds, which stops that sidecar's tree in the background (`tree::stops_finished`).
+    async fn until_closing<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            result = work => result,
+            () = self.closing.cancelled() => Err(CommondevError::ShuttingDown),
+        }
+    }
+
     /// Opens (or re-opens, resuming its backend session) a branch.
     pub async fn open(&self, request: OpenRequest) -> Result<OpenOutcome> {
+        self.until_closing(self.open_now(request)).await
+    }
+
+    async fn open_now(&self, request: OpenRequest) -> Result<OpenOutcome> {
         let label = branch_label(&request.project, &request.branch);
         let runtime = Runtime::parse(request.runtime.as_deref().unwrap_or("local"))?;
         let workdir = match runtime {
@@ -358,6 +375,14 @@ impl BranchSessions {
 
     /// Runs `f` with the branch's sidecar: the live one, or a fresh one for this call only.
     async fn with_sidecar<T>(
+        &self,
+        record: &mut BranchRecord,
+        f: impl AsyncFnOnce(&mut Sidecar, &mut BranchRecord) -> Result<T>,
+    ) -> Result<T> {
+        self.until_closing(self.with_sidecar_now(record, f)).await
+    }
+
+    async fn with_sidecar_now<T>(
         &self,
         record: &mut BranchRecord,
         f: impl AsyncFnOnce(&mut Sidecar, &mut BranchRecord) -> Result<T>,
@@ -450,8 +475,11 @@ impl BranchSessions {
         Ok(self.store.list()?.iter().map(|r| self.info(r)).collect())
     }
 
-    /// Closes every running sidecar (the MCP server calls this when its client goes away).
+    /// Ends calls in flight, closes every running sidecar and waits until every sidecar tree
+    /// this process dropped is stopped. Every owner calls it before exiting (the MCP server
+    /// when its client goes away, the CLI after its command or on a signal).
     pub async fn shutdown(&self) {
+        self.closing.cancel();
         let slots: Vec<Slot> = {
             let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             live.drain().map(|(_, slot)| slot).collect()
@@ -461,5 +489,6 @@ impl BranchSessions {
                 let _ = sidecar.close().await;
             }
         }
+        crate::tree::stops_finished().await;
     }
 }

@@ -8,6 +8,8 @@
 //! leader is alive or a zombie, i.e. before it is reaped. `waitid(…, WNOWAIT)` waits for the
 //! leader's exit without reaping it; the reap comes last.
 
+pub mod tree;
+
 use std::io;
 use std::process::ExitStatus;
 use std::time::Duration;

@@ -73,18 +73,36 @@ fn branch_line(b: &BranchInfo) -> String {
     )
 }
 
+/// Runs one branch command; returns the exit code. On SIGINT/SIGTERM/SIGHUP the call is
+/// dropped and the sidecar's process tree stopped before `wujie` exits (128 + the signal).
 pub async fn run_branch(
     cmd: BranchCommand,
     json: bool,
     data_dir: &Path,
     observer: Arc<dyn BranchObserver>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<i32> {
     let sessions = BranchSessions::new(
         data_dir,
         SessionConfig::standard(data_dir),
         Lifetime::OneShot,
     )
     .with_observer(observer);
+    let outcome = tokio::select! {
+        done = run_command(cmd, json, &sessions) => done.map(|()| 0),
+        code = super::stop_signals::first_stop_signal() => {
+            eprintln!("wujie: stopping the branch's sidecar (signal {})", code - 128);
+            Ok(code)
+        }
+    };
+    sessions.shutdown().await;
+    outcome
+}
+
+async fn run_command(
+    cmd: BranchCommand,
+    json: bool,
+    sessions: &BranchSessions,
+) -> anyhow::Result<()> {
     match cmd {
         BranchCommand::Open {
             project,
