@@ -61,3 +61,21 @@ async fn an_answer_to_another_request_is_a_protocol_error_at_once() {
         .unwrap();
     assert!(gone_soon(sidecar), "the broken sidecar {sidecar} was kept");
 }
+
+#[tokio::test]
+async fn a_sidecar_that_forgets_the_real_id_is_told_where_to_find_it() {
+    let env = TestEnv::new();
+    env.install("forgetful", "bad");
+    let sessions = env.sessions(Lifetime::OneShot);
+    sessions.open(open(&env)).await.unwrap();
+    let first = sessions.prompt("p", "b", "one").await.unwrap();
+    assert!(first.session_id.starts_with("sess_"), "{first:?}");
+    // A new one-shot sidecar: its memory is empty, so its `ping` reports the label.
+    let err = sessions.prompt("p", "b", "two").await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CommondevError::Drift { .. }), "{text}");
+    assert!(
+        text.contains("WUJIE_RESUME_SESSION_ID") && text.contains("did not resume"),
+        "{text}"
+    );
+}
