@@ -202,13 +202,13 @@ pub enum CommondevError {
     #[error("runtime {0:?} is not understood; use \"local\" or \"ssh://[user@]host[:port]\"")]
     BadRuntime(String),
 
-    #[error(
-        "ssh to {target} failed{reason}. Wujie runs ssh with BatchMode=yes, so it never waits for a \
-         password: set up key-based login for this host (ssh-copy-id), then retry.\nssh said: {said}"
-    )]
-    SshLogin {
+    #[error("ssh to {target} failed: {what}. {fix}\nssh said: {said}")]
+    Ssh {
         target: String,
-        reason: String,
+        /// What went wrong, read from ssh's exit status and stderr.
+        what: String,
+        /// What to do about it.
+        fix: String,
         said: String,
     },
 

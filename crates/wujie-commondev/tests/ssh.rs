@@ -89,7 +89,7 @@ async fn ssh_without_key_login_fails_fast_and_says_so() {
     .expect("ssh hung instead of failing")
     .unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, CommondevError::SshLogin { .. }), "{text}");
+    assert!(matches!(err, CommondevError::Ssh { .. }), "{text}");
     assert!(
         text.contains("key")
             && text.contains("BatchMode=yes")

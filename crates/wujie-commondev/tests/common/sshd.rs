@@ -50,6 +50,11 @@ pub fn keygen(path: &Path) {
 }
 
 pub fn start_sshd(dir: &Path) -> Sshd {
+    start_sshd_with(dir, true)
+}
+
+/// `sftp: false` leaves out the sftp subsystem, as on a host without it.
+pub fn start_sshd_with(dir: &Path, sftp: bool) -> Sshd {
     keygen(&dir.join("host_key"));
     keygen(&dir.join("id_good"));
     keygen(&dir.join("id_other"));
@@ -67,8 +72,9 @@ pub fn start_sshd(dir: &Path) -> Sshd {
         format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nStrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             UsePAM no\nPermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\nLogLevel ERROR\n",
-            d = dir.display()
+             UsePAM no\nPermitRootLogin prohibit-password\n{subsystem}LogLevel ERROR\n",
+            d = dir.display(),
+            subsystem = if sftp { "Subsystem sftp internal-sftp\n" } else { "" }
         ),
     )
     .unwrap();
