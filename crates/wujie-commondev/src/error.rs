@@ -217,6 +217,12 @@ pub enum CommondevError {
     )]
     LlmOverSsh(String),
 
+    #[error(
+        "cannot report this branch's turns on issue {issue}: {detail}. Pass an existing issue \
+             key with --issue / `issue` (see `wujie issue list`), or open the branch without one."
+    )]
+    IssueUnusable { issue: String, detail: String },
+
     #[error("Wujie is shutting down: the call was stopped and the sidecar's process tree with it")]
     ShuttingDown,
 

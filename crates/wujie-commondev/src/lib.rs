@@ -22,6 +22,6 @@ pub mod tree;
 
 pub use error::CommondevError;
 pub use sessions::{
-    BranchInfo, BranchObserver, BranchSessions, CloseOutcome, Lifetime, OpenOutcome, OpenRequest,
-    PromptOutcome, SessionConfig, StateOutcome,
+    BranchInfo, BranchObserver, BranchSessions, CloseOutcome, IssueCheck, Lifetime, OpenOutcome,
+    OpenRequest, PromptOutcome, SessionConfig, StateOutcome,
 };

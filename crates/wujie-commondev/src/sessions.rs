@@ -4,11 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use wujie_protocol::sidecar_tools::{ToolCall, last_turn_tool_calls};
 
 use crate::error::{CommondevError, Result};
 use crate::llm::{self, LlmOverrides, LlmSettings};
@@ -27,10 +29,24 @@ pub enum Lifetime {
     OneShot,
 }
 
+/// What `BranchObserver::check_issue` answers: `Err` says why the issue cannot take turns.
+pub type IssueCheck<'a> =
+    Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'a>>;
+
 /// Hook for reporting a branch's conversation elsewhere (e.g. as a local run on its issue).
+/// For each prompt: `on_prompt`, then either `on_tool_calls` (branches with an issue only) and
+/// `on_reply`, or `on_failure`.
 pub trait BranchObserver: Send + Sync {
     fn on_prompt(&self, _branch: &BranchRecord, _text: &str) {}
+    /// The tool calls the backend's `state` shows for the turn that just answered.
+    fn on_tool_calls(&self, _branch: &BranchRecord, _calls: &[ToolCall]) {}
     fn on_reply(&self, _branch: &BranchRecord, _reply: &str) {}
+    /// The prompt failed (timeout, drift, broken contract, …); `error` is what the caller sees.
+    fn on_failure(&self, _branch: &BranchRecord, _error: &str) {}
+    /// Whether turns can be reported on `issue`; `open` refuses a branch whose issue cannot.
+    fn check_issue<'a>(&'a self, _issue: &'a str) -> IssueCheck<'a> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 struct NoObserver;
@@ -304,6 +320,14 @@ impl BranchSessions {
 
     async fn open_now(&self, request: OpenRequest) -> Result<OpenOutcome> {
         let label = branch_label(&request.project, &request.branch);
+        if let Some(issue) = &request.issue {
+            self.observer.check_issue(issue).await.map_err(|detail| {
+                CommondevError::IssueUnusable {
+                    issue: issue.clone(),
+                    detail,
+                }
+            })?;
+        }
         let runtime = Runtime::parse(request.runtime.as_deref().unwrap_or("local"))?;
         let workdir = match runtime {
             Runtime::Local => {
@@ -425,10 +449,22 @@ impl BranchSessions {
             .with_sidecar(&mut record, async |sidecar, record| {
                 let result = sidecar.prompt(text, &record.label).await?;
                 check_drift(record, "prompt", Some(&result.session_id))?;
+                if record.issue.is_some() {
+                    // The turn is reported with its tool calls; only `state` has them. A broken
+                    // `state` must not cost the caller the reply: the turn goes without them.
+                    match sidecar.state().await {
+                        Ok(state) => {
+                            check_drift(record, "state", state.session_id.as_deref())?;
+                            observer.on_tool_calls(record, &last_turn_tool_calls(&state.messages));
+                        }
+                        Err(error) => tracing::warn!(%error, "no tool calls for the turn's report"),
+                    }
+                }
                 observer.on_reply(record, &result.reply);
                 Ok(result.reply)
             })
-            .await?;
+            .await
+            .inspect_err(|error| self.observer.on_failure(&record, &error.to_string()))?;
         Ok(PromptOutcome {
             label: record.label.clone(),
             session_id: record.session_id().to_owned(),
