@@ -196,6 +196,13 @@ pub enum CommondevError {
         env: String,
     },
 
+    #[error(
+        "the model settings name {variable} as the variable holding the API key, but {variable} is \
+         not set. Set it in the environment Wujie runs in (or in the driver's `env`), or point \
+         api_key_env / WUJIE_LLM_API_KEY_ENV at the variable that holds the key."
+    )]
+    LlmKeyUnset { variable: String },
+
     #[error("invalid model settings in {}: {detail}", file.display())]
     LlmSettingsInvalid { file: PathBuf, detail: String },
 

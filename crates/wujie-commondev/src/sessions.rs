@@ -272,7 +272,13 @@ impl BranchSessions {
             wujie_protocol::driver::LlmConfig::None => None,
             config => {
                 let settings = LlmSettings::load(&settings_file, &self.config.llm_overrides)?;
-                llm::prepare(config, &settings, &settings_file, &branch_dir)?
+                llm::prepare(
+                    config,
+                    &settings,
+                    &settings_file,
+                    &branch_dir,
+                    &resolved.driver.env,
+                )?
             }
         };
         let session_name = format!("{}/{}", record.project, record.branch);

@@ -124,13 +124,18 @@ impl Drop for ProcessTree {
         let handle = tokio::runtime::Handle::try_current();
         match handle {
             Ok(handle) if !std::thread::panicking() => {
-                let mut tree = LastResort(child);
+                let mut tree = LastResort {
+                    child,
+                    remote,
+                    grace,
+                };
                 let task = handle.spawn(async move {
                     let mut report = TreeStop::default();
-                    if let Some(remote) = remote {
-                        stop_remote(&remote, grace, &mut report).await;
+                    if let Some(remote) = &tree.remote {
+                        stop_remote(remote, grace, &mut report).await;
+                        tree.remote = None;
                     }
-                    if let Some(child) = tree.0.as_mut() {
+                    if let Some(child) = tree.child.as_mut() {
                         stop_local(child, grace, &mut report).await;
                     }
                     if !report.verified() {
@@ -144,15 +149,18 @@ impl Drop for ProcessTree {
     }
 }
 
-/// Holds a child during a background stop; if that task is itself dropped unfinished (its
-/// runtime shut down), the group still gets a KILL while its leader is unreaped.
-struct LastResort(Option<Child>);
+/// Holds a tree during a background stop. If that task is dropped unfinished — its runtime
+/// shut down, as when the owner's main task panicked — what is left is stopped right away.
+struct LastResort {
+    child: Option<Child>,
+    remote: Option<RemoteGroup>,
+    grace: Duration,
+}
 
 impl Drop for LastResort {
     fn drop(&mut self) {
-        if let Some(child) = &self.0 {
-            wujie_process::signal_group(child, Signal::SIGKILL);
-        }
+        // A reaped child was stopped already; `stop_now` skips it.
+        stop_now(self.child.take(), self.remote.take(), self.grace);
     }
 }
 
