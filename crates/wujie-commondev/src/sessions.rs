@@ -128,6 +128,10 @@ pub struct OpenOutcome {
     pub resumed: bool,
     pub driver_file: PathBuf,
     pub driver_source: String,
+    /// The sidecar script that was started.
+    pub sidecar_script: PathBuf,
+    /// What the user should know about the driver chosen (see `ResolvedDriver::notes`).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -400,6 +404,8 @@ impl BranchSessions {
             resumed,
             driver_file: resolved.driver_file,
             driver_source: resolved.source.to_owned(),
+            sidecar_script: resolved.script,
+            notes: resolved.notes,
         })
     }
 

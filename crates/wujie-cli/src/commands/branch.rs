@@ -7,15 +7,19 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use wujie_commondev::{
-    BranchInfo, BranchObserver, BranchSessions, Lifetime, OpenRequest, SessionConfig,
+    BranchInfo, BranchObserver, BranchSessions, CommondevError, Lifetime, OpenRequest,
+    SessionConfig,
 };
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BranchCommand {
     /// Open a branch driven by an agent CLI (re-opening resumes its backend session).
     Open {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
         /// Driver name: `runtime/<agent-cli>/driver.json` (e.g. `pi`).
@@ -33,28 +37,43 @@ pub enum BranchCommand {
     },
     /// Send a prompt to the branch's agent and print its reply.
     Prompt {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
         text: String,
     },
     /// Print the branch's session id and messages.
     State {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
     },
     /// Close the branch (it can be opened again to resume).
     Close {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
     },
     /// List known branches.
     List,
+}
+
+/// A commondev error as one message: its text already contains its cause, which anyhow's
+/// `{:#}` would print a second time as the source.
+fn whole(error: CommondevError) -> anyhow::Error {
+    anyhow::Error::msg(error.to_string())
 }
 
 fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
@@ -121,7 +140,11 @@ async fn run_command(
                     issue,
                     runtime,
                 })
-                .await?;
+                .await
+                .map_err(whole)?;
+            for note in &opened.notes {
+                eprintln!("wujie: note: {note}");
+            }
             if json {
                 return print_json(&opened);
             }
@@ -132,20 +155,24 @@ async fn run_command(
                 opened.driver_file.display(),
                 opened.driver_source
             );
+            println!("sidecar {}", opened.sidecar_script.display());
         }
         BranchCommand::Prompt {
             project,
             branch,
             text,
         } => {
-            let reply = sessions.prompt(&project, &branch, &text).await?;
+            let reply = sessions
+                .prompt(&project, &branch, &text)
+                .await
+                .map_err(whole)?;
             if json {
                 return print_json(&reply);
             }
             println!("{}", reply.reply);
         }
         BranchCommand::State { project, branch } => {
-            let state = sessions.state(&project, &branch).await?;
+            let state = sessions.state(&project, &branch).await.map_err(whole)?;
             if json {
                 return print_json(&state);
             }
@@ -160,14 +187,14 @@ async fn run_command(
             }
         }
         BranchCommand::Close { project, branch } => {
-            let closed = sessions.close(&project, &branch).await?;
+            let closed = sessions.close(&project, &branch).await.map_err(whole)?;
             if json {
                 return print_json(&closed);
             }
             println!("closed {} (session {})", closed.label, closed.session_id);
         }
         BranchCommand::List => {
-            let branches = sessions.list()?;
+            let branches = sessions.list().map_err(whole)?;
             if json {
                 return print_json(&serde_json::json!({ "branches": branches }));
             }
