@@ -83,6 +83,18 @@ pub enum CommondevError {
     )]
     NodeNotFound { looked: Vec<Looked> },
 
+    #[error(
+        "the agent CLI that driver {} declares is not there:{}\nFix: point `cliPath` at the CLI on \
+         that machine in the local override {} (copy the driver.json there first if it is not \
+         that file; the override comes first in the lookup chain).",
+        driver_file.display(), list(looked), override_file.display()
+    )]
+    CliNotFound {
+        looked: Vec<Looked>,
+        driver_file: PathBuf,
+        override_file: PathBuf,
+    },
+
     #[error("agent CLI name {0:?} is not a plain directory name (letters, digits, `-`, `_`, `.`)")]
     BadCliName(String),
 

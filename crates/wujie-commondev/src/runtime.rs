@@ -178,6 +178,11 @@ pub fn local_command(
         .driver
         .expand(&values)
         .map_err(driver_error(resolved))?;
+    if let Some(cli) = &expanded.cli_path
+        && !Path::new(cli).is_file()
+    {
+        return Err(cli_missing(resolved, launch, cli, "this machine"));
+    }
     let session_dir = launch.branch_dir.join(session_dir_name(resolved));
     std::fs::create_dir_all(&session_dir).map_err(|source| CommondevError::Io {
         what: "could not create the session directory",
@@ -203,6 +208,31 @@ pub fn local_command(
         stderr_log: launch.branch_dir.join("sidecar.log"),
         remote_group: None,
     })
+}
+
+/// The declared CLI is not where `cliPath` says: name the place, where it was declared, and
+/// the file to edit (the local override, first in the lookup chain).
+fn cli_missing(
+    resolved: &ResolvedDriver,
+    launch: &BranchLaunch<'_>,
+    cli: &str,
+    host: &str,
+) -> CommondevError {
+    CommondevError::CliNotFound {
+        looked: vec![Looked {
+            place: format!(
+                "{cli} (`cliPath` in {}, on {host})",
+                resolved.driver_file.display()
+            ),
+            found: "missing".into(),
+        }],
+        override_file: launch
+            .data_dir
+            .join("runtime")
+            .join(&resolved.cli)
+            .join("driver.json"),
+        driver_file: resolved.driver_file.clone(),
+    }
 }
 
 fn find_local_node(
@@ -519,6 +549,11 @@ pub async fn ssh_command(
         .driver
         .expand(&values)
         .map_err(driver_error(resolved))?;
+    if let Some(cli) = &expanded.cli_path
+        && !remote(target, settings, format!("test -f {}", shell_quote(cli))).await?
+    {
+        return Err(cli_missing(resolved, launch, cli, &target.destination));
+    }
     let branch_dir = format!("{}/branches/{}", settings.remote_root(), launch.label);
     let session_dir = format!("{branch_dir}/{}", session_dir_name(resolved));
     let mut env = generic_env(
