@@ -83,3 +83,28 @@ async fn a_host_without_scp_or_sftp_is_named() {
     assert!(text.contains("sftp") && text.contains("scp"), "{text}");
     assert!(!text.contains("ssh-copy-id"), "{text}");
 }
+
+#[tokio::test]
+async fn a_declared_cli_path_missing_on_the_host_is_named() {
+    if !sshd_available() {
+        return;
+    }
+    let mut env = TestEnv::new();
+    let sshd = start_sshd(&env.home.path().join("sshd").tap_mkdir());
+    env.runtime = ssh_settings(&sshd, "id_good", &env.home.path().join("remote"));
+    let dir = env.install("alpha", "agent");
+    let missing = env.home.path().join("not/on/the/host/cli.mjs");
+    let mut driver: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("driver.json")).unwrap()).unwrap();
+    driver["cliPath"] = missing.display().to_string().into();
+    std::fs::write(dir.join("driver.json"), driver.to_string()).unwrap();
+    let sessions = env.sessions(Lifetime::OneShot);
+    let err = sessions.open(request(&env, &sshd, "p")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CommondevError::CliNotFound { .. }), "{text}");
+    let host = format!("on {}@127.0.0.1", common::sshd::user());
+    assert!(
+        text.contains(&missing.display().to_string()) && text.contains(&host),
+        "{text}"
+    );
+}
