@@ -82,6 +82,57 @@ fn open_branch(env: &Env) {
 }
 
 #[test]
+fn a_prompt_stopped_by_a_signal_is_reported_on_its_issue() {
+    let env = Env::new();
+    hanging_driver(&env);
+    let key = env.create_issue("delegated");
+    env.ok(&[
+        "branch",
+        "open",
+        "--project",
+        "p",
+        "--branch",
+        "b",
+        "--agent-cli",
+        "hangs",
+        "--workdir",
+        env.work.path().to_str().unwrap(),
+        "--issue",
+        &key,
+    ]);
+    let mut child = env
+        .cmd()
+        .args([
+            "branch",
+            "prompt",
+            "--project",
+            "p",
+            "--branch",
+            "b",
+            "work",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    read_pid(&pid_file(&env, "grandchild.pid"));
+    assert!(signal_pid(child.id() as i32, Signal::SIGTERM));
+    wait_exit(&mut child, "wujie branch prompt to exit");
+    assert_tree_gone(&env);
+    let issue = env.issue(&key);
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "failed", "{issue}");
+    assert_eq!(run["messages"][0]["content"], "work", "{run}");
+    let last = run["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("stopped before the agent answered"),
+        "{run}"
+    );
+}
+
+#[test]
 fn a_signal_to_branch_prompt_stops_the_tree() {
     for (signal, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
         let env = Env::new();

@@ -178,6 +178,26 @@ impl std::fmt::Debug for BranchSessions {
     }
 }
 
+/// A prompt whose future is dropped before it ended — its caller went away: a signal, a
+/// cancelled MCP call — still ends for the observer, as a failure.
+struct UnfinishedTurn<'a> {
+    observer: &'a dyn BranchObserver,
+    /// `None` once the turn ended normally.
+    record: Option<BranchRecord>,
+}
+
+impl Drop for UnfinishedTurn<'_> {
+    fn drop(&mut self) {
+        if let Some(record) = &self.record {
+            self.observer.on_failure(
+                record,
+                "stopped before the agent answered: the caller went away (a signal, a cancelled \
+                 call or shutdown), and the branch's sidecar was stopped with it",
+            );
+        }
+    }
+}
+
 /// How a reported session id compares with what the branch knows.
 fn check_drift(record: &mut BranchRecord, method: &str, reported: Option<&str>) -> Result<bool> {
     let Some(reported) = reported.filter(|r| !r.is_empty()) else {
@@ -456,8 +476,12 @@ impl BranchSessions {
     pub async fn prompt(&self, project: &str, branch: &str, text: &str) -> Result<PromptOutcome> {
         let mut record = self.existing(project, branch)?;
         self.observer.on_prompt(&record, text);
+        let mut unfinished = UnfinishedTurn {
+            observer: &*self.observer,
+            record: Some(record.clone()),
+        };
         let observer = self.observer.clone();
-        let reply = self
+        let outcome = self
             .with_sidecar(&mut record, async |sidecar, record| {
                 let result = sidecar.prompt(text, &record.label).await?;
                 check_drift(record, "prompt", Some(&result.session_id))?;
@@ -475,8 +499,11 @@ impl BranchSessions {
                 observer.on_reply(record, &result.reply);
                 Ok(result.reply)
             })
-            .await
-            .inspect_err(|error| self.observer.on_failure(&record, &error.to_string()))?;
+            .await;
+        // The observer has heard how the turn ended (`on_reply` ran inside, `on_failure` next).
+        unfinished.record = None;
+        let reply =
+            outcome.inspect_err(|error| self.observer.on_failure(&record, &error.to_string()))?;
         Ok(PromptOutcome {
             label: record.label.clone(),
             session_id: record.session_id().to_owned(),

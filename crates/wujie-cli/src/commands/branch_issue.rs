@@ -82,12 +82,16 @@ impl TurnDelivery {
 impl IssueTurns {
     fn finish_turn(&self, branch: &BranchRecord, outcome: TurnOutcome) {
         let Some(issue) = &branch.issue else { return };
-        let (prompt, tool_calls) = self
+        // A turn ends once: a late failure (the caller went away while the sidecar closed
+        // after replying) finds nothing pending and reports nothing.
+        let Some((prompt, tool_calls)) = self
             .pending
             .lock()
             .expect("turns lock")
             .remove(&branch.label)
-            .unwrap_or_default();
+        else {
+            return;
+        };
         let turn = Turn {
             issue: issue.clone(),
             agent_cli: branch.agent_cli.clone(),
