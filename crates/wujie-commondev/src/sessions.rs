@@ -458,7 +458,7 @@ impl BranchSessions {
         // Persist what was learnt (a newly known real id) even if the call failed afterwards.
         self.store.save(record)?;
         match (self.lifetime, &result) {
-            // A drifted or broken sidecar is not kept: dropping it kills its process group.
+            // A drifted or broken sidecar is not kept: its whole tree is stopped.
             (Lifetime::KeepAlive, Ok(_)) => *guard = Some(sidecar),
             (Lifetime::KeepAlive, Err(_)) => {
                 sidecar.kill_tree().await;
