@@ -6,6 +6,8 @@ use std::time::Duration;
 use wujie_protocol::driver::DriverError;
 use wujie_protocol::sidecar::{ResultError, RpcError};
 
+use crate::tree::TreeStop;
+
 /// One place a lookup looked at, and what it found there.
 #[derive(Debug, Clone)]
 pub struct Looked {
@@ -81,6 +83,18 @@ pub enum CommondevError {
     )]
     NodeNotFound { looked: Vec<Looked> },
 
+    #[error(
+        "the agent CLI that driver {} declares is not there:{}\nFix: point `cliPath` at the CLI on \
+         that machine in the local override {} (copy the driver.json there first if it is not \
+         that file; the override comes first in the lookup chain).",
+        driver_file.display(), list(looked), override_file.display()
+    )]
+    CliNotFound {
+        looked: Vec<Looked>,
+        driver_file: PathBuf,
+        override_file: PathBuf,
+    },
+
     #[error("agent CLI name {0:?} is not a plain directory name (letters, digits, `-`, `_`, `.`)")]
     BadCliName(String),
 
@@ -97,22 +111,20 @@ pub enum CommondevError {
         source: std::io::Error,
     },
 
-    #[error(
-        "sidecar did not answer `ping` within {after:?} (driver {driver}); its process tree was killed{stderr}"
-    )]
+    #[error("sidecar did not answer `ping` within {after:?} (driver {driver}); {stopped}{stderr}")]
     PingTimeout {
         after: Duration,
         driver: String,
         stderr: StderrTail,
+        stopped: Box<TreeStop>,
     },
 
-    #[error(
-        "sidecar did not answer `{method}` within {after:?}; its process tree was killed{stderr}"
-    )]
+    #[error("sidecar did not answer `{method}` within {after:?}; {stopped}{stderr}")]
     CallTimeout {
         method: String,
         after: Duration,
         stderr: StderrTail,
+        stopped: Box<TreeStop>,
     },
 
     #[error("sidecar exited before answering `{method}` ({status}){stderr}")]
@@ -144,8 +156,13 @@ pub enum CommondevError {
 
     #[error(
         "SESSION DRIFT on branch {label}: Wujie resumes backend session {expected:?} but the sidecar \
-         reported {reported:?} after `{method}`. The sidecar silently switched sessions; refusing to \
-         continue. Fix the sidecar so that it resumes only the real session id it was given."
+         reported {reported:?} after `{method}`{}. The sidecar silently switched sessions; refusing to \
+         continue. Fix the sidecar so that it resumes only the real session id it was given: Wujie \
+         hands it over in the environment variable WUJIE_RESUME_SESSION_ID each time it starts the \
+         sidecar (every one-shot `wujie branch` command starts a new one, so an id kept only in \
+         the sidecar's memory is gone by the next call); resume that id and report it from `ping` \
+         and `prompt` (see runtime/README.md, \"Session ids\").",
+        if reported == label { " — the branch label, so it did not resume" } else { "" }
     )]
     Drift {
         label: String,
@@ -191,19 +208,26 @@ pub enum CommondevError {
         env: String,
     },
 
+    #[error(
+        "the model settings name {variable} as the variable holding the API key, but {variable} is \
+         not set. Set it in the environment Wujie runs in (or in the driver's `env`), or point \
+         api_key_env / WUJIE_LLM_API_KEY_ENV at the variable that holds the key."
+    )]
+    LlmKeyUnset { variable: String },
+
     #[error("invalid model settings in {}: {detail}", file.display())]
     LlmSettingsInvalid { file: PathBuf, detail: String },
 
     #[error("runtime {0:?} is not understood; use \"local\" or \"ssh://[user@]host[:port]\"")]
     BadRuntime(String),
 
-    #[error(
-        "ssh to {target} failed{reason}. Wujie runs ssh with BatchMode=yes, so it never waits for a \
-         password: set up key-based login for this host (ssh-copy-id), then retry.\nssh said: {said}"
-    )]
-    SshLogin {
+    #[error("ssh to {target} failed: {what}. {fix}\nssh said: {said}")]
+    Ssh {
         target: String,
-        reason: String,
+        /// What went wrong, read from ssh's exit status and stderr.
+        what: String,
+        /// What to do about it.
+        fix: String,
         said: String,
     },
 
@@ -211,6 +235,15 @@ pub enum CommondevError {
         "llmConfig {0} needs local files and is not supported over ssh yet; use a driver with llmConfig \"none\" on the remote host"
     )]
     LlmOverSsh(String),
+
+    #[error(
+        "cannot report this branch's turns on issue {issue}: {detail}. Pass an existing issue \
+             key with --issue / `issue` (see `wujie issue list`), or open the branch without one."
+    )]
+    IssueUnusable { issue: String, detail: String },
+
+    #[error("Wujie is shutting down: the call was stopped and the sidecar's process tree with it")]
+    ShuttingDown,
 
     #[error("stored branch record {} is unreadable: {detail}", path.display())]
     BadRecord { path: PathBuf, detail: String },

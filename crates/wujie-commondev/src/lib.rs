@@ -2,6 +2,7 @@
 //!
 //! - [`registry`]: the driver lookup chain (`runtime/<cli>/driver.json` + sidecar script).
 //! - [`sidecar`]: a running sidecar (process group, JSON-RPC, timeouts, tree kill).
+//! - [`tree`]: a sidecar's process tree (local and remote) and how it is stopped.
 //! - [`runtime`]: local or ssh command lines for a sidecar.
 //! - [`llm`]: Wujie's model settings and the `llmConfig` writers.
 //! - [`store`]: persisted branch records.
@@ -17,9 +18,10 @@ pub mod runtime;
 pub mod sessions;
 pub mod sidecar;
 pub mod store;
+pub mod tree;
 
 pub use error::CommondevError;
 pub use sessions::{
-    BranchInfo, BranchObserver, BranchSessions, CloseOutcome, Lifetime, OpenOutcome, OpenRequest,
-    PromptOutcome, SessionConfig, StateOutcome,
+    BranchInfo, BranchObserver, BranchSessions, CloseOutcome, IssueCheck, Lifetime, OpenOutcome,
+    OpenRequest, PromptOutcome, SessionConfig, StateOutcome,
 };

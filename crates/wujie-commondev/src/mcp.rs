@@ -10,6 +10,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use crate::sessions::{BranchSessions, OpenRequest};
 
@@ -59,7 +60,22 @@ impl std::fmt::Debug for CommondevServer {
     }
 }
 
-fn answer<T: Serialize>(result: crate::error::Result<T>) -> CallToolResult {
+/// Runs a tool call until it finishes or the client cancels it (`notifications/cancelled`, or
+/// the connection ends): dropping the call drops the sidecar it holds, which stops that
+/// sidecar's process tree (the branch's next call starts a fresh one on the same session).
+async fn answer<T: Serialize>(
+    ct: CancellationToken,
+    call: impl Future<Output = crate::error::Result<T>>,
+) -> CallToolResult {
+    let result = tokio::select! {
+        result = call => result,
+        () = ct.cancelled() => {
+            return CallToolResult::error(vec![ContentBlock::text(
+                serde_json::json!({"ok": false, "error": "cancelled by the client; the branch's sidecar was stopped"})
+                    .to_string(),
+            )]);
+        }
+    };
     match result {
         Ok(value) => CallToolResult::success(vec![ContentBlock::text(
             serde_json::to_string(&value).unwrap_or_default(),
@@ -85,56 +101,61 @@ impl CommondevServer {
     async fn commondev_branch_open(
         &self,
         Parameters(args): Parameters<OpenArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
         answer(
-            self.sessions
-                .open(OpenRequest {
-                    project: args.project,
-                    branch: args.branch,
-                    agent_cli: args.agent_cli,
-                    workdir: PathBuf::from(args.workdir),
-                    issue: args.issue,
-                    runtime: args.runtime,
-                })
-                .await,
+            ct,
+            self.sessions.open(OpenRequest {
+                project: args.project,
+                branch: args.branch,
+                agent_cli: args.agent_cli,
+                workdir: PathBuf::from(args.workdir),
+                issue: args.issue,
+                runtime: args.runtime,
+            }),
         )
+        .await
     }
 
     #[tool(description = "Send a prompt to the branch's agent session and return its reply.")]
     async fn commondev_branch_prompt(
         &self,
         Parameters(args): Parameters<PromptArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
         answer(
+            ct,
             self.sessions
-                .prompt(&args.project, &args.branch, &args.text)
-                .await,
+                .prompt(&args.project, &args.branch, &args.text),
         )
+        .await
     }
 
     #[tool(description = "Return the branch's session id and its messages.")]
     async fn commondev_branch_state(
         &self,
         Parameters(args): Parameters<BranchArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
-        answer(self.sessions.state(&args.project, &args.branch).await)
+        answer(ct, self.sessions.state(&args.project, &args.branch)).await
     }
 
     #[tool(description = "Close the branch's sidecar; the branch can be opened again to resume.")]
     async fn commondev_branch_close(
         &self,
         Parameters(args): Parameters<BranchArgs>,
+        ct: CancellationToken,
     ) -> CallToolResult {
-        answer(self.sessions.close(&args.project, &args.branch).await)
+        answer(ct, self.sessions.close(&args.project, &args.branch)).await
     }
 
     #[tool(description = "List known branches with their session ids and status.")]
     async fn commondev_branch_list(&self) -> CallToolResult {
-        answer(
-            self.sessions
-                .list()
-                .map(|branches| serde_json::json!({"branches": branches})),
-        )
+        let list = self
+            .sessions
+            .list()
+            .map(|branches| serde_json::json!({"branches": branches}));
+        answer(CancellationToken::new(), std::future::ready(list)).await
     }
 }
 

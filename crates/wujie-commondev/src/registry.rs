@@ -79,6 +79,9 @@ pub struct ResolvedDriver {
     pub script: PathBuf,
     /// Which link of the chain it came from, for reports.
     pub source: &'static str,
+    /// What the user should know about this choice: a script taken from a later link of the
+    /// chain, a `name` that differs from the directory.
+    pub notes: Vec<String>,
 }
 
 enum Candidate {
@@ -190,8 +193,17 @@ impl DriverLocations {
                 file: driver_file.clone(),
                 source,
             })?;
-            let script =
+            let (script, script_note) =
                 self.find_script(&dir, &driver, &driver_file, &candidates[position + 1..])?;
+            let mut notes: Vec<String> = script_note.into_iter().collect();
+            if driver.name != cli {
+                notes.push(format!(
+                    "{} says \"name\": {:?}, but it is the driver of agent CLI {cli:?} (its \
+                     directory); set \"name\" to {cli:?} so the two agree",
+                    driver_file.display(),
+                    driver.name
+                ));
+            }
             return Ok(ResolvedDriver {
                 cli: cli.to_owned(),
                 driver,
@@ -199,6 +211,7 @@ impl DriverLocations {
                 plugin_dir: dir,
                 script,
                 source,
+                notes,
             });
         }
         Err(CommondevError::DriverNotFound {
@@ -214,11 +227,11 @@ impl DriverLocations {
         driver: &Driver,
         driver_file: &Path,
         later: &[Candidate],
-    ) -> Result<PathBuf> {
+    ) -> Result<(PathBuf, Option<String>)> {
         let mut looked = Vec::new();
         let own = driver_dir.join(&driver.script);
         if own.is_file() {
-            return Ok(own);
+            return Ok((own, None));
         }
         looked.push(Looked {
             place: own.display().to_string(),
@@ -232,7 +245,14 @@ impl DriverLocations {
             };
             let path = dir.join(&driver.script);
             if path.is_file() {
-                return Ok(path);
+                let note = format!(
+                    "{} has no {} beside it: using the sidecar script {} ({})",
+                    driver_file.display(),
+                    driver.script,
+                    path.display(),
+                    self.describe(candidate)
+                );
+                return Ok((path, Some(note)));
             }
             looked.push(Looked {
                 place: path.display().to_string(),

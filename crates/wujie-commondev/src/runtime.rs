@@ -16,6 +16,7 @@ use wujie_protocol::driver::{NodeChoice, PlaceholderValues};
 use crate::error::{CommondevError, Looked, Result};
 use crate::registry::ResolvedDriver;
 use crate::sidecar::SidecarCommand;
+use crate::tree::RemoteGroup;
 
 /// How a branch selects where its sidecar runs: `"local"` (default) or
 /// `"ssh://[user@]host[:port]"`.
@@ -177,6 +178,11 @@ pub fn local_command(
         .driver
         .expand(&values)
         .map_err(driver_error(resolved))?;
+    if let Some(cli) = &expanded.cli_path
+        && !Path::new(cli).is_file()
+    {
+        return Err(cli_missing(resolved, launch, cli, "this machine"));
+    }
     let session_dir = launch.branch_dir.join(session_dir_name(resolved));
     std::fs::create_dir_all(&session_dir).map_err(|source| CommondevError::Io {
         what: "could not create the session directory",
@@ -200,7 +206,33 @@ pub fn local_command(
         env,
         cwd: Some(launch.workdir.to_path_buf()),
         stderr_log: launch.branch_dir.join("sidecar.log"),
+        remote_group: None,
     })
+}
+
+/// The declared CLI is not where `cliPath` says: name the place, where it was declared, and
+/// the file to edit (the local override, first in the lookup chain).
+fn cli_missing(
+    resolved: &ResolvedDriver,
+    launch: &BranchLaunch<'_>,
+    cli: &str,
+    host: &str,
+) -> CommondevError {
+    CommondevError::CliNotFound {
+        looked: vec![Looked {
+            place: format!(
+                "{cli} (`cliPath` in {}, on {host})",
+                resolved.driver_file.display()
+            ),
+            found: "missing".into(),
+        }],
+        override_file: launch
+            .data_dir
+            .join("runtime")
+            .join(&resolved.cli)
+            .join("driver.json"),
+        driver_file: resolved.driver_file.clone(),
+    }
 }
 
 fn find_local_node(
@@ -293,29 +325,101 @@ async fn run_quick(program: &str, args: &[String]) -> Result<std::process::Outpu
             program: program.into(),
             source,
         }),
-        Err(_) => Err(CommondevError::SshLogin {
+        Err(_) => Err(CommondevError::Ssh {
             target: args.last().cloned().unwrap_or_default(),
-            reason: " (no answer within 60 s)".into(),
+            what: format!("{program} got no answer within 60 s"),
+            fix: "Check that the host is reachable and its sshd responds.".into(),
             said: String::new(),
         }),
     }
 }
 
-fn login_error(target: &SshTarget, output: &std::process::Output) -> CommondevError {
+/// Which step failed, for telling a missing scp apart from a refused login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SshStep {
+    Command,
+    Copy,
+}
+
+/// Reads what went wrong from ssh's (or scp's) stderr and gives the fix for it.
+fn ssh_failure(target: &SshTarget, step: SshStep, output: &std::process::Output) -> CommondevError {
     let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    let reason = if said.contains("Permission denied") {
-        ": the host refused key authentication".to_owned()
+    let port = target.port.unwrap_or(22);
+    let host = target.destination.rsplit('@').next().unwrap_or_default();
+    let has = |needle: &str| said.contains(needle);
+    let (what, fix) = if has("Host key verification failed")
+        || has("No ED25519 host key")
+        || has("No RSA host key")
+        || has("No ECDSA host key")
+        || has("REMOTE HOST IDENTIFICATION HAS CHANGED")
+    {
+        (
+            "the host's key is not in known_hosts (or does not match it)".to_owned(),
+            format!(
+                "Wujie runs ssh with BatchMode=yes, so it cannot ask to trust a new host key: add \
+                 it to known_hosts first (connect once by hand with `ssh -p {port} {}`, or \
+                 `ssh-keyscan -p {port} {host} >> ~/.ssh/known_hosts` after checking the \
+                 fingerprint), then retry.",
+                target.destination
+            ),
+        )
+    } else if has("Connection refused") {
+        (
+            format!("nothing accepted the connection on port {port}"),
+            format!(
+                "Check that sshd is running on {host} and listening on port {port} (give the \
+                 port as ssh://{}:PORT).",
+                target.destination
+            ),
+        )
+    } else if has("Could not resolve hostname") || has("Name or service not known") {
+        (
+            format!("the host name {host:?} does not resolve"),
+            "Check the host name in the runtime (ssh://[user@]host[:port]).".to_owned(),
+        )
+    } else if has("Connection timed out") || has("No route to host") {
+        (
+            format!("{host} port {port} could not be reached"),
+            "Check the network path and any firewall between here and the host.".to_owned(),
+        )
+    } else if has("Permission denied") {
+        (
+            "the host refused key authentication".to_owned(),
+            "Wujie runs ssh with BatchMode=yes, so it never waits for a password: set up \
+             key-based login for this host (ssh-copy-id), then retry."
+                .to_owned(),
+        )
+    } else if step == SshStep::Copy
+        && (has("subsystem request failed")
+            || has("scp: command not found")
+            || has("scp: not found")
+            || has("Connection closed"))
+    {
+        (
+            "the sidecar could not be copied: the host offers neither an sftp subsystem nor an \
+             scp program"
+                .to_owned(),
+            "Install scp / the sftp server on the host (e.g. the openssh-sftp-server package) or \
+             enable `Subsystem sftp` in its sshd_config, then retry."
+                .to_owned(),
+        )
     } else {
-        format!(" ({})", output.status)
+        let program = if step == SshStep::Copy { "scp" } else { "ssh" };
+        (
+            format!("{program} exited with {}", output.status),
+            "See what ssh said below.".to_owned(),
+        )
     };
-    CommondevError::SshLogin {
+    CommondevError::Ssh {
         target: target.destination.clone(),
-        reason,
+        what,
+        fix,
         said,
     }
 }
 
-/// Runs one command on the host; exit status 255 (ssh's own failure) becomes a login error.
+/// Runs one command on the host; exit status 255 (ssh's own failure) becomes an error that
+/// says what failed.
 async fn remote(target: &SshTarget, settings: &RuntimeSettings, command: String) -> Result<bool> {
     let mut args = ssh_base(target, settings);
     args.push(target.destination.clone());
@@ -324,7 +428,7 @@ async fn remote(target: &SshTarget, settings: &RuntimeSettings, command: String)
     let output = run_quick("ssh", &args).await?;
     match output.status.code() {
         Some(0) => Ok(true),
-        Some(255) | None => Err(login_error(target, &output)),
+        Some(255) | None => Err(ssh_failure(target, SshStep::Command, &output)),
         Some(_) => Ok(false),
     }
 }
@@ -384,9 +488,12 @@ pub async fn push_sidecar(
         return Ok((dir, script));
     }
     if !remote(target, settings, format!("mkdir -p {}", shell_quote(&dir))).await? {
-        return Err(CommondevError::SshLogin {
+        return Err(CommondevError::Ssh {
             target: target.destination.clone(),
-            reason: format!(": could not create {dir} on the host"),
+            what: format!("could not create {dir} on the host"),
+            fix: "Check that the remote root (WUJIE_SSH_REMOTE_ROOT, default \
+                  .wujie/commondev in the remote home) is writable."
+                .to_owned(),
             said: String::new(),
         });
     }
@@ -400,10 +507,21 @@ pub async fn push_sidecar(
     args.push(format!("{}:{dir}/", target.destination));
     let copied = run_quick("scp", &args).await?;
     if !copied.status.success() {
-        return Err(login_error(target, &copied));
+        return Err(ssh_failure(target, SshStep::Copy, &copied));
     }
     remote(target, settings, format!("touch {marker}")).await?;
     Ok((dir, script))
+}
+
+/// Unique per launch on any host: this process's id, a counter and the time.
+fn launch_nonce() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{}-{n}-{nanos:x}", std::process::id())
 }
 
 /// Builds the command that runs a sidecar on `target` through ssh: the environment is passed
@@ -431,6 +549,11 @@ pub async fn ssh_command(
         .driver
         .expand(&values)
         .map_err(driver_error(resolved))?;
+    if let Some(cli) = &expanded.cli_path
+        && !remote(target, settings, format!("test -f {}", shell_quote(cli))).await?
+    {
+        return Err(cli_missing(resolved, launch, cli, &target.destination));
+    }
     let branch_dir = format!("{}/branches/{}", settings.remote_root(), launch.label);
     let session_dir = format!("{branch_dir}/{}", session_dir_name(resolved));
     let mut env = generic_env(
@@ -446,9 +569,15 @@ pub async fn ssh_command(
         NodeChoice::Auto => "node".to_owned(),
         NodeChoice::Path(path) => path.clone(),
     };
+    // sshd starts the command in a session of its own, so the shell's pid — kept by `exec` for
+    // the sidecar — is the group id of everything the sidecar starts there. It is written to a
+    // file of this launch, so that a second ssh command can stop that group: killing the local
+    // ssh client only closes the channel, and the remote processes would run on.
+    let pid_file = format!("{branch_dir}/sidecar-{}.pgid", launch_nonce());
     let mut remote = format!(
-        "mkdir -p {} && cd {} && exec env",
+        "mkdir -p {} && echo $$ > {} && cd {} && exec env",
         shell_quote(&session_dir),
+        shell_quote(&pid_file),
         shell_quote(&launch.workdir.display().to_string())
     );
     for (key, value) in &env {
@@ -459,16 +588,23 @@ pub async fn ssh_command(
         remote.push(' ');
         remote.push_str(&shell_quote(word));
     }
-    let mut args = ssh_base(target, settings);
-    args.push(target.destination.clone());
+    let mut ssh_args = ssh_base(target, settings);
+    ssh_args.push(target.destination.clone());
+    let mut args = ssh_args.clone();
     args.push("--".into());
-    args.push(remote);
+    // Run by sh (whatever the remote login shell is), which `exec` turns into the sidecar.
+    args.push(format!("exec sh -c {}", shell_quote(&remote)));
     Ok(SidecarCommand {
         program: PathBuf::from("ssh"),
         args,
         env: BTreeMap::new(),
         cwd: None,
         stderr_log: launch.branch_dir.join("sidecar.log"),
+        remote_group: Some(RemoteGroup {
+            ssh_args,
+            host: target.destination.clone(),
+            pid_file,
+        }),
     })
 }
 

@@ -4,10 +4,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use wujie_protocol::sidecar_tools::{ToolCall, last_turn_tool_calls};
 
 use crate::error::{CommondevError, Result};
 use crate::llm::{self, LlmOverrides, LlmSettings};
@@ -26,10 +29,24 @@ pub enum Lifetime {
     OneShot,
 }
 
+/// What `BranchObserver::check_issue` answers: `Err` says why the issue cannot take turns.
+pub type IssueCheck<'a> =
+    Pin<Box<dyn Future<Output = std::result::Result<(), String>> + Send + 'a>>;
+
 /// Hook for reporting a branch's conversation elsewhere (e.g. as a local run on its issue).
+/// For each prompt: `on_prompt`, then either `on_tool_calls` (branches with an issue only) and
+/// `on_reply`, or `on_failure`.
 pub trait BranchObserver: Send + Sync {
     fn on_prompt(&self, _branch: &BranchRecord, _text: &str) {}
+    /// The tool calls the backend's `state` shows for the turn that just answered.
+    fn on_tool_calls(&self, _branch: &BranchRecord, _calls: &[ToolCall]) {}
     fn on_reply(&self, _branch: &BranchRecord, _reply: &str) {}
+    /// The prompt failed (timeout, drift, broken contract, …); `error` is what the caller sees.
+    fn on_failure(&self, _branch: &BranchRecord, _error: &str) {}
+    /// Whether turns can be reported on `issue`; `open` refuses a branch whose issue cannot.
+    fn check_issue<'a>(&'a self, _issue: &'a str) -> IssueCheck<'a> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 struct NoObserver;
@@ -111,6 +128,10 @@ pub struct OpenOutcome {
     pub resumed: bool,
     pub driver_file: PathBuf,
     pub driver_source: String,
+    /// The sidecar script that was started.
+    pub sidecar_script: PathBuf,
+    /// What the user should know about the driver chosen (see `ResolvedDriver::notes`).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -144,6 +165,8 @@ pub struct BranchSessions {
     lifetime: Lifetime,
     observer: Arc<dyn BranchObserver>,
     live: std::sync::Mutex<HashMap<String, Slot>>,
+    /// Cancelled by `shutdown`: calls in flight end at once (their trees are stopped).
+    closing: CancellationToken,
 }
 
 impl std::fmt::Debug for BranchSessions {
@@ -152,6 +175,26 @@ impl std::fmt::Debug for BranchSessions {
             .field("root", &self.dirs.root())
             .field("lifetime", &self.lifetime)
             .finish_non_exhaustive()
+    }
+}
+
+/// A prompt whose future is dropped before it ended — its caller went away: a signal, a
+/// cancelled MCP call — still ends for the observer, as a failure.
+struct UnfinishedTurn<'a> {
+    observer: &'a dyn BranchObserver,
+    /// `None` once the turn ended normally.
+    record: Option<BranchRecord>,
+}
+
+impl Drop for UnfinishedTurn<'_> {
+    fn drop(&mut self) {
+        if let Some(record) = &self.record {
+            self.observer.on_failure(
+                record,
+                "stopped before the agent answered: the caller went away (a signal, a cancelled \
+                 call or shutdown), and the branch's sidecar was stopped with it",
+            );
+        }
     }
 }
 
@@ -187,6 +230,7 @@ impl BranchSessions {
             lifetime,
             observer: Arc::new(NoObserver),
             live: std::sync::Mutex::new(HashMap::new()),
+            closing: CancellationToken::new(),
         }
     }
 
@@ -252,7 +296,13 @@ impl BranchSessions {
             wujie_protocol::driver::LlmConfig::None => None,
             config => {
                 let settings = LlmSettings::load(&settings_file, &self.config.llm_overrides)?;
-                llm::prepare(config, &settings, &settings_file, &branch_dir)?
+                llm::prepare(
+                    config,
+                    &settings,
+                    &settings_file,
+                    &branch_dir,
+                    &resolved.driver.env,
+                )?
             }
         };
         let session_name = format!("{}/{}", record.project, record.branch);
@@ -284,9 +334,30 @@ impl BranchSessions {
         Ok((sidecar, resolved))
     }
 
+    /// Runs `work` unless the service is shutting down. Dropping `work` early drops any sidecar
+    /// it holds, which stops that sidecar's tree in the background (`tree::stops_finished`).
+    async fn until_closing<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            result = work => result,
+            () = self.closing.cancelled() => Err(CommondevError::ShuttingDown),
+        }
+    }
+
     /// Opens (or re-opens, resuming its backend session) a branch.
     pub async fn open(&self, request: OpenRequest) -> Result<OpenOutcome> {
+        self.until_closing(self.open_now(request)).await
+    }
+
+    async fn open_now(&self, request: OpenRequest) -> Result<OpenOutcome> {
         let label = branch_label(&request.project, &request.branch);
+        if let Some(issue) = &request.issue {
+            self.observer.check_issue(issue).await.map_err(|detail| {
+                CommondevError::IssueUnusable {
+                    issue: issue.clone(),
+                    detail,
+                }
+            })?;
+        }
         let runtime = Runtime::parse(request.runtime.as_deref().unwrap_or("local"))?;
         let workdir = match runtime {
             Runtime::Local => {
@@ -353,11 +424,21 @@ impl BranchSessions {
             resumed,
             driver_file: resolved.driver_file,
             driver_source: resolved.source.to_owned(),
+            sidecar_script: resolved.script,
+            notes: resolved.notes,
         })
     }
 
     /// Runs `f` with the branch's sidecar: the live one, or a fresh one for this call only.
     async fn with_sidecar<T>(
+        &self,
+        record: &mut BranchRecord,
+        f: impl AsyncFnOnce(&mut Sidecar, &mut BranchRecord) -> Result<T>,
+    ) -> Result<T> {
+        self.until_closing(self.with_sidecar_now(record, f)).await
+    }
+
+    async fn with_sidecar_now<T>(
         &self,
         record: &mut BranchRecord,
         f: impl AsyncFnOnce(&mut Sidecar, &mut BranchRecord) -> Result<T>,
@@ -377,7 +458,7 @@ impl BranchSessions {
         // Persist what was learnt (a newly known real id) even if the call failed afterwards.
         self.store.save(record)?;
         match (self.lifetime, &result) {
-            // A drifted or broken sidecar is not kept: dropping it kills its process group.
+            // A drifted or broken sidecar is not kept: its whole tree is stopped.
             (Lifetime::KeepAlive, Ok(_)) => *guard = Some(sidecar),
             (Lifetime::KeepAlive, Err(_)) => {
                 sidecar.kill_tree().await;
@@ -395,15 +476,34 @@ impl BranchSessions {
     pub async fn prompt(&self, project: &str, branch: &str, text: &str) -> Result<PromptOutcome> {
         let mut record = self.existing(project, branch)?;
         self.observer.on_prompt(&record, text);
+        let mut unfinished = UnfinishedTurn {
+            observer: &*self.observer,
+            record: Some(record.clone()),
+        };
         let observer = self.observer.clone();
-        let reply = self
+        let outcome = self
             .with_sidecar(&mut record, async |sidecar, record| {
                 let result = sidecar.prompt(text, &record.label).await?;
                 check_drift(record, "prompt", Some(&result.session_id))?;
+                if record.issue.is_some() {
+                    // The turn is reported with its tool calls; only `state` has them. A broken
+                    // `state` must not cost the caller the reply: the turn goes without them.
+                    match sidecar.state().await {
+                        Ok(state) => {
+                            check_drift(record, "state", state.session_id.as_deref())?;
+                            observer.on_tool_calls(record, &last_turn_tool_calls(&state.messages));
+                        }
+                        Err(error) => tracing::warn!(%error, "no tool calls for the turn's report"),
+                    }
+                }
                 observer.on_reply(record, &result.reply);
                 Ok(result.reply)
             })
-            .await?;
+            .await;
+        // The observer has heard how the turn ended (`on_reply` ran inside, `on_failure` next).
+        unfinished.record = None;
+        let reply =
+            outcome.inspect_err(|error| self.observer.on_failure(&record, &error.to_string()))?;
         Ok(PromptOutcome {
             label: record.label.clone(),
             session_id: record.session_id().to_owned(),
@@ -450,8 +550,11 @@ impl BranchSessions {
         Ok(self.store.list()?.iter().map(|r| self.info(r)).collect())
     }
 
-    /// Closes every running sidecar (the MCP server calls this when its client goes away).
+    /// Ends calls in flight, closes every running sidecar and waits until every sidecar tree
+    /// this process dropped is stopped. Every owner calls it before exiting (the MCP server
+    /// when its client goes away, the CLI after its command or on a signal).
     pub async fn shutdown(&self) {
+        self.closing.cancel();
         let slots: Vec<Slot> = {
             let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             live.drain().map(|(_, slot)| slot).collect()
@@ -461,5 +564,6 @@ impl BranchSessions {
                 let _ = sidecar.close().await;
             }
         }
+        crate::tree::stops_finished().await;
     }
 }

@@ -1,22 +1,22 @@
 //! A running sidecar: a child process in its own process group, spoken to with JSON-RPC 2.0 over
-//! stdin/stdout (one JSON per line). Its stderr goes to a log file whose tail is attached to
-//! every error. On a timeout, on close and on drop the whole process group is killed (TERM, then
-//! KILL after a grace period), so an agent's tool subprocesses never outlive it.
+//! stdin/stdout (one JSON per line). Its stderr goes to a log file whose tail (of this run only)
+//! is attached to every error. On a timeout, on close, on error and on drop its whole process
+//! tree is stopped ([`crate::tree`]), so an agent's tool subprocesses never outlive it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 use wujie_protocol::sidecar::{
     self as rpc, CloseResult, Incoming, PingResult, PromptResult, Request, StateResult,
 };
 
 use crate::error::{CommondevError, Result, StderrTail};
+use crate::tree::{ProcessTree, RemoteGroup, TreeStop};
 
 /// How long each call may take. Every timeout kills the sidecar's process tree.
 #[derive(Debug, Clone, Copy)]
@@ -50,15 +50,19 @@ pub struct SidecarCommand {
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
     pub stderr_log: PathBuf,
+    /// Over ssh: the sidecar's process group on the host, stopped with a second ssh command.
+    pub remote_group: Option<RemoteGroup>,
 }
 
 #[derive(Debug)]
 pub struct Sidecar {
-    child: Child,
+    tree: ProcessTree,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
     next_id: u64,
     log: PathBuf,
+    /// Where this run's lines begin in the log (earlier runs of the branch append to it too).
+    log_start: u64,
     timeouts: Timeouts,
     /// A human name for errors: the driver file.
     driver: String,
@@ -74,13 +78,17 @@ impl Sidecar {
         let mut sidecar = Self::spawn(command, timeouts, driver)?;
         match sidecar.ping().await {
             Ok(ping) => Ok((sidecar, ping)),
-            Err(CommondevError::CallTimeout { after, stderr, .. }) => {
-                Err(CommondevError::PingTimeout {
-                    after,
-                    driver: sidecar.driver.clone(),
-                    stderr,
-                })
-            }
+            Err(CommondevError::CallTimeout {
+                after,
+                stderr,
+                stopped,
+                ..
+            }) => Err(CommondevError::PingTimeout {
+                after,
+                driver: sidecar.driver.clone(),
+                stderr,
+                stopped,
+            }),
             Err(other) => {
                 sidecar.kill_tree().await;
                 Err(other)
@@ -96,7 +104,7 @@ impl Sidecar {
                 source,
             })?;
         }
-        let log = std::fs::OpenOptions::new()
+        let log_file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&command.stderr_log)
@@ -105,12 +113,13 @@ impl Sidecar {
                 path: command.stderr_log.clone(),
                 source,
             })?;
+        let log_start = log_file.metadata().map(|m| m.len()).unwrap_or(0);
         let mut cmd = Command::new(&command.program);
         cmd.args(&command.args)
             .envs(&command.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
+            .stderr(Stdio::from(log_file))
             // Its own process group, so that the whole tree can be killed at once.
             .process_group(0)
             .kill_on_drop(true);
@@ -128,19 +137,20 @@ impl Sidecar {
             });
         };
         Ok(Self {
-            child,
+            tree: ProcessTree::new(child, command.remote_group.clone(), timeouts.kill_grace),
             stdin,
             stdout: BufReader::new(stdout).lines(),
             next_id: 1,
             log: command.stderr_log.clone(),
+            log_start,
             timeouts,
             driver,
         })
     }
 
-    /// The last lines of the sidecar's stderr log.
+    /// The last lines this sidecar wrote to its stderr log.
     pub fn stderr_tail(&self) -> StderrTail {
-        stderr_tail(&self.log)
+        stderr_tail(&self.log, self.log_start)
     }
 
     async fn decode<T>(&mut self, decoded: std::result::Result<T, rpc::ResultError>) -> Result<T> {
@@ -163,11 +173,12 @@ impl Sidecar {
         match tokio::time::timeout(timeout, self.exchange(id, method, &line)).await {
             Ok(result) => result,
             Err(_) => {
-                self.kill_tree().await;
+                let stopped = self.kill_tree().await;
                 Err(CommondevError::CallTimeout {
                     method: method.to_owned(),
                     after: timeout,
                     stderr: self.stderr_tail(),
+                    stopped: Box::new(stopped),
                 })
             }
         }
@@ -198,12 +209,18 @@ impl Sidecar {
                         stderr: self.stderr_tail(),
                     });
                 }
+                // One request is pending at a time: an answer to another id is a broken
+                // contract, and waiting on would only end in the call's timeout.
                 Ok(Incoming::Response { id: got, .. }) => {
-                    tracing::warn!(
-                        expected = id,
-                        got,
-                        "sidecar answered a request that is not pending"
-                    );
+                    self.kill_tree().await;
+                    return Err(CommondevError::Protocol {
+                        method: method.to_owned(),
+                        detail: format!(
+                            "it answered request id {got}, but the pending request has id {id} \
+                             (answer each request with its own id)"
+                        ),
+                        stderr: self.stderr_tail(),
+                    });
                 }
                 Ok(Incoming::Notification { method }) => {
                     tracing::debug!(%method, "sidecar notification");
@@ -220,15 +237,15 @@ impl Sidecar {
     }
 
     async fn exited(&mut self, method: &str) -> CommondevError {
-        let status = if wujie_process::exited_within(&self.child, self.timeouts.kill_grace).await {
-            match self.kill_tree().await {
-                Some(status) => status.to_string(),
-                None => "closed its stdout".to_owned(),
-            }
-        } else {
-            self.kill_tree().await;
-            "closed its stdout".to_owned()
+        let exited = self.tree.exited_within(self.timeouts.kill_grace).await;
+        let (status, stopped) = self.tree.stop().await;
+        let mut status = match status {
+            Some(status) if exited => status.to_string(),
+            _ => "closed its stdout".to_owned(),
         };
+        if !stopped.verified() {
+            status = format!("{status}; {stopped}");
+        }
         CommondevError::SidecarExited {
             method: method.to_owned(),
             status,
@@ -260,34 +277,27 @@ impl Sidecar {
             Ok(value) => self.decode(rpc::decode_close(value)).await,
             Err(e) => Err(e),
         };
-        // A sidecar that honours `close` exits by itself; the group goes either way.
-        wujie_process::exited_within(&self.child, self.timeouts.kill_grace).await;
-        self.kill_tree().await;
+        // A sidecar that honours `close` exits by itself; the tree goes either way.
+        self.tree.exited_within(self.timeouts.kill_grace).await;
+        let stopped = self.kill_tree().await;
+        if !stopped.verified() {
+            tracing::warn!(driver = %self.driver, %stopped, "closing a sidecar");
+        }
         result
     }
 
-    /// TERM the process group, KILL it after the grace period, and reap the sidecar; returns
-    /// its exit status unless it was reaped before.
-    pub async fn kill_tree(&mut self) -> Option<std::process::ExitStatus> {
-        // Already reaped: its group id may belong to another process now.
-        self.child.id()?;
-        wujie_process::stop_group(&mut self.child, self.timeouts.kill_grace)
-            .await
-            .ok()
+    /// Stops the whole process tree (TERM, KILL after the grace period, checked) and reaps the
+    /// sidecar. Dropping a `Sidecar` does the same in the background.
+    pub async fn kill_tree(&mut self) -> TreeStop {
+        self.tree.stop().await.1
     }
 }
 
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        // Only while the sidecar is unreaped: its group id is still its own.
-        wujie_process::signal_group(&self.child, Signal::SIGKILL);
-    }
-}
-
-/// The last ~40 lines (at most 4 KiB) of a log file.
-pub fn stderr_tail(log: &std::path::Path) -> StderrTail {
+/// The last ~40 lines (at most 4 KiB) of a log file, from byte `from` on.
+pub fn stderr_tail(log: &std::path::Path, from: u64) -> StderrTail {
     let text = std::fs::read(log).unwrap_or_default();
-    let start = text.len().saturating_sub(4096);
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(text.len());
+    let start = text.len().saturating_sub(4096).max(from);
     let text = String::from_utf8_lossy(&text[start..]).into_owned();
     let lines: Vec<&str> = text.lines().collect();
     let tail = lines[lines.len().saturating_sub(40)..].join("\n");

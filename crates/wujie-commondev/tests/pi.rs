@@ -68,6 +68,8 @@ async fn pi_branch_open_prompt_state_close_and_resume() {
     .unwrap();
     let mut driver = bundled.clone();
     driver["cliPath"] = pi.display().to_string().into();
+    // The key's variable must be set for the sidecar (the mock accepts any key).
+    driver["env"]["WUJIE_TEST_MOCK_KEY"] = "mock-key".into();
     std::fs::create_dir_all(env.override_dir("pi")).unwrap();
     std::fs::write(
         env.override_dir("pi").join("driver.json"),

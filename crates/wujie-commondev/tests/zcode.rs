@@ -109,6 +109,36 @@ async fn missing_cli_path_lists_the_places_looked_at() {
     let env = TestEnv::new();
     let missing = env.home.path().join("nowhere/zcode.cjs");
     let dir = install_zcode(&env, &missing);
+    // A declared cliPath is checked by the core, before any sidecar starts.
+    let err = env
+        .sessions(Lifetime::OneShot)
+        .open(open(&env))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, CommondevError::CliNotFound { .. }), "{text}");
+    assert!(text.contains(&missing.display().to_string()), "{text}");
+    assert!(
+        text.contains(&format!(
+            "`cliPath` in {}",
+            dir.join("driver.json").display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "local override {}",
+            dir.join("driver.json").display()
+        )),
+        "{text}"
+    );
+    assert!(!env.workdir.join("argv.jsonl").exists(), "nothing ran");
+
+    // Without a declared cliPath the sidecar looks for the CLI itself and lists its places.
+    let mut driver: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("driver.json")).unwrap()).unwrap();
+    driver.as_object_mut().unwrap().remove("cliPath");
+    std::fs::write(dir.join("driver.json"), driver.to_string()).unwrap();
     let err = env
         .sessions(Lifetime::OneShot)
         .open(open(&env))
@@ -116,11 +146,6 @@ async fn missing_cli_path_lists_the_places_looked_at() {
         .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, CommondevError::Rpc { .. }), "{text}");
-    assert!(text.contains(&missing.display().to_string()), "{text}");
-    assert!(
-        text.contains(&format!("cliPath in {}", dir.join("driver.json").display())),
-        "{text}"
-    );
     assert!(
         text.contains("ZCODE_CLI") && text.contains("PATH"),
         "{text}"

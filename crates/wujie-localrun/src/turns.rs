@@ -1,11 +1,21 @@
-//! Reporting a headless agent turn (a commondev branch prompt and its reply) as a local run on
-//! an issue, so work delegated to a branch shows up where the issue's other work does.
+//! Reporting a headless agent turn (a commondev branch prompt, the tool calls it made and its
+//! reply or error) as a local run on an issue, so work delegated to a branch shows up where the
+//! issue's other work does — failed turns included.
 
 use wujie_client::{Client, ClientError};
 use wujie_protocol::api::{CreateRun, FinishRun, IngestBatch, IngestItem, RunStatus};
 use wujie_protocol::event::{Event, Message, MessageKind};
+use wujie_protocol::sidecar_tools::ToolCall;
 
-/// One prompt and what came back.
+/// How a turn ended.
+#[derive(Debug, Clone)]
+pub enum TurnOutcome {
+    Replied(String),
+    /// The error the user saw (timeout, drift, a broken sidecar, …).
+    Failed(String),
+}
+
+/// One prompt and what came of it.
 #[derive(Debug, Clone)]
 pub struct Turn {
     pub issue: String,
@@ -17,12 +27,14 @@ pub struct Turn {
     /// The backend session the turn ran in.
     pub session_id: String,
     pub prompt: String,
-    pub reply: String,
+    /// The tool calls the backend's `state` shows for this turn.
+    pub tool_calls: Vec<ToolCall>,
+    pub outcome: TurnOutcome,
 }
 
-/// Create a run on the issue holding the prompt (a user comment) and the reply (an agent
-/// comment), then finish it as succeeded. Keys are per run, so a retried call stores nothing
-/// twice.
+/// Create a run on the issue holding the prompt (a user comment), the tool calls, and the reply
+/// (an agent comment) or the error, then finish it as succeeded or failed. Keys are per run, so
+/// a retried call stores nothing twice.
 pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientError> {
     let created = client
         .create_run(
@@ -34,36 +46,84 @@ pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientE
         )
         .await?;
     let run_id = created.run.id;
-    let message = |kind: MessageKind, content: &str, suffix: &str| {
+    let item = |mut message: Message, suffix: &str| {
         let source_key = format!("session:{}:run:{run_id}:{suffix}", turn.session_id);
+        message.source = turn.label.clone();
+        message.source_key = source_key.clone();
         IngestItem {
             source: turn.label.clone(),
-            source_key: source_key.clone(),
-            event: Event::Message(Message {
-                kind,
-                content: Some(content.to_owned()),
-                tool: None,
-                input: None,
-                output: None,
-                source: turn.label.clone(),
-                source_key,
-            }),
+            source_key,
+            event: Event::Message(message),
         }
     };
-    let batch = IngestBatch {
-        items: vec![
-            message(MessageKind::UserInput, &turn.prompt, "user"),
-            message(MessageKind::Final, &turn.reply, "final"),
-        ],
+    let message = |kind: MessageKind| Message {
+        kind,
+        content: None,
+        tool: None,
+        input: None,
+        output: None,
+        source: String::new(),
+        source_key: String::new(),
     };
-    client.ingest_run_events(&run_id, &batch).await?;
+    let mut items = vec![item(
+        Message {
+            content: Some(turn.prompt.clone()),
+            ..message(MessageKind::UserInput)
+        },
+        "user",
+    )];
+    for (n, call) in turn.tool_calls.iter().enumerate() {
+        items.push(item(
+            Message {
+                tool: Some(call.tool.clone()),
+                input: Some(call.input.clone().unwrap_or_default()),
+                ..message(MessageKind::ToolUse)
+            },
+            &format!("tool:{n}"),
+        ));
+        if let Some(output) = &call.output {
+            items.push(item(
+                Message {
+                    tool: Some(call.tool.clone()),
+                    output: Some(output.clone()),
+                    ..message(MessageKind::ToolResult)
+                },
+                &format!("tool:{n}:result"),
+            ));
+        }
+    }
+    let (status, error) = match &turn.outcome {
+        TurnOutcome::Replied(reply) => {
+            items.push(item(
+                Message {
+                    content: Some(reply.clone()),
+                    ..message(MessageKind::Final)
+                },
+                "final",
+            ));
+            (RunStatus::Succeeded, None)
+        }
+        TurnOutcome::Failed(error) => {
+            items.push(item(
+                Message {
+                    content: Some(error.clone()),
+                    ..message(MessageKind::Error)
+                },
+                "error",
+            ));
+            (RunStatus::Failed, Some(error.clone()))
+        }
+    };
+    client
+        .ingest_run_events(&run_id, &IngestBatch { items })
+        .await?;
     client
         .finish_run(
             &run_id,
             &FinishRun {
-                status: RunStatus::Succeeded,
+                status,
                 exit_code: None,
-                error: None,
+                error,
             },
         )
         .await?;

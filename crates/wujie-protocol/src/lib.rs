@@ -12,3 +12,4 @@ pub mod event;
 pub mod lines;
 pub mod manifest;
 pub mod sidecar;
+pub mod sidecar_tools;

@@ -152,31 +152,65 @@ pub struct CloseResult {
     pub ok: bool,
 }
 
-trait Okay {
+/// What every result promises beyond its JSON shape.
+trait Contract {
     fn ok(&self) -> bool;
+    /// Brings the result to its normal form, or says how it breaks the contract.
+    fn settle(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
-impl Okay for PingResult {
+
+/// A blank session id says nothing: for `ping` and `state` it means "not known yet", as
+/// `null` does.
+fn blank_is_unknown(id: &mut Option<String>) {
+    if id.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        *id = None;
+    }
+}
+
+impl Contract for PingResult {
     fn ok(&self) -> bool {
         self.ok
     }
+    fn settle(&mut self) -> Result<(), String> {
+        blank_is_unknown(&mut self.session_id);
+        Ok(())
+    }
 }
-impl Okay for PromptResult {
+impl Contract for PromptResult {
     fn ok(&self) -> bool {
         self.ok
     }
+    /// `prompt` must name the session it ran in: a blank id would let the next turn's session
+    /// be adopted as if it were the first one's.
+    fn settle(&mut self) -> Result<(), String> {
+        if self.session_id.trim().is_empty() {
+            return Err(format!(
+                "session_id is {:?}: `prompt` must report the session it ran in (the backend's \
+                 real id, or the label it was given until that is known)",
+                self.session_id
+            ));
+        }
+        Ok(())
+    }
 }
-impl Okay for StateResult {
+impl Contract for StateResult {
     fn ok(&self) -> bool {
         self.ok
     }
+    fn settle(&mut self) -> Result<(), String> {
+        blank_is_unknown(&mut self.session_id);
+        Ok(())
+    }
 }
-impl Okay for CloseResult {
+impl Contract for CloseResult {
     fn ok(&self) -> bool {
         self.ok
     }
 }
 
-fn decode<T: for<'de> Deserialize<'de> + Okay>(
+fn decode<T: for<'de> Deserialize<'de> + Contract>(
     method: &'static str,
     value: Value,
 ) -> Result<T, ResultError> {
@@ -189,7 +223,7 @@ fn decode<T: for<'de> Deserialize<'de> + Okay>(
         };
         return Err(ResultError::NotOk { method, message });
     }
-    let decoded: T = serde_json::from_value(value).map_err(|e| ResultError::Shape {
+    let mut decoded: T = serde_json::from_value(value).map_err(|e| ResultError::Shape {
         method,
         detail: e.to_string(),
         shown: shown.clone(),
@@ -200,6 +234,11 @@ fn decode<T: for<'de> Deserialize<'de> + Okay>(
             message: shown,
         });
     }
+    decoded.settle().map_err(|detail| ResultError::Shape {
+        method,
+        detail,
+        shown,
+    })?;
     Ok(decoded)
 }
 
@@ -265,6 +304,23 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":-1,"result":1}"#,
         ] {
             assert!(parse_line(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn blank_session_ids_are_unknown_or_refused() {
+        for blank in ["", "  ", "\t\n"] {
+            assert!(matches!(
+                decode_prompt(json!({"ok": true, "session_id": blank, "reply": "r"})),
+                Err(ResultError::Shape {
+                    method: "prompt",
+                    ..
+                })
+            ));
+            let ping = decode_ping(json!({"ok": true, "session_id": blank})).unwrap();
+            assert_eq!(ping.session_id, None);
+            let state = decode_state(json!({"ok": true, "session_id": blank, "messages": []}));
+            assert_eq!(state.unwrap().session_id, None);
         }
     }
 

@@ -15,8 +15,11 @@ use crate::output::{block, inline, outln, print_json};
 pub enum BranchCommand {
     /// Open a branch driven by an agent CLI (re-opening resumes its backend session).
     Open {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
         /// Driver name: `runtime/<agent-cli>/driver.json` (e.g. `pi`).
@@ -34,23 +37,32 @@ pub enum BranchCommand {
     },
     /// Send a prompt to the branch's agent and print its reply.
     Prompt {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
         text: String,
     },
     /// Print the branch's session id and messages.
     State {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
     },
     /// Close the branch (it can be opened again to resume).
     Close {
+        /// Project the branch belongs to (with --branch it names the branch's session,
+        /// labelled br-<project>-<branch>).
         #[arg(long)]
         project: String,
+        /// Branch name within the project, e.g. feat/a.
         #[arg(long)]
         branch: String,
     },
@@ -75,18 +87,36 @@ fn branch_line(b: &BranchInfo) -> String {
     )
 }
 
+/// Runs one branch command; returns the exit code. On SIGINT/SIGTERM/SIGHUP the call is
+/// dropped and the sidecar's process tree stopped before `wujie` exits (128 + the signal).
 pub async fn run_branch(
     cmd: BranchCommand,
     json: bool,
     data_dir: &Path,
     observer: Arc<dyn BranchObserver>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<i32> {
     let sessions = BranchSessions::new(
         data_dir,
         SessionConfig::standard(data_dir),
         Lifetime::OneShot,
     )
     .with_observer(observer);
+    let outcome = tokio::select! {
+        done = run_command(cmd, json, &sessions) => done.map(|()| 0),
+        code = super::stop_signals::first_stop_signal() => {
+            eprintln!("wujie: stopping the branch's sidecar (signal {})", code - 128);
+            Ok(code)
+        }
+    };
+    sessions.shutdown().await;
+    outcome
+}
+
+async fn run_command(
+    cmd: BranchCommand,
+    json: bool,
+    sessions: &BranchSessions,
+) -> anyhow::Result<()> {
     match cmd {
         BranchCommand::Open {
             project,
@@ -106,6 +136,9 @@ pub async fn run_branch(
                     runtime,
                 })
                 .await?;
+            for note in &opened.notes {
+                eprintln!("wujie: note: {}", inline(note));
+            }
             if json {
                 return print_json(&opened);
             }
@@ -115,6 +148,10 @@ pub async fn run_branch(
                 "driver {} ({})",
                 inline(&opened.driver_file.display().to_string()),
                 opened.driver_source
+            );
+            outln!(
+                "sidecar {}",
+                inline(&opened.sidecar_script.display().to_string())
             );
         }
         BranchCommand::Prompt {

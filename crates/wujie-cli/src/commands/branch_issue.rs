@@ -1,22 +1,26 @@
-//! Connects commondev branches to the tracker: a branch opened with `issue` reports each prompt
-//! and its reply as a local run on that issue.
+//! Connects commondev branches to the tracker: a branch opened with `issue` (which must exist)
+//! reports each prompt, its tool calls and its reply or error as a local run on that issue.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use wujie_commondev::BranchObserver;
 use wujie_commondev::store::BranchRecord;
-use wujie_localrun::turns::{Turn, report_turn};
+use wujie_commondev::{BranchObserver, IssueCheck};
+use wujie_localrun::turns::{Turn, TurnOutcome, report_turn};
+use wujie_protocol::sidecar_tools::ToolCall;
 
 use crate::context::Context;
 
 /// Observer handed to `BranchSessions`: collects finished turns and reports them in the
 /// background, so a slow or unreachable server never delays the agent.
 pub struct IssueTurns {
-    prompts: Mutex<HashMap<String, String>>,
+    /// The turn under way per branch label: its prompt and tool calls so far.
+    pending: Mutex<HashMap<String, (String, Vec<ToolCall>)>>,
     tx: Mutex<Option<mpsc::UnboundedSender<Turn>>>,
+    profile: wujie_localrun::profile::Profile,
+    server: Option<String>,
 }
 
 /// The task delivering turns; `finish` waits for what was queued.
@@ -55,8 +59,10 @@ impl IssueTurns {
             }
         });
         let observer = Arc::new(IssueTurns {
-            prompts: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
             tx: Mutex::new(Some(tx)),
+            profile: ctx.profile.clone(),
+            server: ctx.server_flag.clone(),
         });
         (observer, TurnDelivery(task))
     }
@@ -73,24 +79,19 @@ impl TurnDelivery {
     }
 }
 
-impl BranchObserver for IssueTurns {
-    fn on_prompt(&self, branch: &BranchRecord, text: &str) {
-        if branch.issue.is_some() {
-            self.prompts
-                .lock()
-                .expect("turns lock")
-                .insert(branch.label.clone(), text.to_owned());
-        }
-    }
-
-    fn on_reply(&self, branch: &BranchRecord, reply: &str) {
+impl IssueTurns {
+    fn finish_turn(&self, branch: &BranchRecord, outcome: TurnOutcome) {
         let Some(issue) = &branch.issue else { return };
-        let prompt = self
-            .prompts
+        // A turn ends once: a late failure (the caller went away while the sidecar closed
+        // after replying) finds nothing pending and reports nothing.
+        let Some((prompt, tool_calls)) = self
+            .pending
             .lock()
             .expect("turns lock")
             .remove(&branch.label)
-            .unwrap_or_default();
+        else {
+            return;
+        };
         let turn = Turn {
             issue: issue.clone(),
             agent_cli: branch.agent_cli.clone(),
@@ -98,10 +99,62 @@ impl BranchObserver for IssueTurns {
             label: branch.label.clone(),
             session_id: branch.session_id().to_owned(),
             prompt,
-            reply: reply.to_owned(),
+            tool_calls,
+            outcome,
         };
         if let Some(tx) = self.tx.lock().expect("turns lock").as_ref() {
             let _ = tx.send(turn);
         }
+    }
+}
+
+impl BranchObserver for IssueTurns {
+    fn on_prompt(&self, branch: &BranchRecord, text: &str) {
+        if branch.issue.is_some() {
+            self.pending
+                .lock()
+                .expect("turns lock")
+                .insert(branch.label.clone(), (text.to_owned(), Vec::new()));
+        }
+    }
+
+    fn on_tool_calls(&self, branch: &BranchRecord, calls: &[ToolCall]) {
+        if let Some((_, pending)) = self
+            .pending
+            .lock()
+            .expect("turns lock")
+            .get_mut(&branch.label)
+        {
+            pending.extend_from_slice(calls);
+        }
+    }
+
+    fn on_reply(&self, branch: &BranchRecord, reply: &str) {
+        self.finish_turn(branch, TurnOutcome::Replied(reply.to_owned()));
+    }
+
+    fn on_failure(&self, branch: &BranchRecord, error: &str) {
+        self.finish_turn(branch, TurnOutcome::Failed(error.to_owned()));
+    }
+
+    fn check_issue<'a>(&'a self, issue: &'a str) -> IssueCheck<'a> {
+        Box::pin(async move {
+            let conn = wujie_localrun::connection::Connection::open(
+                &self.profile,
+                self.server.as_deref(),
+                &crate::context::env_var,
+            )
+            .await
+            .map_err(|e| format!("the tracker could not be reached ({e})"))?;
+            let found = conn.client.get_issue(issue).await;
+            conn.close().await;
+            match found {
+                Ok(_) => Ok(()),
+                Err(wujie_client::ClientError::Status { status, .. }) if status.as_u16() == 404 => {
+                    Err("no such issue on the tracker".to_owned())
+                }
+                Err(e) => Err(format!("the tracker could not be asked ({e})")),
+            }
+        })
     }
 }

@@ -1,11 +1,14 @@
-//! `wujie mcp`: the commondev MCP server on stdin/stdout (long-lived: sidecars stay up).
+//! `wujie mcp`: the commondev MCP server on stdin/stdout (long-lived: sidecars stay up). It
+//! ends when its client closes stdin or on SIGINT/SIGTERM/SIGHUP, in both cases only after every
+//! sidecar's process tree is stopped.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use wujie_commondev::{BranchObserver, BranchSessions, Lifetime, SessionConfig};
 
-pub async fn run_mcp(data_dir: &Path, observer: Arc<dyn BranchObserver>) -> anyhow::Result<()> {
+/// Returns the exit code: 0 when the client went away, 128 + the signal's number otherwise.
+pub async fn run_mcp(data_dir: &Path, observer: Arc<dyn BranchObserver>) -> anyhow::Result<i32> {
     let sessions = Arc::new(
         BranchSessions::new(
             data_dir,
@@ -14,6 +17,11 @@ pub async fn run_mcp(data_dir: &Path, observer: Arc<dyn BranchObserver>) -> anyh
         )
         .with_observer(observer),
     );
-    wujie_commondev::mcp::serve_stdio(sessions).await?;
-    Ok(())
+    let served = tokio::select! {
+        served = wujie_commondev::mcp::serve_stdio(sessions.clone()) => served.map(|()| 0),
+        code = super::stop_signals::first_stop_signal() => Ok(code),
+    };
+    // Also after a signal, when the server was dropped mid-call.
+    sessions.shutdown().await;
+    Ok(served?)
 }

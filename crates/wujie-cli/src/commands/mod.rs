@@ -12,6 +12,7 @@ mod outbox;
 mod provider;
 mod run;
 mod server;
+mod stop_signals;
 
 use anyhow::Result;
 
@@ -42,14 +43,14 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
                 branch::run_branch(cmd, ctx.json(), &ctx.profile.data_dir, observer.clone()).await;
             observer.close();
             delivery.finish().await;
-            result.map(|()| 0)
+            result
         }
         Command::Mcp => {
             let (observer, delivery) = IssueTurns::start(&ctx);
             let result = mcp::run_mcp(&ctx.profile.data_dir, observer.clone()).await;
             observer.close();
             delivery.finish().await;
-            result.map(|()| 0)
+            result
         }
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),

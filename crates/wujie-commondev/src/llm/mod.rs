@@ -9,6 +9,7 @@
 
 mod pi;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -133,17 +134,36 @@ impl LlmSettings {
     }
 }
 
+impl ModelSource {
+    /// The key's variable must be set for the sidecar — in Wujie's environment, which it
+    /// inherits, or in the driver's `env`. Otherwise the backend would send the variable's
+    /// *name* as the key and fail much later with a 401 that says nothing about why.
+    pub(super) fn check_key(&self, driver_env: &BTreeMap<String, String>) -> Result<()> {
+        let name = &self.api_key_env;
+        let set_here = std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        let set_by_driver = driver_env.get(name).is_some_and(|v| !v.is_empty());
+        if set_here || set_by_driver {
+            return Ok(());
+        }
+        Err(CommondevError::LlmKeyUnset {
+            variable: name.clone(),
+        })
+    }
+}
+
 /// Prepares the model source for a branch, per the driver's `llmConfig`. Returns the directory
 /// the sidecar receives as `WUJIE_LLM_DIR`, or `None` when the backend manages its own.
+/// `driver_env` is the driver's own `env`, which the sidecar gets on top of Wujie's.
 pub fn prepare(
     config: LlmConfig,
     settings: &LlmSettings,
     settings_file: &Path,
     branch_dir: &Path,
+    driver_env: &BTreeMap<String, String>,
 ) -> Result<Option<std::path::PathBuf>> {
     match config {
         LlmConfig::None => Ok(None),
-        LlmConfig::Pi => pi::prepare(settings, settings_file, branch_dir).map(Some),
+        LlmConfig::Pi => pi::prepare(settings, settings_file, branch_dir, driver_env).map(Some),
     }
 }
 
@@ -166,16 +186,60 @@ mod tests {
         });
         let settings = LlmSettings::load(&file, &overrides).unwrap();
         assert_eq!(settings.model.as_deref(), Some("m2"));
-        let err = prepare(LlmConfig::Pi, &settings, &file, tmp.path())
-            .unwrap_err()
-            .to_string();
+        let err = prepare(
+            LlmConfig::Pi,
+            &settings,
+            &file,
+            tmp.path(),
+            &BTreeMap::new(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("api_key_env") && err.contains("WUJIE_LLM_API_KEY_ENV"),
             "{err}"
         );
         assert_eq!(
-            prepare(LlmConfig::None, &settings, &file, tmp.path()).unwrap(),
+            prepare(
+                LlmConfig::None,
+                &settings,
+                &file,
+                tmp.path(),
+                &BTreeMap::new()
+            )
+            .unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn a_key_variable_that_is_not_set_is_refused_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("llm.json");
+        let variable = format!("WUJIE_TEST_UNSET_KEY_{}", std::process::id());
+        let settings = LlmSettings {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api: Some("openai-completions".into()),
+            api_key_env: Some(variable.clone()),
+            model: Some("m".into()),
+        };
+        let err = prepare(
+            LlmConfig::Pi,
+            &settings,
+            &file,
+            tmp.path(),
+            &BTreeMap::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(&variable) && err.contains("not set"), "{err}");
+        assert!(
+            !tmp.path().join("llm/models.json").exists(),
+            "nothing written"
+        );
+        // The driver's own `env` may provide it.
+        let driver_env = BTreeMap::from([(variable, "k".to_owned())]);
+        let dir = prepare(LlmConfig::Pi, &settings, &file, tmp.path(), &driver_env).unwrap();
+        assert!(dir.unwrap().join("models.json").is_file());
     }
 }

@@ -14,13 +14,16 @@ use crate::paths::write_atomic;
 /// The provider id Wujie's model source gets in pi's configuration.
 const PROVIDER: &str = "wujie";
 
-/// Writes the configuration into `<branch_dir>/llm` and returns that directory.
+/// Checks the settings (the key's variable included) and writes the configuration into
+/// `<branch_dir>/llm`; returns that directory.
 pub(super) fn prepare(
     settings: &super::LlmSettings,
     settings_file: &Path,
     branch_dir: &Path,
+    driver_env: &std::collections::BTreeMap<String, String>,
 ) -> Result<std::path::PathBuf> {
     let source = settings.complete("pi", settings_file)?;
+    source.check_key(driver_env)?;
     let dir = branch_dir.join("llm");
     write(&dir, &source)?;
     Ok(dir)

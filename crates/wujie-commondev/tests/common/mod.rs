@@ -1,6 +1,8 @@
 //! Shared test scaffolding: a temp data dir (as `$WUJIE_HOME/data`), a workdir, fixture drivers.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,0 +1,26 @@
+//! The signals that end a `wujie` command which owns sidecars (`wujie branch`, `wujie mcp`): the
+//! command stops its sidecars' process trees before exiting instead of dying and leaving them
+//! orphaned under PID 1.
+
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Resolves with the exit code for the first SIGINT, SIGTERM or SIGHUP (128 + its number).
+/// If the handlers cannot be installed it says so and never resolves.
+pub async fn first_stop_signal() -> i32 {
+    let kinds = (
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    );
+    let streams = (signal(kinds.0), signal(kinds.1), signal(kinds.2));
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = streams else {
+        eprintln!("wujie: cannot watch SIGINT/SIGTERM/SIGHUP; a signal will not stop the sidecars");
+        return std::future::pending().await;
+    };
+    let kind = tokio::select! {
+        _ = int.recv() => kinds.0,
+        _ = term.recv() => kinds.1,
+        _ = hup.recv() => kinds.2,
+    };
+    128 + kind.as_raw_value()
+}
