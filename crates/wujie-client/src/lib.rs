@@ -340,6 +340,12 @@ impl Client {
         self.call(Method::POST, "/tokens", Some(req)).await
     }
 
+    /// Revokes this client's own token: later requests with it get 401.
+    pub async fn revoke_own_token(&self) -> Result<(), ClientError> {
+        self.send(Method::DELETE, "/tokens/current", None).await?;
+        Ok(())
+    }
+
     pub async fn create_discussion(
         &self,
         req: &CreateDiscussion,

@@ -31,7 +31,7 @@ use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::run::STOP_GRACE;
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
-    next_input, pipe_input,
+    next_input, pipe_input, revoke_adapter_token,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 use crate::terminal::{HostEvent, InlineCard, TerminalHost};
@@ -266,6 +266,7 @@ pub async fn discuss(
             (1, Some(message))
         }
     };
+    revoke_adapter_token(&conn.url, &token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = flow.host.take() {
         host.finish().await;

@@ -18,6 +18,7 @@ use crate::registry::Provider;
 use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
+    revoke_adapter_token,
 };
 use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
 use crate::user_input::UserInput;
@@ -185,6 +186,7 @@ pub async fn run(
         }
     };
     heartbeat.abort();
+    revoke_adapter_token(&conn.url, &created.token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = host {
         host.finish().await;

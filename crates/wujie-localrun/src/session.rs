@@ -62,6 +62,22 @@ pub fn adapter_env(
     env
 }
 
+/// Revokes the token handed to the adapter once its session is over, so nothing it left behind
+/// reads on with it. Best effort: a run's token also dies when the run's end is recorded, a
+/// discussion's when it is promoted.
+pub async fn revoke_adapter_token(server_url: &str, token: &str) {
+    let client = match wujie_client::Client::new(server_url, wujie_client::Token::new(token)) {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::debug!("cannot revoke the adapter's token: {e}");
+            return;
+        }
+    };
+    if let Err(e) = client.revoke_own_token().await {
+        tracing::debug!("the adapter's token was not revoked: {e}");
+    }
+}
+
 /// The adapter's stdout as decoded lines, read in chunks.
 pub struct StdoutEvents {
     stdout: ChildStdout,

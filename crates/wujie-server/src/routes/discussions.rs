@@ -88,7 +88,7 @@ pub(crate) async fn get_discussion(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Discussion>> {
-    caller.require_discussion(&id)?;
+    caller.require_discussion_read(&id)?;
     Ok(Json(state.store.discussion(&id).await?))
 }
 
@@ -105,7 +105,7 @@ pub(crate) async fn ingest_events(
     Path(id): Path<String>,
     Body(batch): Body<IngestBatch>,
 ) -> ApiResult<Json<IngestResult>> {
-    caller.require_discussion(&id)?;
+    caller.require_user("report events")?;
     let result = state
         .store
         .ingest_discussion_events(&id, &batch.items, state.config.max_event_bytes)

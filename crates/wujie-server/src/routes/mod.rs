@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde::de::DeserializeOwned;
 
 use crate::error::Failure;
@@ -34,6 +34,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))
         .route("/tokens", post(tokens::create_token))
+        .route("/tokens/current", delete(tokens::revoke_current))
         .route(
             "/discussions",
             post(discussions::create_discussion).get(discussions::list_discussions),

@@ -7,3 +7,4 @@ mod harness;
 mod ingest;
 mod issues;
 mod runs;
+mod tokens;
