@@ -20,14 +20,15 @@ use wujie_store::Store;
 pub use openapi::openapi_document;
 
 /// Largest request body accepted (a batch of events); bigger bodies get 413.
-pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = wujie_protocol::limits::MAX_BATCH_BODY_BYTES;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// A running run whose reporter has not been heard from for this long is failed with
     /// "reporter stopped".
     pub stale_after: Duration,
-    /// Largest serialized event accepted by ingest; bigger items are rejected one by one.
+    /// Largest serialized event accepted by ingest; bigger items are rejected one by one. The
+    /// default is the reader's limit, so that whatever `wujie` read is stored.
     pub max_event_bytes: usize,
 }
 
@@ -35,7 +36,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             stale_after: Duration::from_secs(10 * 60),
-            max_event_bytes: 8 * 1024 * 1024,
+            max_event_bytes: wujie_protocol::limits::MAX_EVENT_BYTES,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use wujie_protocol::api::{AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
+use wujie_protocol::limits;
 
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
@@ -39,10 +40,15 @@ pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<Inge
                 .into(),
         ));
     }
-    let size = match serde_json::to_vec(&item.event) {
-        Ok(bytes) => bytes.len(),
-        Err(e) => return Some(rejected(format!("event cannot be serialized: {e}"))),
-    };
+    let depth = limits::event_depth(&item.event);
+    if depth > limits::MAX_EVENT_DEPTH {
+        return Some(rejected(format!(
+            "event is nested {depth} levels deep, over the limit of {} levels; it will not be \
+             stored",
+            limits::MAX_EVENT_DEPTH
+        )));
+    }
+    let size = limits::encoded_len(&item.event);
     if size > max_event_bytes {
         return Some(rejected(format!(
             "event is {size} bytes, over this server's limit of {max_event_bytes} bytes per event; \

@@ -6,5 +6,6 @@ mod discussions;
 mod harness;
 mod ingest;
 mod issues;
+mod limits;
 mod runs;
 mod tokens;
