@@ -16,6 +16,9 @@ use wujie_protocol::api::{
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle connections are given up well before a server with default settings closes them (30 s
+/// without a request), so a request is rarely sent on a connection the server is closing.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A bearer token. Its `Debug` and `Display` never show the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -150,6 +153,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build()
             .map_err(|e| ClientError::Build(e.to_string()))?;
         Ok(Client { http, base, token })

@@ -76,15 +76,25 @@ async fn no_route() -> Failure {
 /// `Json<T>` whose rejections are `ApiError` bodies like every other error.
 pub(crate) struct Body<T>(pub(crate) T);
 
-impl<S, T> FromRequest<S> for Body<T>
+impl<T> FromRequest<AppState> for Body<T>
 where
     T: DeserializeOwned,
-    S: Send + Sync,
 {
     type Rejection = Failure;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Failure> {
-        let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
-        Ok(Body(value))
+    /// A body that does not arrive within `body_read_timeout` is answered with 408, so a
+    /// client trickling it cannot hold the connection.
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Failure> {
+        let limit = state.config.body_read_timeout;
+        match tokio::time::timeout(limit, axum::Json::<T>::from_request(req, state)).await {
+            Ok(json) => Ok(Body(json?.0)),
+            Err(_) => Err(Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s; send it at once",
+                    limit.as_secs()
+                ),
+            )),
+        }
     }
 }
