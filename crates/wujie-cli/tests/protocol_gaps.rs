@@ -1,0 +1,55 @@
+//! Gaps found by plugins written from the specification alone.
+
+mod common;
+
+use common::*;
+
+/// A v2 adapter that, `delay` seconds after it started, asks for a handoff and logs the first
+/// line it then reads on stdin (the decision frame), then answers.
+fn late_asker(env: &Env, name: &str, delay: &str, capability: bool) -> std::path::PathBuf {
+    let log = env.work.path().join(format!("{name}.log"));
+    let body = format!(
+        r#"sleep {delay}
+echo '{{"event":"handoff_ready","request_id":"late","mode":"native_clear"}}'
+IFS= read -r line; echo "read: $line" >> {log}
+echo '{final_}'"#,
+        log = log.display(),
+        final_ = msg("final", "done", "f"),
+    );
+    let dir = env.work.path().join(name);
+    write_plugin(&dir, name, V2, &body);
+    let manifest = dir.join("provider.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    m["capabilities"]["native_plan_handoff"] = capability.into();
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    log
+}
+
+/// wujie's own stdin is at end of file from the start (`Env::cmd` gives it /dev/null): the
+/// refusal must still reach an adapter that asks a while later, in a run and in a discussion
+/// of a provider without the capability.
+#[test]
+fn a_refused_handoff_reaches_the_adapter_although_wujies_stdin_ended() {
+    let env = Env::new();
+    for (i, delay) in ["0", "0.3", "0.8"].into_iter().enumerate() {
+        let name = format!("asker{i}");
+        let log = late_asker(&env, &name, delay, false);
+        let key = env.create_issue(&format!("bound {i}"));
+        env.ok(&["run", &key, "--", &name]);
+        let read = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            read.contains("\"accepted\":false") && read.contains("wujie discuss"),
+            "run, after {delay} s: {read:?}"
+        );
+        std::fs::remove_file(&log).unwrap();
+
+        env.ok(&["discuss", "--", &name]);
+        let read = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            read.contains("\"accepted\":false") && read.contains("native_plan_handoff"),
+            "discussion, after {delay} s: {read:?}"
+        );
+    }
+}
