@@ -53,3 +53,23 @@ fn a_refused_handoff_reaches_the_adapter_although_wujies_stdin_ended() {
         );
     }
 }
+
+#[test]
+fn a_script_whose_interpreter_is_missing_names_the_interpreter() {
+    let env = Env::new();
+    let dir = env.work.path().join("shebang");
+    write_plugin(&dir, "shebang", V1, "");
+    std::fs::write(
+        dir.join("adapter"),
+        "#!/opt/nowhere/bin/python3\nprint('hello')\n",
+    )
+    .unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    let key = env.create_issue("shebang");
+    let stderr = env.fails(&["run", &key, "--", "shebang"]);
+    assert!(
+        stderr.contains("interpreter \"/opt/nowhere/bin/python3\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("#! line"), "{stderr}");
+}

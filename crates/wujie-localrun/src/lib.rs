@@ -14,6 +14,7 @@ pub mod registry;
 pub mod reporter;
 pub mod run;
 pub mod session;
+mod spawn_error;
 mod stop_pipe;
 pub mod supervisor;
 pub mod sync;
