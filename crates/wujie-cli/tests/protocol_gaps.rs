@@ -73,3 +73,49 @@ fn a_script_whose_interpreter_is_missing_names_the_interpreter() {
     );
     assert!(stderr.contains("#! line"), "{stderr}");
 }
+
+#[test]
+fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
+    let team = Env::new();
+    let mut server = Server::start(&team, &[]);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &server.url, "--token", &token]);
+    let go = laptop.work.path().join("go");
+    let body = format!(
+        "echo '{}'\nwhile [ ! -e {go} ]; do sleep 0.05; done\necho '{}'\necho '{}'",
+        msg("text", "one", "k1"),
+        msg("text", "two", "k2"),
+        msg("final", "three", "k3"),
+        go = go.display(),
+    );
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop.plugin("slow", V1, &body).to_str().unwrap(),
+    ]);
+    let key = laptop.create_issue("unreachable");
+    let child = laptop
+        .cmd()
+        .args(["run", "--drain-timeout", "1", &key, "--", "slow"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(30, "the first event on the server", || {
+        team.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .is_some_and(|m| m.len() == 1)
+    });
+    server.kill();
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let summary = stderr
+        .lines()
+        .find(|l| l.contains(&format!("on {key} succeeded")))
+        .unwrap_or_else(|| panic!("no summary line: {stderr}"));
+    assert!(summary.contains("2 events wait in the outbox"), "{summary}");
+    assert!(!summary.contains("0 events synced"), "{summary}");
+}
