@@ -119,3 +119,27 @@ fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
     assert!(summary.contains("2 events wait in the outbox"), "{summary}");
     assert!(!summary.contains("0 events synced"), "{summary}");
 }
+
+#[test]
+fn the_profiles_own_server_needs_no_login() {
+    let env = Env::new();
+    let mut server = Server::start(&env, &[]);
+    let created = env.json(&[
+        "--server",
+        &format!("{}/", server.url),
+        "issue",
+        "create",
+        "--title",
+        "through my own server",
+    ]);
+    let key = created["key"].as_str().unwrap();
+    assert_eq!(env.issue(key)["title"], "through my own server");
+
+    // Another profile gets no token for it, and neither does this one once it stopped.
+    let other = Env::new();
+    let stderr = other.fails(&["--server", &server.url, "issue", "list"]);
+    assert!(stderr.contains("no token for"), "{stderr}");
+    server.kill();
+    let stderr = env.fails(&["--server", &server.url, "issue", "list"]);
+    assert!(stderr.contains("no token for"), "{stderr}");
+}
