@@ -143,3 +143,32 @@ fn the_profiles_own_server_needs_no_login() {
     let stderr = env.fails(&["--server", &server.url, "issue", "list"]);
     assert!(stderr.contains("no token for"), "{stderr}");
 }
+
+#[test]
+fn a_native_resume_the_args_do_not_spell_out_continues_the_same_discussion() {
+    let env = Env::new();
+    let body = r#"native=native-1
+for a in "$@"; do case "$a" in --resume=*) native="${a#--resume=}";; esac; done
+echo "{\"event\":\"session\",\"session_id\":\"$native\"}"
+echo "{\"type\":\"user_input\",\"content\":\"turn $#\",\"source\":\"t\",\"source_key\":\"turn-$#\"}""#;
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        env.plugin("resumer", V2, body).to_str().unwrap(),
+    ]);
+    let first = env.json(&["discuss", "--", "resumer"]);
+    let second = env.json(&["discuss", "--", "resumer", "--resume=native-1"]);
+    assert_eq!(second["discussion_id"], first["discussion_id"], "{second}");
+    assert_eq!(second["resumed"], true);
+    let all = env.json(&["discussion", "list"]);
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 1, "one discussion per native session: {all:?}");
+    let entries: Vec<&str> = all[0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, ["turn 0", "turn 1"]);
+}

@@ -367,6 +367,13 @@ impl Client {
             .await
     }
 
+    /// Deletes an open discussion that recorded nothing.
+    pub async fn delete_empty_discussion(&self, id: &str) -> Result<(), ClientError> {
+        let path = format!("/discussions/{}", segment(id));
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
+    }
+
     /// Discussions of `provider` that recorded the native session id `native_session_id`.
     pub async fn find_discussions_by_native_session(
         &self,

@@ -18,7 +18,7 @@ use crate::routes::{discussions, issues, meta, runs, tokens};
         tokens::create_token, tokens::revoke_current,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
-        discussions::create_token,
+        discussions::create_token, discussions::delete_empty,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,

@@ -130,3 +130,19 @@ pub(crate) async fn promote(
     let promoted = state.store.promote_discussion(&id, &req).await?;
     Ok((StatusCode::CREATED, Json(promoted)))
 }
+
+#[utoipa::path(delete, path = "/api/v1/discussions/{id}", tag = "discussions",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    responses((status = 204, description = "Deleted"),
+        (status = 409, body = ApiError, description = "Not empty, or promoted"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn delete_empty(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_user("delete discussions")?;
+    state.store.delete_empty_discussion(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

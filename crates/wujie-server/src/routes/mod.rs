@@ -39,7 +39,10 @@ pub(crate) fn router(state: AppState) -> Router {
             "/discussions",
             post(discussions::create_discussion).get(discussions::list_discussions),
         )
-        .route("/discussions/{id}", get(discussions::get_discussion))
+        .route(
+            "/discussions/{id}",
+            get(discussions::get_discussion).delete(discussions::delete_empty),
+        )
         .route("/discussions/{id}/events", post(discussions::ingest_events))
         .route("/discussions/{id}/tokens", post(discussions::create_token))
         .route("/discussions/{id}/promote", post(discussions::promote));

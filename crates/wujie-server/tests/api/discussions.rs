@@ -296,3 +296,41 @@ async fn a_discussion_token_reads_only_its_own_discussion() {
     assert_eq!(status_of(&missing), 404);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn only_an_empty_open_discussion_can_be_deleted() {
+    let h = Harness::start().await;
+    let empty = open(&h, "grok").await;
+    let used = open(&h, "grok").await;
+    let b = IngestBatch {
+        items: vec![message(MessageKind::UserInput, "k", "hi")],
+    };
+    h.admin
+        .ingest_discussion_events(&used.discussion.id, &b)
+        .await
+        .expect("ingest");
+    let by_adapter = h
+        .client(&empty.token)
+        .delete_empty_discussion(&empty.discussion.id)
+        .await
+        .expect_err("adapter");
+    assert_eq!(status_of(&by_adapter), 403);
+    let refused = h
+        .admin
+        .delete_empty_discussion(&used.discussion.id)
+        .await
+        .expect_err("not empty");
+    assert_eq!(status_of(&refused), 409);
+    h.admin
+        .delete_empty_discussion(&empty.discussion.id)
+        .await
+        .expect("empty");
+    let gone = h
+        .admin
+        .get_discussion(&empty.discussion.id)
+        .await
+        .expect_err("gone");
+    assert_eq!(status_of(&gone), 404);
+    assert_eq!(h.admin.list_discussions().await.expect("list").len(), 1);
+    h.stop().await;
+}
