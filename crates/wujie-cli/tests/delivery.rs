@@ -296,11 +296,12 @@ fn a_permanently_refused_event_is_kept_and_reported() {
     ]);
     let key = laptop.create_issue("refusal");
     let out = laptop.run(&["run", &key, "--", "big"]);
-    assert!(
-        out.status.success(),
-        "the adapter succeeded; delivery trouble is reported, not fatal"
-    );
     let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the adapter succeeded, but a run never does while an event it read was refused: {stderr}"
+    );
     assert!(
         stderr.contains("refused") && stderr.contains("too-big"),
         "{stderr}"

@@ -89,7 +89,7 @@ fn token_create_and_login_from_another_profile() {
 }
 
 #[test]
-fn run_scoped_token_can_only_touch_its_own_run() {
+fn a_run_token_is_dead_once_its_run_ended() {
     let team = Env::new();
     let server = Server::start(&team, &[]);
     let token = team.ok(&["token", "create"]).trim().to_owned();
@@ -125,6 +125,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
         .trim()
         .to_owned();
 
+    // The adapter's token read its issue while the run ran; now that it ended, nothing.
     let u = |p: &str| format!("{}/api/v1{p}", server.url);
     let batch = serde_json::json!({"items": [{"source": "x", "source_key": "y", "event": {"event": "message", "type": "text", "content": "z", "source": "x", "source_key": "y"}}]});
     assert_eq!(
@@ -134,7 +135,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        200
+        401
     );
     assert_eq!(
         http()
@@ -143,7 +144,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        200
+        401
     );
     assert_eq!(
         http()
@@ -153,7 +154,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        200
+        401
     );
     assert_eq!(
         http()
@@ -163,7 +164,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        403
+        401
     );
     assert_eq!(
         http()
@@ -172,7 +173,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        403
+        401
     );
     assert_eq!(
         http()
@@ -181,7 +182,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        403
+        401
     );
     assert_eq!(
         http()
@@ -191,7 +192,7 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        403
+        401
     );
     assert_eq!(
         http()
@@ -201,6 +202,6 @@ fn run_scoped_token_can_only_touch_its_own_run() {
             .send()
             .unwrap()
             .status(),
-        403
+        401
     );
 }

@@ -16,6 +16,9 @@ use wujie_protocol::api::{
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle connections are given up well before a server with default settings closes them (30 s
+/// without a request), so a request is rarely sent on a connection the server is closing.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A bearer token. Its `Debug` and `Display` never show the secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -150,6 +153,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build()
             .map_err(|e| ClientError::Build(e.to_string()))?;
         Ok(Client { http, base, token })
@@ -340,6 +344,12 @@ impl Client {
         self.call(Method::POST, "/tokens", Some(req)).await
     }
 
+    /// Revokes this client's own token: later requests with it get 401.
+    pub async fn revoke_own_token(&self) -> Result<(), ClientError> {
+        self.send(Method::DELETE, "/tokens/current", None).await?;
+        Ok(())
+    }
+
     pub async fn create_discussion(
         &self,
         req: &CreateDiscussion,
@@ -355,6 +365,13 @@ impl Client {
     pub async fn get_discussion(&self, id: &str) -> Result<Discussion, ClientError> {
         self.call(Method::GET, &format!("/discussions/{}", segment(id)), None)
             .await
+    }
+
+    /// Deletes an open discussion that recorded nothing.
+    pub async fn delete_empty_discussion(&self, id: &str) -> Result<(), ClientError> {
+        let path = format!("/discussions/{}", segment(id));
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
     }
 
     /// Discussions of `provider` that recorded the native session id `native_session_id`.

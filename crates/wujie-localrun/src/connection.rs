@@ -33,7 +33,10 @@ impl Connection {
     ) -> Result<Connection, LocalRunError> {
         let creds = profile.load_credentials()?;
         if let Some(url) = server_flag {
-            let token = env("WUJIE_TOKEN").or(creds.remote_token).ok_or_else(|| {
+            // The profile's own `wujie server` serves the profile's database: its local token
+            // works there, with no login.
+            let own = is_own_server(profile, url).then(|| creds.local_token.clone());
+            let token = env("WUJIE_TOKEN").or(own.flatten()).or(creds.remote_token).ok_or_else(|| {
                 LocalRunError::Invalid(format!(
                     "no token for {url}: run `wujie login --server {url} --token TOKEN` or set WUJIE_TOKEN"
                 ))
@@ -93,8 +96,10 @@ impl Connection {
             return Connection::embedded(profile).await;
         }
         let creds = profile.load_credentials()?;
+        let own = is_own_server(profile, label).then(|| creds.local_token.clone());
         let token = std::env::var("WUJIE_TOKEN")
             .ok()
+            .or(own.flatten())
             .or(creds.remote_token)
             .ok_or_else(|| {
                 LocalRunError::Invalid(format!(
@@ -134,4 +139,54 @@ pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, Loc
     creds.local_token = Some(minted.clone());
     profile.save_credentials(&creds)?;
     Ok(minted)
+}
+
+/// While `wujie server` serves a profile, it records where (`state/server.json`) so that
+/// `--server URL` naming it needs no login. Removed again when the server ends.
+#[derive(Debug)]
+pub struct OwnServerRecord {
+    path: std::path::PathBuf,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OwnServer {
+    url: String,
+    pid: u32,
+}
+
+impl OwnServerRecord {
+    pub fn write(profile: &Profile, url: &str) -> Result<OwnServerRecord, LocalRunError> {
+        let path = profile.own_server_path();
+        let record = OwnServer {
+            url: url.trim_end_matches('/').to_owned(),
+            pid: std::process::id(),
+        };
+        let bytes = serde_json::to_vec(&record).expect("strings and integers serialize");
+        crate::profile::write_atomic(&path, &bytes, 0o600)?;
+        Ok(OwnServerRecord { path })
+    }
+}
+
+impl Drop for OwnServerRecord {
+    fn drop(&mut self) {
+        // Only our own record: a later server on this profile may have replaced it.
+        if read_own_server(&self.path).is_some_and(|s| s.pid == std::process::id()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn read_own_server(path: &std::path::Path) -> Option<OwnServer> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Whether `url` is where this profile's own `wujie server` listens right now (its record names
+/// that URL and its process is alive), so that the profile's token is never sent elsewhere.
+fn is_own_server(profile: &Profile, url: &str) -> bool {
+    let Some(own) = read_own_server(&profile.own_server_path()) else {
+        return false;
+    };
+    let alive = i32::try_from(own.pid)
+        .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
+    alive && own.url == url.trim_end_matches('/')
 }

@@ -31,7 +31,7 @@ use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::run::STOP_GRACE;
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
-    next_input, pipe_input,
+    next_input, pipe_input, revoke_adapter_token,
 };
 use crate::supervisor::{
     Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
@@ -243,6 +243,9 @@ pub async fn discuss(
         promoted: None,
         promoted_owner: None,
         notices: Vec::new(),
+        may_attach: !resumed,
+        abandoned: None,
+        discussion_id: discussion.id.clone(),
     };
     let end = match flow.pump(&mut adapter).await {
         Ok(end) => end,
@@ -271,6 +274,7 @@ pub async fn discuss(
             (1, Some(message))
         }
     };
+    revoke_adapter_token(&conn.url, &token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = flow.host.take() {
         host.finish().await;
@@ -279,6 +283,11 @@ pub async fn discuss(
         eprintln!("wujie: {notice}");
     }
     let promoted = flow.promoted.take();
+    // (the discussion this session started with, the one it continued instead)
+    let attached = flow
+        .abandoned
+        .take()
+        .map(|abandoned| (abandoned, flow.discussion_id.clone()));
     let promoted_run = match promoted {
         Some((issue_key, run_id)) => {
             let status = if cancelled {
@@ -323,9 +332,23 @@ pub async fn discuss(
     if summary.pending == 0 {
         // A discussion has no end to record; once delivered it leaves the outbox.
         let _ = outbox.finish_delivered(&discussion.id).await;
+        if let Some((_, continued)) = &attached {
+            let _ = outbox.finish_delivered(continued).await;
+        }
     }
+    let (discussion_id, resumed) = match attached {
+        Some((abandoned, continued)) => {
+            // Whatever it recorded before the session id was delivered to it (usually
+            // nothing); only an empty discussion is deleted.
+            if let Err(e) = conn.client.delete_empty_discussion(&abandoned).await {
+                tracing::debug!("discussion {abandoned} stays: {e}");
+            }
+            (continued, true)
+        }
+        None => (discussion.id, resumed),
+    };
     Ok(DiscussOutcome {
-        discussion_id: discussion.id,
+        discussion_id,
         provider: provider.name.clone(),
         resumed,
         promoted: promoted_run,
@@ -366,6 +389,12 @@ struct Flow<'a> {
     /// Messages to the user while the terminal host owns the screen: shown there as notices
     /// when they happen, and printed again once it gave the screen back, for the scrollback.
     notices: Vec<String>,
+    /// A new discussion may still turn out to continue an existing one (see `attach`).
+    may_attach: bool,
+    /// The discussion this session started with, once it attached to an existing one.
+    abandoned: Option<String>,
+    /// The discussion this session reports into (until a promotion, then its origin).
+    discussion_id: String,
 }
 
 impl Flow<'_> {
@@ -408,6 +437,10 @@ impl Flow<'_> {
                             }
                         };
                         for event in &line.events {
+                            if let Event::Session { session_id } = event {
+                                self.record(std::mem::take(&mut items)).await?;
+                                self.attach(session_id).await?;
+                            }
                             if let Event::HandoffReady { request_id, mode } = event {
                                 // Everything before the request is recorded where it belongs first.
                                 self.record(std::mem::take(&mut items)).await?;
@@ -475,6 +508,57 @@ impl Flow<'_> {
                 },
             }
         }
+    }
+
+    /// A native resume the arguments do not spell out as a separate word (`--resume=ID`,
+    /// `--continue`) shows only in the adapter's `session` event. When an open discussion of
+    /// this provider already recorded that native id, this session continues it: later events
+    /// go there, and the new discussion, if it stayed empty, is deleted at the end.
+    async fn attach(&mut self, native: &str) -> Result<(), LocalRunError> {
+        if !std::mem::take(&mut self.may_attach) || self.target.kind != TargetKind::Discussion {
+            return Ok(());
+        }
+        let hits = match self
+            .conn
+            .client
+            .find_discussions_by_native_session(&self.provider.name, native)
+            .await
+        {
+            Ok(hits) => hits,
+            Err(e) => {
+                tracing::debug!("cannot look the native session up: {e}");
+                return Ok(());
+            }
+        };
+        let Some(existing) = hits
+            .into_iter()
+            .find(|d| d.id != self.target.id && d.status == DiscussionStatus::Open)
+        else {
+            return Ok(());
+        };
+        self.outbox
+            .add_target(&NewTarget {
+                id: &existing.id,
+                kind: TargetKind::Discussion,
+                server_url: &self.conn.server_label,
+                label: "discussion",
+                reporter_pid: std::process::id(),
+            })
+            .await
+            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        let target = TargetRef {
+            id: existing.id.clone(),
+            kind: TargetKind::Discussion,
+        };
+        self.reporter.add_target(target.clone());
+        self.abandoned = Some(std::mem::replace(&mut self.target, target).id);
+        self.discussion_id = existing.id.clone();
+        self.say(format!(
+            "native session {native} continues discussion {}",
+            existing.id
+        ))
+        .await;
+        Ok(())
     }
 
     async fn record(

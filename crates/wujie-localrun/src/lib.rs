@@ -16,6 +16,7 @@ pub mod reporter;
 pub mod run;
 pub mod session;
 mod small_file;
+mod spawn_error;
 mod stop_pipe;
 pub mod supervisor;
 pub mod sync;

@@ -111,6 +111,10 @@ impl Profile {
     pub fn installed_providers_dir(&self) -> PathBuf {
         self.state_dir.join("localrun-providers")
     }
+    /// Where this profile's `wujie server` records its address while it serves.
+    pub fn own_server_path(&self) -> PathBuf {
+        self.state_dir.join("server.json")
+    }
 
     pub fn load_config(&self) -> Result<Config, LocalRunError> {
         let path = self.config_path();

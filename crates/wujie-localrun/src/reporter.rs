@@ -14,7 +14,7 @@ use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use wujie_client::{Client, ClientError, EncodedBatch};
-use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult};
+use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
 
 /// Most items in one request; about the point where larger batches stop paying off.
@@ -506,7 +506,8 @@ async fn deliver_loop(
                 break;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
-                outcome = match client.finish_run(&target.id, finish).await {
+                let finish = counting_refusals(&outbox, &target.id, finish).await;
+                outcome = match client.finish_run(&target.id, &finish).await {
                     Ok(_) => {
                         let _ = outbox.finish_delivered(&target.id).await;
                         if let Some(t) = shared
@@ -567,6 +568,40 @@ async fn deliver_loop(
             }
         }
     }
+}
+
+/// The outcome to record for a run once all of its rows were settled: a run the server refused
+/// events of did not succeed, whatever its adapter's exit code said.
+pub(crate) async fn counting_refusals(
+    outbox: &Outbox,
+    target_id: &str,
+    finish: &FinishRun,
+) -> FinishRun {
+    if finish.status != RunStatus::Succeeded {
+        return finish.clone();
+    }
+    let refused = outbox
+        .targets()
+        .await
+        .ok()
+        .and_then(|targets| targets.into_iter().find(|t| t.id == target_id))
+        .map_or(0, |t| t.failed);
+    if refused == 0 {
+        return finish.clone();
+    }
+    FinishRun {
+        status: RunStatus::Failed,
+        exit_code: finish.exit_code,
+        error: Some(refused_error(refused)),
+    }
+}
+
+/// Why a run whose adapter succeeded is failed anyway.
+pub fn refused_error(refused: i64) -> String {
+    format!(
+        "the server refused {refused} of the events read; they are kept in the outbox \
+         (`wujie local-run status`)"
+    )
 }
 
 enum Step {

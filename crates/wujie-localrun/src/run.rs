@@ -15,9 +15,10 @@ use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::registry::Provider;
-use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
+use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef, refused_error};
 use crate::session::{
     AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
+    revoke_adapter_token,
 };
 use crate::supervisor::{
     Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
@@ -43,7 +44,8 @@ pub struct RunOutcome {
     pub run_id: String,
     pub issue_key: String,
     pub status: RunStatus,
-    /// What `wujie run` exits with: the adapter's code, 130 after a cancel, 1 on a protocol error.
+    /// What `wujie run` exits with: the adapter's code, 130 after a cancel, 1 on a protocol error
+    /// or when the server refused events that were read.
     pub exit_code: i32,
     pub error: Option<String>,
     pub summary: CloseSummary,
@@ -188,6 +190,7 @@ pub async fn run(
         }
     };
     heartbeat.abort();
+    revoke_adapter_token(&conn.url, &created.token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = host {
         host.finish().await;
@@ -207,6 +210,12 @@ pub async fn run(
         })
         .await
         .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    // The deliverer records the run as failed on the server too (see `counting_refusals`).
+    let (status, exit_code, error) = if summary.failed > 0 && status == RunStatus::Succeeded {
+        (RunStatus::Failed, 1, Some(refused_error(summary.failed)))
+    } else {
+        (status, exit_code, error)
+    };
     Ok(RunOutcome {
         run_id,
         issue_key: issue.key,

@@ -62,6 +62,22 @@ pub fn adapter_env(
     env
 }
 
+/// Revokes the token handed to the adapter once its session is over, so nothing it left behind
+/// reads on with it. Best effort: a run's token also dies when the run's end is recorded, a
+/// discussion's when it is promoted.
+pub async fn revoke_adapter_token(server_url: &str, token: &str) {
+    let client = match wujie_client::Client::new(server_url, wujie_client::Token::new(token)) {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::debug!("cannot revoke the adapter's token: {e}");
+            return;
+        }
+    };
+    if let Err(e) = client.revoke_own_token().await {
+        tracing::debug!("the adapter's token was not revoked: {e}");
+    }
+}
+
 /// The adapter's stdout as decoded lines, read in chunks.
 pub struct StdoutEvents {
     stdout: ChildStdout,
@@ -297,38 +313,53 @@ pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// After the user's input ended, the adapter's stdin closes once the adapter's output has been
-/// quiet for this long: a request it printed just then (a handoff it may not make) is still
-/// answered on its stdin instead of racing the close.
+/// After the user's input ended, the adapter's stdin closes once the adapter has printed
+/// something and its output has then been quiet for this long: a request it printed just then
+/// (a handoff it may not make) is still answered on its stdin instead of racing the close.
 pub const STDIN_CLOSE_QUIET: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// When to close the adapter's stdin after the end of the user's input (see
-/// [`STDIN_CLOSE_QUIET`]).
+/// [`STDIN_CLOSE_QUIET`]). The quiet period never starts before the adapter's first output: an
+/// adapter slow to start (an interpreter on a loaded machine) that asks for a handoff first
+/// thing still finds its stdin open for the answer, however early the user's input ended.
 #[derive(Debug, Default)]
 pub struct QuietClose {
+    /// The user's input ended and the adapter's stdin is still open.
+    input_ended: bool,
+    /// The adapter printed something.
+    seen_output: bool,
     at: Option<tokio::time::Instant>,
 }
 
 impl QuietClose {
-    /// The user's input ended: close after a quiet period.
+    /// The user's input ended: close after a quiet period that follows some output.
     pub fn arm(&mut self) {
-        self.at = Some(tokio::time::Instant::now() + STDIN_CLOSE_QUIET);
+        self.input_ended = true;
+        if self.seen_output {
+            self.restart();
+        }
     }
 
     /// The adapter printed something: the quiet period starts again.
     pub fn on_output(&mut self) {
-        if self.at.is_some() {
-            self.arm();
+        self.seen_output = true;
+        if self.input_ended {
+            self.restart();
         }
+    }
+
+    fn restart(&mut self) {
+        self.at = Some(tokio::time::Instant::now() + STDIN_CLOSE_QUIET);
     }
 
     pub fn is_armed(&self) -> bool {
         self.at.is_some()
     }
 
-    /// Resolves when it is time to close (then disarms); never while unarmed.
+    /// Resolves when it is time to close (then disarms for good); never while unarmed.
     pub async fn due(&mut self) {
         sleep_until_opt(self.at).await;
         self.at = None;
+        self.input_ended = false;
     }
 }

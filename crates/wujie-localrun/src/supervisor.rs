@@ -64,12 +64,9 @@ impl Adapter {
             cmd.env_remove(var);
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd.spawn().map_err(|e| {
-            LocalRunError::Invalid(format!(
-                "could not start adapter {}: {e}",
-                spec.program.display()
-            ))
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| LocalRunError::Invalid(crate::spawn_error::describe(&spec.program, &e)))?;
         Ok(Adapter {
             stdout: child.stdout.take(),
             stdin: child.stdin.take(),
@@ -118,7 +115,12 @@ impl Adapter {
         let mut child = cmd
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .spawn(pts)
-            .map_err(failed)?;
+            .map_err(|e| match e {
+                pty_process::Error::Io(e) => {
+                    LocalRunError::Invalid(crate::spawn_error::describe(&spec.program, &e))
+                }
+                other => failed(other),
+            })?;
         let adapter = Adapter {
             stdout: child.stdout.take(),
             stdin: None,

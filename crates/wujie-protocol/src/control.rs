@@ -159,6 +159,9 @@ impl From<ObjectError> for ControlFrameError {
             }
             ObjectError::NotJson(message) => ControlFrameError::NotJson(message),
             ObjectError::NotObject { found } => ControlFrameError::NotObject { found },
+            ObjectError::TooDeep => {
+                ControlFrameError::NotJson("nested deeper than a JSON parser goes".to_owned())
+            }
         }
     }
 }

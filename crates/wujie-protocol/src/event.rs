@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::limits;
 use crate::lines::{LinePiece, LineSplitter};
 
 /// The nine message types an adapter may report.
@@ -151,10 +152,8 @@ impl Event {
     }
 }
 
-/// Longest stdout line accepted from an adapter. A line is one event, and message content is
-/// taken as is, so the limit is generous; it exists so a runaway adapter cannot make the reader
-/// buffer without bound.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Longest stdout line accepted from an adapter ([`crate::limits::MAX_LINE_BYTES`]).
+pub const DEFAULT_MAX_LINE_BYTES: usize = limits::MAX_LINE_BYTES;
 
 /// How many characters of an offending value an error message quotes: enough to recognise it,
 /// never the whole (possibly huge) input.
@@ -206,6 +205,14 @@ pub enum EventErrorKind {
     EmptyField { field: &'static str },
     #[error("line longer than the limit of {limit} bytes; each event must be one line within it")]
     LineTooLong { limit: usize },
+    #[error(
+        "nested deeper than the limit of {limit} levels of objects and arrays; flatten the event's input"
+    )]
+    TooDeep { limit: usize },
+    #[error(
+        "event is {size} bytes as JSON, over the limit of {limit} bytes per event; split or shorten it"
+    )]
+    EventTooLarge { size: usize, limit: usize },
     /// Kept apart from other errors: the parent answers the request (`accepted:false`) instead
     /// of failing the session, so it carries the request id.
     #[error(
@@ -290,15 +297,53 @@ fn parse_line_events(line: &[u8]) -> Result<Vec<Event>, EventErrorKind> {
         None | Some(Value::Null) => None,
         Some(value) => Some(Event::Usage(parse_usage(value)?)),
     };
-    Ok(primary.into_iter().chain(usage).collect())
+    let events: Vec<Event> = primary.into_iter().chain(usage).collect();
+    for event in &events {
+        within_limits(event, line.len())?;
+    }
+    Ok(events)
+}
+
+/// Most bytes the encoding of an event without a JSON `input` adds to the line it came from:
+/// its `event` tag and usage fields the line left out. Its strings encode no longer than the
+/// line wrote them (JSON escapes only what a line must escape too), its integers the same.
+const ENCODING_GROWTH_BOUND: usize = 128;
+
+/// The limits every stored event is held to (the server applies the same ones).
+fn within_limits(event: &Event, line_len: usize) -> Result<(), EventErrorKind> {
+    if limits::event_depth(event) > limits::MAX_EVENT_DEPTH {
+        return Err(EventErrorKind::TooDeep {
+            limit: limits::MAX_EVENT_DEPTH,
+        });
+    }
+    // Measuring costs a second encoding; only an `input` (numbers are written out again) or a
+    // line close to the limit can make the event's encoding exceed it.
+    let has_input = matches!(event, Event::Message(Message { input: Some(_), .. }));
+    if !has_input && line_len + ENCODING_GROWTH_BOUND <= limits::MAX_EVENT_BYTES {
+        return Ok(());
+    }
+    let size = limits::encoded_len(event);
+    if size > limits::MAX_EVENT_BYTES {
+        return Err(EventErrorKind::EventTooLarge {
+            size,
+            limit: limits::MAX_EVENT_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// Why a line is not a JSON object at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ObjectError {
-    InvalidUtf8 { valid_up_to: usize },
+    InvalidUtf8 {
+        valid_up_to: usize,
+    },
     NotJson(String),
-    NotObject { found: &'static str },
+    NotObject {
+        found: &'static str,
+    },
+    /// Deeper than the JSON parser goes.
+    TooDeep,
 }
 
 impl From<ObjectError> for EventErrorKind {
@@ -307,6 +352,9 @@ impl From<ObjectError> for EventErrorKind {
             ObjectError::InvalidUtf8 { valid_up_to } => EventErrorKind::InvalidUtf8 { valid_up_to },
             ObjectError::NotJson(message) => EventErrorKind::NotJson(message),
             ObjectError::NotObject { found } => EventErrorKind::NotObject { found },
+            ObjectError::TooDeep => EventErrorKind::TooDeep {
+                limit: limits::MAX_EVENT_DEPTH,
+            },
         }
     }
 }
@@ -321,6 +369,11 @@ pub(crate) fn parse_json_object(bytes: &[u8]) -> Result<Map<String, Value>, Obje
         Ok(other) => Err(ObjectError::NotObject {
             found: json_type_name(&other),
         }),
+        // serde_json names no category for it; its message is stable ("recursion limit
+        // exceeded").
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+            Err(ObjectError::TooDeep)
+        }
         Err(e) => Err(ObjectError::NotJson(describe_json_error(&e))),
     }
 }

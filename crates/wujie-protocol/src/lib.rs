@@ -9,6 +9,7 @@ pub mod api;
 pub mod control;
 pub mod driver;
 pub mod event;
+pub mod limits;
 pub mod lines;
 pub mod manifest;
 pub mod sidecar;

@@ -1,5 +1,7 @@
-//! Bearer-token authentication and scope checks. A user token may do everything; a run token
-//! only its own run (and reading its issue); a discussion token only its own discussion.
+//! Bearer-token authentication and scope checks. A user token may do everything (the reporter
+//! delivers events and finishes runs with one); the token handed to an adapter reads its run's
+//! issue or its discussion and nothing more, and only while the run runs or the discussion is
+//! open.
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -51,37 +53,47 @@ impl Caller {
         }
     }
 
-    /// Users, or the run's own token.
-    pub(crate) fn require_run(&self, run_id: &str) -> Result<(), Failure> {
-        match &self.0 {
-            Principal::User { .. } => Ok(()),
-            Principal::Run { run_id: own, .. } if own == run_id => Ok(()),
-            _ => Err(Failure::forbidden(format!(
-                "this token is not allowed to access run {run_id}; a run token only reaches its own run"
-            ))),
-        }
+    pub(crate) fn is_user(&self) -> bool {
+        matches!(self.0, Principal::User { .. })
     }
 
-    /// Users, or the token of a run on this issue.
+    /// Users, or the adapter's token of a run on this issue.
     pub(crate) fn require_issue_read(&self, issue_id: &str, shown_as: &str) -> Result<(), Failure> {
         match &self.0 {
             Principal::User { .. } => Ok(()),
             Principal::Run { issue_id: own, .. } if own == issue_id => Ok(()),
+            _ => Err(Caller::cannot_read_issue(shown_as)),
+        }
+    }
+
+    /// The answer to a scoped token asking for an issue that is not its own, or that does not
+    /// exist: the same in both cases.
+    pub(crate) fn cannot_read_issue(shown_as: &str) -> Failure {
+        Failure::forbidden(format!(
+            "this token is not allowed to read issue {shown_as}; a run token only reads its own run's issue"
+        ))
+    }
+
+    /// Users, or the discussion's own token.
+    pub(crate) fn require_discussion_read(&self, discussion_id: &str) -> Result<(), Failure> {
+        match &self.0 {
+            Principal::User { .. } => Ok(()),
+            Principal::Discussion {
+                discussion_id: own, ..
+            } if own == discussion_id => Ok(()),
             _ => Err(Failure::forbidden(format!(
-                "this token is not allowed to read issue {shown_as}; a run token only reads its own run's issue"
+                "this token is not allowed to read discussion {discussion_id}; \
+                 a discussion token only reads its own discussion"
             ))),
         }
     }
 
-    /// Users, or the discussion's own token.
-    pub(crate) fn require_discussion(&self, discussion_id: &str) -> Result<(), Failure> {
+    /// The id of the token that authorised this request.
+    pub(crate) fn token_id(&self) -> &str {
         match &self.0 {
-            Principal::User { .. } => Ok(()),
-            Principal::Discussion { discussion_id: own } if own == discussion_id => Ok(()),
-            _ => Err(Failure::forbidden(format!(
-                "this token is not allowed to access discussion {discussion_id}; \
-                 a discussion token only reaches its own discussion"
-            ))),
+            Principal::User { token_id }
+            | Principal::Run { token_id, .. }
+            | Principal::Discussion { token_id, .. } => token_id,
         }
     }
 }

@@ -12,31 +12,53 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use axum::Router;
+use axum::http::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::{JoinHandle, JoinSet};
 use wujie_store::Store;
 
 pub use openapi::openapi_document;
 
 /// Largest request body accepted (a batch of events); bigger bodies get 413.
-pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = wujie_protocol::limits::MAX_BATCH_BODY_BYTES;
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// A running run whose reporter has not been heard from for this long is failed with
     /// "reporter stopped".
     pub stale_after: Duration,
-    /// Largest serialized event accepted by ingest; bigger items are rejected one by one.
+    /// Largest serialized event accepted by ingest; bigger items are rejected one by one. The
+    /// default is the reader's limit, so that whatever `wujie` read is stored.
     pub max_event_bytes: usize,
+    /// A connection must deliver a request's complete headers within this long, counted from
+    /// when it is ready for one: so it also bounds how long an idle keep-alive connection, or
+    /// one trickling its headers byte by byte, is held.
+    pub header_read_timeout: Duration,
+    /// A request's body must arrive within this long (408 otherwise).
+    pub body_read_timeout: Duration,
+    /// Most connections held at once; more wait in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// After the shutdown signal, how long requests in flight get to finish before their
+    /// connections are dropped (a half-open client must not hold the server up).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             stale_after: Duration::from_secs(10 * 60),
-            max_event_bytes: 8 * 1024 * 1024,
+            max_event_bytes: wujie_protocol::limits::MAX_EVENT_BYTES,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(120),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }
@@ -54,7 +76,8 @@ pub fn router(store: Store, config: ServerConfig) -> Router {
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, running the stale-run sweeper
-/// alongside.
+/// alongside. Then it stops accepting, gives requests in flight `shutdown_grace` to finish,
+/// and drops whatever connections are left.
 pub async fn serve(
     listener: TcpListener,
     store: Store,
@@ -62,11 +85,58 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let sweeper = tokio::spawn(sweep_stale_runs(store.clone(), config.stale_after));
-    let result = axum::serve(listener, router(store, config))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let app = router(store, config.clone());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while connections.try_join_next().is_some() {}
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.map_err(io::Error::other)?,
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait instead of spinning.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let mut app = app.clone();
+            tower::Service::call(&mut app, req.map(axum::body::Body::new))
+        });
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        connections.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(config.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            "requests still in flight after the shutdown grace period; dropping their connections"
+        );
+    }
+    connections.shutdown().await;
     sweeper.abort();
-    result
+    Ok(())
 }
 
 /// How often the sweeper looks: often enough that a run is failed soon after it goes stale,

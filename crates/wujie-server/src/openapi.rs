@@ -15,10 +15,10 @@ use crate::routes::{discussions, issues, meta, runs, tokens};
         meta::health, meta::openapi, meta::workspace,
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
         runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
-        tokens::create_token,
+        tokens::create_token, tokens::revoke_current,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
-        discussions::create_token,
+        discussions::create_token, discussions::delete_empty,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,

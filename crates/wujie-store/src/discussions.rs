@@ -281,6 +281,32 @@ impl Store {
         Ok(IngestResult { results })
     }
 
+    /// Deletes an open discussion that recorded nothing (no entry, native session id or usage),
+    /// with its tokens: what is left of a session that turned out to continue another one.
+    pub async fn delete_empty_discussion(&self, id: &str) -> Result<(), StoreError> {
+        let mut w = self.write().await?;
+        let current = load_discussion(&mut w.tx, id).await?;
+        if current.status != DiscussionStatus::Open
+            || !current.entries.is_empty()
+            || !current.native_session_ids.is_empty()
+            || !current.usage.is_empty()
+        {
+            return Err(StoreError::Conflict(format!(
+                "discussion {id} holds a conversation or was promoted; only an empty open \
+                 discussion can be deleted"
+            )));
+        }
+        sqlx::query("DELETE FROM tokens WHERE kind = 'discussion' AND subject_id = ?")
+            .bind(id)
+            .execute(&mut *w.tx)
+            .await?;
+        sqlx::query("DELETE FROM discussions WHERE id = ?")
+            .bind(id)
+            .execute(&mut *w.tx)
+            .await?;
+        w.commit().await
+    }
+
     /// Turns an open discussion into an issue (linked to it) with a running run and that run's
     /// token, all in one transaction.
     pub async fn promote_discussion(

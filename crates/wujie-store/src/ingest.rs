@@ -7,10 +7,11 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use wujie_protocol::api::{AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
+use wujie_protocol::limits;
 
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
-use crate::{Store, StoreError, time};
+use crate::{REPORTER_STOPPED, Store, StoreError, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
 const MESSAGE_CHUNK: usize = 128;
@@ -39,10 +40,15 @@ pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<Inge
                 .into(),
         ));
     }
-    let size = match serde_json::to_vec(&item.event) {
-        Ok(bytes) => bytes.len(),
-        Err(e) => return Some(rejected(format!("event cannot be serialized: {e}"))),
-    };
+    let depth = limits::event_depth(&item.event);
+    if depth > limits::MAX_EVENT_DEPTH {
+        return Some(rejected(format!(
+            "event is nested {depth} levels deep, over the limit of {} levels; it will not be \
+             stored",
+            limits::MAX_EVENT_DEPTH
+        )));
+    }
+    let size = limits::encoded_len(&item.event);
     if size > max_event_bytes {
         return Some(rejected(format!(
             "event is {size} bytes, over this server's limit of {max_event_bytes} bytes per event; \
@@ -148,6 +154,30 @@ async fn existing_message_keys<'a>(
     Ok(existing)
 }
 
+/// Why a new event of an ended run is not stored.
+fn after_end(run_id: &str, status: &str) -> String {
+    format!(
+        "run {run_id} already ended ({status}); a run takes no new events after its end, \
+         only the ones read before it"
+    )
+}
+
+async fn usage_exists(
+    conn: &mut SqliteConnection,
+    run_id: &str,
+    item: &IngestItem,
+) -> Result<bool, StoreError> {
+    let found: Option<(i64,)> = sqlx::query_as(
+        "SELECT 1 FROM run_usage WHERE run_id = ? AND source = ? AND source_key = ?",
+    )
+    .bind(run_id)
+    .bind(&item.source)
+    .bind(&item.source_key)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}
+
 struct PendingMessage<'a> {
     index: usize,
     item: &'a IngestItem,
@@ -195,11 +225,17 @@ impl Store {
 
         let now = time::now();
         let mut w = self.write().await?;
-        let issue_id: Option<(String,)> = sqlx::query_as("SELECT issue_id FROM runs WHERE id = ?")
-            .bind(run_id)
-            .fetch_optional(&mut *w.tx)
-            .await?;
-        let (issue_id,) = issue_id.ok_or_else(|| run_not_found(run_id))?;
+        let run: Option<(String, String, Option<String>)> =
+            sqlx::query_as("SELECT issue_id, status, error FROM runs WHERE id = ?")
+                .bind(run_id)
+                .fetch_optional(&mut *w.tx)
+                .await?;
+        let (issue_id, status, error) = run.ok_or_else(|| run_not_found(run_id))?;
+        // The reporter finishes a run only once every row it read was delivered, so nothing
+        // new may follow a recorded end. A failure by the stale-run rule is no end: the paused
+        // reporter may still deliver what it read.
+        let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
+            .then(|| after_end(run_id, &status));
 
         // A message is stored now when its key is neither in the database nor earlier in this
         // batch. The write transaction is IMMEDIATE, so nothing can slip in between this check
@@ -214,6 +250,10 @@ impl Store {
                 pending.item.source_key.as_str(),
             );
             if !existing.contains(&key) && seen.insert(key) {
+                if let Some(refusal) = &ended {
+                    results[pending.index] = Some(rejected(refusal.clone()));
+                    continue;
+                }
                 stored_now[pending.index] = true;
                 new_messages.push(pending);
             }
@@ -238,6 +278,9 @@ impl Store {
             insert.build().execute(&mut *w.tx).await?;
         }
         for pending in &messages {
+            if results[pending.index].is_some() {
+                continue;
+            }
             let stored = stored_now[pending.index];
             results[pending.index] = Some(outcome(if stored {
                 IngestOutcome::Stored
@@ -255,6 +298,14 @@ impl Store {
             }
         }
         for (index, item, usage) in usages {
+            if let Some(refusal) = &ended {
+                results[index] = Some(if usage_exists(&mut w.tx, run_id, item).await? {
+                    outcome(IngestOutcome::Duplicate)
+                } else {
+                    rejected(refusal.clone())
+                });
+                continue;
+            }
             let stored =
                 insert_usage(&mut w.tx, RUN_USAGE_INSERT, run_id, item, usage, &now).await?;
             results[index] = Some(outcome(if stored {

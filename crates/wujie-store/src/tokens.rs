@@ -10,12 +10,19 @@ use crate::{Store, StoreError, new_id, time};
 /// Who a verified token speaks for, and so what it may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Principal {
-    /// May do everything.
+    /// May do everything; the reporter delivers and finishes with a user token.
     User { token_id: String },
-    /// May report events for, and read, one run and read its issue.
-    Run { run_id: String, issue_id: String },
-    /// May report events for, and read, one discussion.
-    Discussion { discussion_id: String },
+    /// The adapter's token of a running run: may read the run's issue, nothing more.
+    Run {
+        token_id: String,
+        run_id: String,
+        issue_id: String,
+    },
+    /// The adapter's token of an open discussion: may read that discussion, nothing more.
+    Discussion {
+        token_id: String,
+        discussion_id: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -88,12 +95,16 @@ impl Store {
         })
     }
 
-    /// Whom `secret` speaks for; `None` if it is unknown or revoked.
+    /// Whom `secret` speaks for; `None` if it is unknown or revoked, or if it is the adapter's
+    /// token of a run that is no longer running or of a discussion that was promoted: a token
+    /// handed to an adapter dies with what it was handed out for.
     pub async fn verify_token(&self, secret: &str) -> Result<Option<Principal>, StoreError> {
         let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT t.id, t.kind, t.subject_id, r.issue_id FROM tokens t \
-             LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id \
-             WHERE t.hash = ? AND t.revoked = 0",
+             LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id AND r.status = 'running' \
+             LEFT JOIN discussions d ON t.kind = 'discussion' AND d.id = t.subject_id \
+             WHERE t.hash = ? AND t.revoked = 0 \
+               AND (t.kind = 'user' OR r.id IS NOT NULL OR d.status = 'open')",
         )
         .bind(hash(secret))
         .fetch_optional(self.pool())
@@ -103,8 +114,15 @@ impl Store {
         };
         Ok(match (kind.as_str(), subject, issue_id) {
             ("user", _, _) => Some(Principal::User { token_id }),
-            ("run", Some(run_id), Some(issue_id)) => Some(Principal::Run { run_id, issue_id }),
-            ("discussion", Some(discussion_id), _) => Some(Principal::Discussion { discussion_id }),
+            ("run", Some(run_id), Some(issue_id)) => Some(Principal::Run {
+                token_id,
+                run_id,
+                issue_id,
+            }),
+            ("discussion", Some(discussion_id), _) => Some(Principal::Discussion {
+                token_id,
+                discussion_id,
+            }),
             _ => None,
         })
     }

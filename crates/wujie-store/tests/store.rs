@@ -51,13 +51,11 @@ async fn tokens_verify_to_their_principal_until_revoked() {
     );
     let i = store.create_issue(&issue("x")).await.expect("issue");
     let run = store.create_run(&i.key, &run_req()).await.expect("run");
-    assert_eq!(
+    assert!(matches!(
         store.verify_token(&run.token).await.expect("verify"),
-        Some(Principal::Run {
-            run_id: run.run.id.clone(),
-            issue_id: i.id.clone()
-        })
-    );
+        Some(Principal::Run { run_id, issue_id, .. })
+            if run_id == run.run.id && issue_id == i.id
+    ));
     let d = store
         .create_discussion(&CreateDiscussion {
             provider: "grok".into(),
@@ -65,12 +63,10 @@ async fn tokens_verify_to_their_principal_until_revoked() {
         })
         .await
         .expect("discussion");
-    assert_eq!(
+    assert!(matches!(
         store.verify_token(&d.token).await.expect("verify"),
-        Some(Principal::Discussion {
-            discussion_id: d.discussion.id.clone()
-        })
-    );
+        Some(Principal::Discussion { discussion_id, .. }) if discussion_id == d.discussion.id
+    ));
     assert_eq!(store.verify_token("wjt_nope").await.expect("verify"), None);
     assert_eq!(
         store

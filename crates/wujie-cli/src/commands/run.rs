@@ -154,12 +154,18 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             .as_deref()
             .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
+        // Delivery that gave up (server unreachable) counts nothing it did: what matters then
+        // is what still waits.
+        let delivery = if s.pending > 0 {
+            format!("{} events wait in the outbox", s.pending)
+        } else {
+            format!("{} events synced", s.stats.delivered)
+        };
         eprintln!(
-            "wujie: run {} on {} {}{error}; {} events synced. See it with `wujie issue show {}`.",
+            "wujie: run {} on {} {}{error}; {delivery}. See it with `wujie issue show {}`.",
             outcome.run_id,
             outcome.issue_key,
             outcome.status.as_str(),
-            s.stats.delivered,
             outcome.issue_key
         );
     }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use wujie_localrun::connection::{local_token, open_store};
+use wujie_localrun::connection::{OwnServerRecord, local_token, open_store};
 use wujie_server::ServerConfig;
 use wujie_store::StoreOptions;
 
@@ -20,6 +20,8 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
+    // `wujie --server URL` on this profile, naming this server, needs no login while it runs.
+    let _own = OwnServerRecord::write(&ctx.profile, &format!("http://{addr}"))?;
     if !addr.ip().is_loopback() {
         eprintln!(
             "wujie: warning: listening on {addr}, reachable from other machines; every request still needs a token"
@@ -45,6 +47,7 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     let config = ServerConfig {
         stale_after: Duration::from_secs(args.stale_after),
         max_event_bytes: args.max_event_bytes,
+        ..ServerConfig::default()
     };
     let shutdown = async {
         use tokio::signal::unix::{SignalKind, signal};

@@ -88,7 +88,7 @@ pub(crate) async fn get_discussion(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Discussion>> {
-    caller.require_discussion(&id)?;
+    caller.require_discussion_read(&id)?;
     Ok(Json(state.store.discussion(&id).await?))
 }
 
@@ -105,7 +105,7 @@ pub(crate) async fn ingest_events(
     Path(id): Path<String>,
     Body(batch): Body<IngestBatch>,
 ) -> ApiResult<Json<IngestResult>> {
-    caller.require_discussion(&id)?;
+    caller.require_user("report events")?;
     let result = state
         .store
         .ingest_discussion_events(&id, &batch.items, state.config.max_event_bytes)
@@ -129,4 +129,20 @@ pub(crate) async fn promote(
     caller.require_user("promote discussions")?;
     let promoted = state.store.promote_discussion(&id, &req).await?;
     Ok((StatusCode::CREATED, Json(promoted)))
+}
+
+#[utoipa::path(delete, path = "/api/v1/discussions/{id}", tag = "discussions",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "Discussion id")),
+    responses((status = 204, description = "Deleted"),
+        (status = 409, body = ApiError, description = "Not empty, or promoted"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn delete_empty(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_user("delete discussions")?;
+    state.store.delete_empty_discussion(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

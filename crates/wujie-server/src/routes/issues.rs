@@ -9,6 +9,7 @@ use super::Body;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
+use wujie_store::StoreError;
 
 #[utoipa::path(post, path = "/api/v1/issues", tag = "issues", security(("bearer" = [])),
     request_body = CreateIssue,
@@ -45,7 +46,15 @@ pub(crate) async fn get_issue(
     caller: Caller,
     Path(key_or_id): Path<String>,
 ) -> ApiResult<Json<IssueDetail>> {
-    let issue_id = state.store.resolve_issue(&key_or_id).await?;
+    let issue_id = match state.store.resolve_issue(&key_or_id).await {
+        Ok(id) => id,
+        // A scoped token gets the same answer for a key that does not exist as for one it may
+        // not read, so it cannot probe which keys exist.
+        Err(StoreError::NotFound(_)) if !caller.is_user() => {
+            return Err(Caller::cannot_read_issue(&key_or_id));
+        }
+        Err(e) => return Err(e.into()),
+    };
     caller.require_issue_read(&issue_id, &key_or_id)?;
     Ok(Json(state.store.issue(&issue_id).await?))
 }

@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, FromRequest, Request};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde::de::DeserializeOwned;
 
 use crate::error::Failure;
@@ -34,11 +34,15 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))
         .route("/tokens", post(tokens::create_token))
+        .route("/tokens/current", delete(tokens::revoke_current))
         .route(
             "/discussions",
             post(discussions::create_discussion).get(discussions::list_discussions),
         )
-        .route("/discussions/{id}", get(discussions::get_discussion))
+        .route(
+            "/discussions/{id}",
+            get(discussions::get_discussion).delete(discussions::delete_empty),
+        )
         .route("/discussions/{id}/events", post(discussions::ingest_events))
         .route("/discussions/{id}/tokens", post(discussions::create_token))
         .route("/discussions/{id}/promote", post(discussions::promote));
@@ -75,15 +79,25 @@ async fn no_route() -> Failure {
 /// `Json<T>` whose rejections are `ApiError` bodies like every other error.
 pub(crate) struct Body<T>(pub(crate) T);
 
-impl<S, T> FromRequest<S> for Body<T>
+impl<T> FromRequest<AppState> for Body<T>
 where
     T: DeserializeOwned,
-    S: Send + Sync,
 {
     type Rejection = Failure;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Failure> {
-        let axum::Json(value) = axum::Json::<T>::from_request(req, state).await?;
-        Ok(Body(value))
+    /// A body that does not arrive within `body_read_timeout` is answered with 408, so a
+    /// client trickling it cannot hold the connection.
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Failure> {
+        let limit = state.config.body_read_timeout;
+        match tokio::time::timeout(limit, axum::Json::<T>::from_request(req, state)).await {
+            Ok(json) => Ok(Body(json?.0)),
+            Err(_) => Err(Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s; send it at once",
+                    limit.as_secs()
+                ),
+            )),
+        }
     }
 }

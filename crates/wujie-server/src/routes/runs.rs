@@ -36,7 +36,7 @@ pub(crate) async fn get_run(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Run>> {
-    caller.require_run(&id)?;
+    caller.require_user("read runs")?;
     Ok(Json(state.store.run(&id).await?))
 }
 
@@ -52,7 +52,7 @@ pub(crate) async fn ingest_events(
     Path(id): Path<String>,
     Body(batch): Body<IngestBatch>,
 ) -> ApiResult<Json<IngestResult>> {
-    caller.require_run(&id)?;
+    caller.require_user("report events")?;
     let result = state
         .store
         .ingest_run_events(&id, &batch.items, state.config.max_event_bytes)
@@ -69,7 +69,7 @@ pub(crate) async fn heartbeat(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_run(&id)?;
+    caller.require_user("send heartbeats")?;
     state.store.heartbeat(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -85,6 +85,6 @@ pub(crate) async fn finish_run(
     Path(id): Path<String>,
     Body(req): Body<FinishRun>,
 ) -> ApiResult<Json<FinishedRun>> {
-    caller.require_run(&id)?;
+    caller.require_user("finish runs")?;
     Ok(Json(state.store.finish_run(&id, &req).await?))
 }

@@ -23,3 +23,14 @@ pub(crate) async fn create_token(
         Json(state.store.create_user_token(&req.name).await?),
     ))
 }
+
+#[utoipa::path(delete, path = "/api/v1/tokens/current", tag = "tokens", security(("bearer" = [])),
+    responses((status = 204, description = "The token of this request no longer works"),
+        (status = 401, body = ApiError)))]
+pub(crate) async fn revoke_current(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<StatusCode> {
+    state.store.revoke_token(caller.token_id()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,5 +1,5 @@
 use wujie_client::{Client, ClientError, Token};
-use wujie_protocol::api::{CreateIssue, CreateToken, IngestBatch};
+use wujie_protocol::api::{CreateIssue, CreateToken, FinishRun, IngestBatch, RunStatus};
 use wujie_protocol::event::MessageKind;
 
 use crate::harness::{Harness, message, status_of};
@@ -42,49 +42,54 @@ async fn missing_unknown_and_revoked_tokens_get_401() {
 }
 
 #[tokio::test]
-async fn a_run_token_reaches_only_its_own_run_and_issue() {
+async fn a_run_token_reads_its_own_issue_and_nothing_more() {
     let h = Harness::start().await;
     let mine = h.issue("mine").await;
     let theirs = h.issue("theirs").await;
     let my_run = h.run_on(&mine.key).await;
     let other_run = h.run_on(&theirs.key).await;
-    let reporter = h.client(&my_run.token);
+    let adapter = h.client(&my_run.token);
 
-    reporter.get_run(&my_run.run.id).await.expect("own run");
-    reporter
-        .heartbeat(&my_run.run.id)
-        .await
-        .expect("own heartbeat");
+    assert_eq!(
+        adapter.get_issue(&mine.key).await.expect("own issue").key,
+        mine.key
+    );
     let b = IngestBatch {
         items: vec![message(MessageKind::Text, "k", "hi")],
     };
-    reporter
-        .ingest_run_events(&my_run.run.id, &b)
-        .await
-        .expect("own events");
-    assert_eq!(
-        reporter.get_issue(&mine.key).await.expect("own issue").key,
-        mine.key
-    );
-
+    let finish = FinishRun {
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        error: None,
+    };
     let denied: Vec<ClientError> = vec![
-        reporter
+        // What the reporter does is not the adapter's to do, not even on its own run.
+        adapter
+            .ingest_run_events(&my_run.run.id, &b)
+            .await
+            .expect_err("own events"),
+        adapter
+            .heartbeat(&my_run.run.id)
+            .await
+            .expect_err("own heartbeat"),
+        adapter
+            .finish_run(&my_run.run.id, &finish)
+            .await
+            .expect_err("own finish"),
+        adapter.get_run(&my_run.run.id).await.expect_err("own run"),
+        adapter
             .get_run(&other_run.run.id)
             .await
             .expect_err("other run"),
-        reporter
+        adapter
             .ingest_run_events(&other_run.run.id, &b)
             .await
             .expect_err("other events"),
-        reporter
-            .heartbeat(&other_run.run.id)
-            .await
-            .expect_err("other heartbeat"),
-        reporter
+        adapter
             .get_issue(&theirs.key)
             .await
             .expect_err("other issue"),
-        reporter
+        adapter
             .create_issue(&CreateIssue {
                 title: "x".into(),
                 description: String::new(),
@@ -92,8 +97,8 @@ async fn a_run_token_reaches_only_its_own_run_and_issue() {
             })
             .await
             .expect_err("create issue"),
-        reporter.list_issues().await.expect_err("list"),
-        reporter
+        adapter.list_issues().await.expect_err("list"),
+        adapter
             .create_token(&CreateToken {
                 name: "escalate".into(),
             })
@@ -104,6 +109,13 @@ async fn a_run_token_reaches_only_its_own_run_and_issue() {
         assert_eq!(status_of(e), 403, "{e}");
         assert!(!e.to_string().contains(&my_run.token));
     }
+    let run = h.admin.get_run(&my_run.run.id).await.expect("run");
+    assert_eq!(
+        run.status,
+        RunStatus::Running,
+        "the adapter could not finish it"
+    );
+    assert!(run.messages.is_empty(), "nor report into it");
     h.stop().await;
 }
 

@@ -40,7 +40,7 @@ async fn only_conversation_messages_become_entries() {
     let h = Harness::start().await;
     let created = open(&h, "grok").await;
     assert_eq!(created.discussion.status, DiscussionStatus::Open);
-    let reporter = h.client(&created.token);
+    let reporter = h.admin.clone();
     let id = created.discussion.id.clone();
     let b = IngestBatch {
         items: vec![
@@ -115,7 +115,7 @@ async fn native_session_ids_are_kept_in_order_and_found_again() {
     let h = Harness::start().await;
     let first = open(&h, "grok").await;
     let other_provider = open(&h, "hermes").await;
-    let reporter = h.client(&first.token);
+    let reporter = h.admin.clone();
     let id = first.discussion.id.clone();
     let b = IngestBatch {
         items: vec![
@@ -146,7 +146,7 @@ async fn native_session_ids_are_kept_in_order_and_found_again() {
     let d = reporter.get_discussion(&id).await.expect("get");
     assert_eq!(d.native_session_ids, ["native-A", "native-B", "native-A"]);
 
-    h.client(&other_provider.token)
+    h.admin
         .ingest_discussion_events(
             &other_provider.discussion.id,
             &IngestBatch {
@@ -200,7 +200,7 @@ async fn promotion_happens_once_and_late_entries_are_still_accepted() {
         .expect("issue");
     let created = open(&h, "grok").await;
     let id = created.discussion.id.clone();
-    let reporter = h.client(&created.token);
+    let reporter = h.admin.clone();
 
     let promoted = h
         .admin
@@ -215,7 +215,7 @@ async fn promotion_happens_once_and_late_entries_are_still_accepted() {
     assert_eq!(promoted.run.provider, "grok");
     let run_reporter = h.client(&promoted.token);
     run_reporter
-        .get_run(&promoted.run.id)
+        .get_issue(&promoted.issue.key)
         .await
         .expect("run token works");
 
@@ -245,42 +245,42 @@ async fn promotion_happens_once_and_late_entries_are_still_accepted() {
 }
 
 #[tokio::test]
-async fn a_discussion_token_reaches_only_its_own_discussion() {
+async fn a_discussion_token_reads_only_its_own_discussion() {
     let h = Harness::start().await;
     let mine = open(&h, "grok").await;
     let theirs = open(&h, "grok").await;
     let issue = h.issue("an issue").await;
     let run = h.run_on(&issue.key).await;
-    let reporter = h.client(&mine.token);
+    let adapter = h.client(&mine.token);
     let b = IngestBatch {
         items: vec![message(MessageKind::UserInput, "k", "hi")],
     };
 
-    reporter
+    adapter
         .get_discussion(&mine.discussion.id)
         .await
         .expect("own");
-    reporter
-        .ingest_discussion_events(&mine.discussion.id, &b)
-        .await
-        .expect("own events");
     let denied = vec![
-        reporter
+        adapter
+            .ingest_discussion_events(&mine.discussion.id, &b)
+            .await
+            .expect_err("own events: only the reporter writes"),
+        adapter
             .get_discussion(&theirs.discussion.id)
             .await
             .expect_err("other"),
-        reporter
+        adapter
             .ingest_discussion_events(&theirs.discussion.id, &b)
             .await
             .expect_err("other events"),
-        reporter
+        adapter
             .promote_discussion(&mine.discussion.id, &promote_req())
             .await
             .expect_err("promote"),
-        reporter.list_discussions().await.expect_err("list"),
-        reporter.get_issue(&issue.key).await.expect_err("issue"),
-        reporter.get_run(&run.run.id).await.expect_err("run"),
-        reporter
+        adapter.list_discussions().await.expect_err("list"),
+        adapter.get_issue(&issue.key).await.expect_err("issue"),
+        adapter.get_run(&run.run.id).await.expect_err("run"),
+        adapter
             .ingest_run_events(&run.run.id, &b)
             .await
             .expect_err("run events"),
@@ -294,5 +294,43 @@ async fn a_discussion_token_reaches_only_its_own_discussion() {
     }
     let missing = h.admin.get_discussion("nope").await.expect_err("missing");
     assert_eq!(status_of(&missing), 404);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn only_an_empty_open_discussion_can_be_deleted() {
+    let h = Harness::start().await;
+    let empty = open(&h, "grok").await;
+    let used = open(&h, "grok").await;
+    let b = IngestBatch {
+        items: vec![message(MessageKind::UserInput, "k", "hi")],
+    };
+    h.admin
+        .ingest_discussion_events(&used.discussion.id, &b)
+        .await
+        .expect("ingest");
+    let by_adapter = h
+        .client(&empty.token)
+        .delete_empty_discussion(&empty.discussion.id)
+        .await
+        .expect_err("adapter");
+    assert_eq!(status_of(&by_adapter), 403);
+    let refused = h
+        .admin
+        .delete_empty_discussion(&used.discussion.id)
+        .await
+        .expect_err("not empty");
+    assert_eq!(status_of(&refused), 409);
+    h.admin
+        .delete_empty_discussion(&empty.discussion.id)
+        .await
+        .expect("empty");
+    let gone = h
+        .admin
+        .get_discussion(&empty.discussion.id)
+        .await
+        .expect_err("gone");
+    assert_eq!(status_of(&gone), 404);
+    assert_eq!(h.admin.list_discussions().await.expect("list").len(), 1);
     h.stop().await;
 }

@@ -6,4 +6,7 @@ mod discussions;
 mod harness;
 mod ingest;
 mod issues;
+mod lifetime;
+mod limits;
 mod runs;
+mod tokens;

@@ -18,7 +18,7 @@ async fn finish_once_then_only_the_same_outcome() {
     let h = Harness::start().await;
     let issue = h.issue("finish").await;
     let created = h.run_on(&issue.key).await;
-    let reporter = h.client(&created.token);
+    let reporter = h.admin.clone();
     let id = created.run.id;
 
     let bad = reporter
@@ -67,7 +67,7 @@ async fn a_run_without_heartbeats_is_failed_and_a_late_reporter_may_still_finish
     .await;
     let issue = h.issue("stale").await;
     let created = h.run_on(&issue.key).await;
-    let reporter = h.client(&created.token);
+    let reporter = h.admin.clone();
     let id = created.run.id.clone();
 
     let failed = eventually("the sweeper to fail the run", || {
@@ -94,7 +94,7 @@ async fn heartbeats_keep_a_run_running() {
     let h = Harness::start().await;
     let issue = h.issue("heartbeat").await;
     let created = h.run_on(&issue.key).await;
-    let reporter = h.client(&created.token);
+    let reporter = h.admin.clone();
     reporter
         .heartbeat(&created.run.id)
         .await
@@ -130,6 +130,6 @@ async fn heartbeats_keep_a_run_running() {
     let run = reporter.get_run(&created.run.id).await.expect("run");
     assert_eq!((run.status, run.error), (RunStatus::Running, None));
     let missing = reporter.heartbeat("other").await.expect_err("other run");
-    assert_eq!(status_of(&missing), 403);
+    assert_eq!(status_of(&missing), 404);
     h.stop().await;
 }

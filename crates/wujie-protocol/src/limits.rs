@@ -1,0 +1,113 @@
+//! The one set of size limits of the event protocol. The reader applies them to every stdout
+//! line, and the server derives its own from them, so an event the reader accepted is never
+//! refused by a server running with the default limits.
+
+use serde_json::Value;
+
+use crate::event::Event;
+
+/// Largest event, measured as its JSON encoding ([`encoded_len`]), that the reader accepts and
+/// the server stores. Message content is taken as is, so the limit is generous; it exists so a
+/// runaway adapter cannot fill the database or the reader's memory.
+pub const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Longest stdout line. A line carries one event (and at most a usage beside it); the reader
+/// buffers a line up to this length before it can parse it.
+pub const MAX_LINE_BYTES: usize = MAX_EVENT_BYTES;
+
+/// Deepest nesting of objects and arrays in an event line, the line's own object counting as
+/// level 1 (a `tool_use` input object is level 2). Agents' tool inputs stay far below it.
+pub const MAX_EVENT_DEPTH: usize = 64;
+
+/// Levels an ingest request adds around each event: the body object, its `items` array and
+/// the item object.
+pub const BATCH_WRAPPER_DEPTH: usize = 3;
+
+/// The deepest JSON serde_json parses (its recursion limit of 128 is reached at 128 levels).
+pub const JSON_PARSER_MAX_DEPTH: usize = 127;
+
+/// Largest ingest request body the server reads. One item holds its event and its keys once
+/// more, so a single item of the largest event always fits.
+pub const MAX_BATCH_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+const _: () = assert!(MAX_EVENT_DEPTH + BATCH_WRAPPER_DEPTH <= JSON_PARSER_MAX_DEPTH);
+const _: () = assert!(MAX_BATCH_BODY_BYTES >= 3 * MAX_EVENT_BYTES);
+
+/// Length of the event's JSON encoding, the size every limit on events is measured in.
+pub fn encoded_len(event: &Event) -> usize {
+    let mut counter = ByteCounter(0);
+    match serde_json::to_writer(&mut counter, event) {
+        Ok(()) => counter.0,
+        // Events hold only strings, integers and JSON values, which always serialise; should
+        // that ever change, an event that cannot be encoded is treated as too large.
+        Err(_) => usize::MAX,
+    }
+}
+
+/// Nesting depth of the event's JSON encoding (its own object is level 1).
+pub fn event_depth(event: &Event) -> usize {
+    match event {
+        Event::Message(message) => match &message.input {
+            Some(input) => 2 + input.values().map(value_depth).max().unwrap_or(0),
+            None => 1,
+        },
+        Event::Usage(_) | Event::Session { .. } | Event::HandoffReady { .. } => 1,
+    }
+}
+
+/// Nesting depth of a JSON value: 0 for a scalar, 1 for a flat object or array. Iterative, so
+/// no input can exhaust the stack.
+pub fn value_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((value, above)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        let level = above + 1;
+        deepest = deepest.max(level);
+        stack.extend(children.map(|child| (child, level)));
+    }
+    deepest
+}
+
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_objects_and_arrays() {
+        let v: Value = serde_json::from_str(r#"{"a":[1,{"b":{}}],"c":2}"#).unwrap();
+        assert_eq!(value_depth(&v), 4);
+        assert_eq!(value_depth(&Value::Null), 0);
+        assert_eq!(value_depth(&serde_json::json!([])), 1);
+    }
+
+    #[test]
+    fn an_event_is_as_deep_as_its_encoding() {
+        let line = br#"{"type":"tool_use","tool":"t","input":{"a":{"b":[1]}},"source":"s","source_key":"k"}"#;
+        let events = crate::event::parse_line(line, 1).unwrap();
+        let encoded: Value = serde_json::to_value(&events[0]).unwrap();
+        assert_eq!(event_depth(&events[0]), value_depth(&encoded));
+        assert_eq!(event_depth(&events[0]), 4);
+        assert_eq!(
+            encoded_len(&events[0]),
+            serde_json::to_vec(&events[0]).unwrap().len()
+        );
+    }
+}
