@@ -69,6 +69,7 @@ mod line;
 mod menu;
 mod notice;
 mod overlay;
+mod report;
 mod scanner;
 mod screen;
 mod sgr;
@@ -87,6 +88,7 @@ pub use overlay::{
     CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement,
     SCROLL_FOR_ROWS, TermSize,
 };
+pub use report::{CURSOR_POSITION_QUERY, cursor_report};
 pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,
     STRING_CAP, StringKind, Terminator,

@@ -517,6 +517,24 @@ impl ScreenModel {
         }
     }
 
+    /// The model of a terminal that already shows something: its cursor is at `cursor` (as the
+    /// terminal reported it) and everything above it, and on its row before it, counts as used
+    /// (a shell's output and prompt, whose exact cells do not matter to the overlay).
+    pub fn starting_at(size: TermSize, cursor: CursorPos) -> ScreenModel {
+        let mut model = ScreenModel::new(size);
+        let grid = &mut model.state.primary;
+        let pos = Pos {
+            row: cursor.row.min(grid.rows_n - 1),
+            col: cursor.col.min(grid.cols - 1),
+        };
+        for row in &mut grid.rows[..usize::from(pos.row)] {
+            row.cells[0] = Cell(INK);
+        }
+        grid.rows[usize::from(pos.row)].cells[..usize::from(pos.col)].fill(Cell(INK));
+        grid.pos = pos;
+        model
+    }
+
     /// Any chunking of the same bytes gives the same model.
     pub fn feed(&mut self, bytes: &[u8]) {
         // vte 0.15 drops the byte that follows a UTF-8 character split across two calls, so a

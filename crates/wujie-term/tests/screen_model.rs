@@ -251,3 +251,16 @@ fn attributes_outside_vt100_survive_too() {
     assert_eq!(model.cursor(), CursorPos { row: 2, col: 3 });
     assert_eq!(model.attributes().sequence(), b"\x1b[0;2;31m");
 }
+
+#[test]
+fn a_model_can_start_where_the_terminal_cursor_already_is() {
+    let size = TermSize { cols: 40, rows: 8 };
+    let mut model = ScreenModel::starting_at(size, CursorPos { row: 5, col: 3 });
+    assert_eq!(model.cursor(), CursorPos { row: 5, col: 3 });
+    assert_eq!(model.used_rows(), 6, "the shell's rows above count as used");
+    model.feed(b"ab\r\n\n\n");
+    assert_eq!(model.cursor(), CursorPos { row: 7, col: 0 });
+    // A report beyond the screen is clamped to it.
+    let model = ScreenModel::starting_at(size, CursorPos { row: 99, col: 99 });
+    assert_eq!(model.cursor(), CursorPos { row: 7, col: 39 });
+}

@@ -27,6 +27,7 @@ use wujie_term::{
 use super::master;
 use super::output::{OutputThread, Screen};
 use super::raw::{RawMode, stdin_is_terminal, terminal_size};
+use super::start::{StartScreen, locate_cursor};
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt};
 use crate::user_input::UserInput;
@@ -36,6 +37,15 @@ use crate::user_input::UserInput;
 const ESCAPE_IDLE: Duration = Duration::from_millis(25);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// The user's terminal, made ready for a host by [`TerminalHost::prepare`]; dropping it
+/// restores the terminal.
+pub struct PreparedTerminal {
+    size: TermSize,
+    menu: bool,
+    raw: Option<RawMode>,
+    start: Option<StartScreen>,
+}
 
 /// What the user did in the overlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +70,10 @@ pub struct TerminalHost {
 }
 
 impl TerminalHost {
-    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`].
-    /// `menu` enables the `/wujie` trigger (discussions). Returns the host and the adapter's
-    /// stdin writer (the PTY master), for control frames.
-    pub fn start(
-        pty: pty_process::Pty,
-        size: TermSize,
-        menu: bool,
-    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+    /// Gets the user's terminal ready before the adapter starts: raw mode when stdin is a
+    /// terminal and, with the `/wujie` menu (`menu`, discussions), where its cursor is, so the
+    /// shadow screen starts there ([`super::start`]).
+    pub fn prepare(size: TermSize, menu: bool) -> Result<PreparedTerminal, LocalRunError> {
         let raw = if stdin_is_terminal() {
             Some(RawMode::enable().map_err(|e| {
                 LocalRunError::Invalid(format!("could not switch the terminal to raw mode: {e}"))
@@ -75,22 +81,55 @@ impl TerminalHost {
         } else {
             None
         };
+        let start = (menu && raw.is_some()).then(|| locate_cursor(size));
+        Ok(PreparedTerminal {
+            size,
+            menu,
+            raw,
+            start,
+        })
+    }
+
+    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`]
+    /// on the terminal made ready by [`TerminalHost::prepare`]. Returns the host and the
+    /// adapter's stdin writer (the PTY master), for control frames.
+    pub fn start(
+        pty: pty_process::Pty,
+        terminal: PreparedTerminal,
+    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+        let PreparedTerminal {
+            size,
+            menu,
+            raw,
+            start,
+        } = terminal;
         let mut winch = signal(SignalKind::window_change())
             .map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")))?;
         let failed = |e: std::io::Error| {
             LocalRunError::Invalid(format!("could not relay the adapter's terminal: {e}"))
         };
         let (reader, writer) = master::split(pty).map_err(failed)?;
-        let screen = Screen::new(menu.then(|| ScreenModel::new(size)));
+        let shadow = menu.then(|| match &start {
+            Some(start) => ScreenModel::starting_at(size, start.cursor),
+            None => ScreenModel::new(size),
+        });
+        let screen = Screen::new(shadow);
         let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(failed)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
         let (requests, mut requests_rx) = mpsc::channel(8);
         let mut relay = Relay::new(to_adapter.clone(), screen, size, menu, events_tx);
         let interactive = raw.is_some();
+        let typed_ahead = start.map(|s| s.typed_ahead).unwrap_or_default();
         let task = tokio::spawn(async move {
             relay
-                .run(output, &mut winch, &mut requests_rx, interactive)
+                .run(
+                    output,
+                    &mut winch,
+                    &mut requests_rx,
+                    interactive,
+                    typed_ahead,
+                )
                 .await;
         });
         Ok((
@@ -185,10 +224,14 @@ impl Relay {
         winch: &mut tokio::signal::unix::Signal,
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
+        typed_ahead: Vec<u8>,
     ) {
         let mut from_user = UserInput::spawn();
         let mut user_open = true;
         let screen = Arc::clone(&self.screen);
+        if !typed_ahead.is_empty() {
+            self.user_input(&typed_ahead).await;
+        }
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
