@@ -557,6 +557,12 @@ impl Flow<'_> {
                 self.pending = None;
                 Ok(false)
             }
+            // The `/wujiecreateissue` card can always go back to the discussion: cancelling
+            // it (Cancel, Ctrl+C) only closes it. Only cancelling a native handoff ends the session.
+            CardChoice::Cancel if self.pending.as_ref().is_some_and(|p| p.handoff.is_none()) => {
+                self.pending = None;
+                Ok(false)
+            }
             CardChoice::Cancel => {
                 self.cancel_pending("cancelled by the user").await;
                 self.pending = None;
