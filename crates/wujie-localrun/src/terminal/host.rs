@@ -35,6 +35,12 @@ use crate::user_input::UserInput;
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
 const ESCAPE_IDLE: Duration = Duration::from_millis(25);
+/// How long the pieces of an unfinished CSI sequence may be apart while the terminal owes the
+/// adapter a reply: over ssh and tmux a reply can arrive in pieces hundreds of milliseconds
+/// apart. (A lone Esc is not a CSI sequence: it still goes after [`ESCAPE_IDLE`].)
+const REPLY_IDLE: Duration = Duration::from_secs(1);
+/// How long after the adapter asked the terminal something its reply is still expected.
+const REPLY_OWED: Duration = Duration::from_secs(3);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
@@ -191,7 +197,8 @@ struct Relay {
     view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
-    escape_since: Option<Instant>,
+    /// When the scanner hands over the unfinished sequence it holds, unless more bytes come.
+    escape_due: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
 }
 
@@ -213,7 +220,7 @@ impl Relay {
             menu_enabled,
             view: None,
             notices: VecDeque::new(),
-            escape_since: None,
+            escape_due: None,
             events,
         }
     }
@@ -280,7 +287,7 @@ impl Relay {
     fn next_deadline(&self) -> Option<Instant> {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
-        let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
+        let escape = self.escape_due;
         let notice = match &self.view {
             Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
@@ -292,11 +299,8 @@ impl Relay {
         if matches!(&self.view, Some((Shown::Notice(_, until), _)) if *until <= Instant::now()) {
             self.close_view();
         }
-        if self
-            .escape_since
-            .is_some_and(|t| t.elapsed() >= ESCAPE_IDLE)
-        {
-            self.escape_since = None;
+        if self.escape_due.is_some_and(|at| at <= Instant::now()) {
+            self.escape_due = None;
             let events = self.scanner.flush_idle();
             self.handle_events(events).await;
         }
@@ -319,11 +323,21 @@ impl Relay {
 
     async fn user_input(&mut self, bytes: &[u8]) {
         let events = self.scanner.feed(bytes);
-        self.escape_since = match self.scanner.pending() {
-            Pending::Escape => Some(Instant::now()),
+        let idle = match self.scanner.pending() {
+            Pending::Escape => Some(ESCAPE_IDLE),
+            Pending::Csi if self.reply_owed() => Some(REPLY_IDLE),
+            Pending::Csi => Some(ESCAPE_IDLE),
             Pending::Nothing | Pending::String | Pending::Paste => None,
         };
+        self.escape_due = idle.map(|idle| Instant::now() + idle);
         self.handle_events(events).await;
+    }
+
+    /// The adapter asked the terminal something a moment ago: its reply may still be coming.
+    fn reply_owed(&self) -> bool {
+        self.screen
+            .last_query()
+            .is_some_and(|at| self.screen.now().saturating_sub(at) < REPLY_OWED)
     }
 
     async fn handle_events(&mut self, events: Vec<InputEvent>) {
