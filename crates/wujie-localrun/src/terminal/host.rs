@@ -197,6 +197,9 @@ struct Relay {
     view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
+    /// Keys typed while the trigger waits for the adapter's echo: they go to the menu once it
+    /// opens (or to the adapter when it does not).
+    held_keys: Vec<InputEvent>,
     /// When the scanner hands over the unfinished sequence it holds, unless more bytes come.
     escape_due: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
@@ -220,6 +223,7 @@ impl Relay {
             menu_enabled,
             view: None,
             notices: VecDeque::new(),
+            held_keys: Vec::new(),
             escape_due: None,
             events,
         }
@@ -265,6 +269,7 @@ impl Relay {
                 },
                 () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
             }
+            self.replay_held_keys().await;
             self.show_notice();
         }
         // The adapter is gone: never leave an overlay or held output behind, and leave the
@@ -350,8 +355,18 @@ impl Relay {
                 self.close_view();
             }
             if self.view.is_none() {
+                let typed = matches!(event.kind, InputKind::Typing | InputKind::Paste { .. });
+                if typed && self.trigger.waiting_since().is_some() {
+                    self.held_keys.push(event);
+                    continue;
+                }
                 forward.extend_from_slice(&event.bytes);
                 self.line.apply(&event);
+                // The line reads `/wujie…` now: the trigger starts waiting before the next
+                // key, which then waits for the menu.
+                if typed && self.menu_enabled && self.line.trigger_query().is_some() {
+                    self.flush_forward(&mut forward).await;
+                }
                 continue;
             }
             match event.kind {
@@ -367,6 +382,16 @@ impl Relay {
             }
         }
         self.flush_forward(&mut forward).await;
+    }
+
+    /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the
+    /// menu when it opened, else to the adapter.
+    async fn replay_held_keys(&mut self) {
+        if self.held_keys.is_empty() || self.trigger.waiting_since().is_some() {
+            return;
+        }
+        let held = std::mem::take(&mut self.held_keys);
+        self.handle_events(held).await;
     }
 
     /// Sends forwarded bytes, then tells the trigger detector what the line looks like now.
@@ -437,6 +462,11 @@ impl Relay {
     }
 
     fn open_menu(&mut self, menu: Menu) {
+        if menu.matches().is_empty() {
+            // Not a command (`/wujiex`): the text simply stays with the adapter.
+            self.trigger.menu_closed();
+            return;
+        }
         let cols = self.size.cols;
         match self.open_overlay(MENU_MAX_ROWS, |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
