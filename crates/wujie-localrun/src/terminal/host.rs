@@ -18,10 +18,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
-    CARD_MAX_ROWS, CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner,
-    IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN,
-    Overlay, OverlayLine, Pending, ScreenModel, TermSize, TriggerAction, TriggerDetector,
-    default_commands, notice_lines,
+    CARD_MAX_ROWS, CURSOR_POSITION_QUERY, CardChoice, CardUpdate, CursorPos, InputEvent, InputKind,
+    InputLine, InputScanner, IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate,
+    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, ScreenModel, TermSize,
+    TriggerAction, TriggerDetector, cursor_report, default_commands, notice_lines,
 };
 
 use super::master;
@@ -177,6 +177,18 @@ impl Drop for TerminalHost {
     }
 }
 
+/// An area that was open when the terminal changed size, until the terminal reported where
+/// the cursor went.
+struct Rewrapped {
+    shown: Shown,
+    overlay: Overlay,
+    /// Without a report by then, the area is closed where it was drawn.
+    due: Instant,
+}
+
+/// How long the terminal may take to report the cursor after a resize.
+const REWRAP_REPORT_WAIT: Duration = Duration::from_millis(800);
+
 /// What an open overlay shows.
 enum Shown {
     Menu(Menu),
@@ -197,9 +209,18 @@ struct Relay {
     view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
-    /// Keys typed while the trigger waits for the adapter's echo: they go to the menu once it
-    /// opens (or to the adapter when it does not).
+    /// Keys typed while the trigger waits for the adapter's echo (or while the area waits for
+    /// the cursor's report after a resize): they go to the menu once it opens (or to the
+    /// adapter when it does not).
     held_keys: Vec<InputEvent>,
+    /// After a resize with the area open: the area, waiting for the terminal to report where
+    /// the cursor went when it rewrapped its rows.
+    rewrapped: Option<Rewrapped>,
+    /// Cursor position reports the host asked for itself and has not received yet: they are
+    /// the host's, not the adapter's.
+    own_reports_owed: u32,
+    /// Raw mode on a terminal: the host can ask it things.
+    interactive: bool,
     /// When the scanner hands over the unfinished sequence it holds, unless more bytes come.
     escape_due: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
@@ -224,6 +245,9 @@ impl Relay {
             view: None,
             notices: VecDeque::new(),
             held_keys: Vec::new(),
+            rewrapped: None,
+            own_reports_owed: 0,
+            interactive: false,
             escape_due: None,
             events,
         }
@@ -237,6 +261,7 @@ impl Relay {
         interactive: bool,
         typed_ahead: Vec<u8>,
     ) {
+        self.interactive = interactive;
         let mut from_user = UserInput::spawn();
         let mut user_open = true;
         let screen = Arc::clone(&self.screen);
@@ -292,7 +317,11 @@ impl Relay {
     fn next_deadline(&self) -> Option<Instant> {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
-        let escape = self.escape_due;
+        let escape = self
+            .escape_due
+            .into_iter()
+            .chain(self.rewrapped.as_ref().map(|r| r.due))
+            .min();
         let notice = match &self.view {
             Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
@@ -303,6 +332,13 @@ impl Relay {
     async fn tick(&mut self) {
         if matches!(&self.view, Some((Shown::Notice(_, until), _)) if *until <= Instant::now()) {
             self.close_view();
+        }
+        if self
+            .rewrapped
+            .as_ref()
+            .is_some_and(|r| r.due <= Instant::now())
+        {
+            self.after_rewrap(None).await;
         }
         if self.escape_due.is_some_and(|at| at <= Instant::now()) {
             self.escape_due = None;
@@ -354,9 +390,20 @@ impl Relay {
             {
                 self.close_view();
             }
+            if self.own_reports_owed > 0
+                && event.kind == InputKind::Reply(ReplyKind::CursorPosition)
+            {
+                self.own_reports_owed -= 1;
+                if self.rewrapped.is_some() {
+                    self.flush_forward(&mut forward).await;
+                    self.after_rewrap(cursor_report(&event.bytes, self.size))
+                        .await;
+                }
+                continue;
+            }
             if self.view.is_none() {
                 let typed = matches!(event.kind, InputKind::Typing | InputKind::Paste { .. });
-                if typed && self.trigger.waiting_since().is_some() {
+                if typed && (self.trigger.waiting_since().is_some() || self.rewrapped.is_some()) {
                     self.held_keys.push(event);
                     continue;
                 }
@@ -387,7 +434,10 @@ impl Relay {
     /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the
     /// menu when it opened, else to the adapter.
     async fn replay_held_keys(&mut self) {
-        if self.held_keys.is_empty() || self.trigger.waiting_since().is_some() {
+        if self.held_keys.is_empty()
+            || self.trigger.waiting_since().is_some()
+            || self.rewrapped.is_some()
+        {
             return;
         }
         let held = std::mem::take(&mut self.held_keys);
@@ -545,31 +595,65 @@ impl Relay {
         }
     }
 
-    /// The user's terminal changed size: the overlay is closed at the old size (the adapter's
-    /// output stays held), the shadow and the adapter's PTY follow, and the overlay opens again
-    /// at the new size.
+    /// The user's terminal changed size. The shadow and the adapter's PTY follow. An open
+    /// overlay is taken down and opened again at the new size, with the adapter's output still
+    /// held. The terminal may have rewrapped rows that no longer fit (the area's among them),
+    /// moving everything, so on an interactive terminal the host first asks where the cursor
+    /// went ([`Relay::after_rewrap`]); elsewhere the area is closed where it was drawn.
     async fn resize(&mut self, size: TermSize) {
         if size == self.size {
             return;
         }
-        let mut out = Vec::new();
-        let reopen = self.view.take().map(|(shown, overlay)| {
-            overlay.close(&mut out);
-            shown
-        });
-        {
-            let mut lock = self.screen.lock();
-            lock.show(&out);
-            lock.resize(size);
-        }
+        let open = self.view.take();
+        self.screen.lock().resize(size);
         self.size = size;
         self.to_adapter.resize(size).await;
-        match reopen {
-            None => {}
-            Some(Shown::Menu(menu)) => self.open_menu(menu),
-            Some(Shown::Card(card)) => self.open_card(card).await,
+        let open = match (open, self.rewrapped.take()) {
+            (Some((shown, overlay)), _) | (None, Some(Rewrapped { shown, overlay, .. })) => {
+                (shown, overlay)
+            }
+            (None, None) => return,
+        };
+        let (shown, overlay) = open;
+        if self.interactive {
+            self.own_reports_owed += 1;
+            self.screen.lock().show(CURSOR_POSITION_QUERY);
+            self.rewrapped = Some(Rewrapped {
+                shown,
+                overlay,
+                due: Instant::now() + REWRAP_REPORT_WAIT,
+            });
+            return;
+        }
+        let mut out = Vec::new();
+        overlay.close(&mut out);
+        self.screen.lock().show(&out);
+        self.reopen(shown).await;
+    }
+
+    /// The terminal reported its cursor (`cursor`) after a resize, or did not in time: the area
+    /// is removed from there (everything under the adapter's margin rows is erased, which also
+    /// takes rows the area was rewrapped into) or, without a report, where it was drawn, and
+    /// opened again at the new size.
+    async fn after_rewrap(&mut self, cursor: Option<CursorPos>) {
+        let Some(Rewrapped { shown, overlay, .. }) = self.rewrapped.take() else {
+            return;
+        };
+        let mut out = Vec::new();
+        match cursor {
+            Some(cursor) => overlay.close_after_rewrap(cursor, self.size, &mut out),
+            None => overlay.close(&mut out),
+        }
+        self.screen.lock().show(&out);
+        self.reopen(shown).await;
+    }
+
+    async fn reopen(&mut self, shown: Shown) {
+        match shown {
+            Shown::Menu(menu) => self.open_menu(menu),
+            Shown::Card(card) => self.open_card(card).await,
             // Shown again in full at the new size.
-            Some(Shown::Notice(message, _)) => self.notices.push_front(message),
+            Shown::Notice(message, _) => self.notices.push_front(message),
         }
     }
 }
