@@ -13,7 +13,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use std::os::fd::OwnedFd;
+
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -26,8 +29,8 @@ use wujie_term::{
 
 use super::master;
 use super::output::{OutputThread, Screen};
-use super::raw::{RawMode, stdin_is_terminal, terminal_size};
-use super::start::{StartScreen, locate_cursor};
+use super::raw::{RawMode, pause_raw_mode, resume_raw_mode, stdin_is_terminal, terminal_size};
+use super::start::{REPORT_WAIT, StartScreen, locate_cursor, to_bottom_row};
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt};
 use crate::user_input::UserInput;
@@ -109,8 +112,8 @@ impl TerminalHost {
             raw,
             start,
         } = terminal;
-        let mut winch = signal(SignalKind::window_change())
-            .map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")))?;
+        let interactive = raw.is_some();
+        let mut signals = HostSignals::install(interactive)?;
         let failed = |e: std::io::Error| {
             LocalRunError::Invalid(format!("could not relay the adapter's terminal: {e}"))
         };
@@ -120,18 +123,19 @@ impl TerminalHost {
             None => ScreenModel::new(size),
         });
         let screen = Screen::new(shadow);
+        let master = reader.try_clone().map_err(failed)?;
         let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(failed)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
         let (requests, mut requests_rx) = mpsc::channel(8);
         let mut relay = Relay::new(to_adapter.clone(), screen, size, menu, events_tx);
-        let interactive = raw.is_some();
+        relay.master = Some(master);
         let typed_ahead = start.map(|s| s.typed_ahead).unwrap_or_default();
         let task = tokio::spawn(async move {
             relay
                 .run(
                     output,
-                    &mut winch,
+                    &mut signals,
                     &mut requests_rx,
                     interactive,
                     typed_ahead,
@@ -186,6 +190,41 @@ struct Rewrapped {
     due: Instant,
 }
 
+/// Ctrl+Z: suspend, as in a shell.
+const SUSPEND: u8 = 0x1a;
+
+/// The signals the host follows: window-size changes and, on a terminal, job control.
+struct HostSignals {
+    winch: UnixSignal,
+    stop: Option<UnixSignal>,
+    cont: Option<UnixSignal>,
+}
+
+impl HostSignals {
+    fn install(job_control: bool) -> Result<HostSignals, LocalRunError> {
+        let sig =
+            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+        let job = |number| {
+            job_control
+                .then(|| sig(SignalKind::from_raw(number)))
+                .transpose()
+        };
+        Ok(HostSignals {
+            winch: sig(SignalKind::window_change())?,
+            stop: job(libc::SIGTSTP)?,
+            cont: job(libc::SIGCONT)?,
+        })
+    }
+}
+
+/// The next delivery of an optional signal; never resolves without one.
+async fn recv_opt(signal: &mut Option<UnixSignal>) -> Option<()> {
+    match signal {
+        Some(signal) => signal.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// How long the terminal may take to report the cursor after a resize.
 const REWRAP_REPORT_WAIT: Duration = Duration::from_millis(800);
 
@@ -221,6 +260,10 @@ struct Relay {
     own_reports_owed: u32,
     /// Raw mode on a terminal: the host can ask it things.
     interactive: bool,
+    /// After a stop: until the terminal reported where the cursor is now.
+    resuming: Option<Instant>,
+    /// The adapter's PTY master, to signal its foreground process group.
+    master: Option<OwnedFd>,
     /// When the scanner hands over the unfinished sequence it holds, unless more bytes come.
     escape_due: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
@@ -248,6 +291,8 @@ impl Relay {
             rewrapped: None,
             own_reports_owed: 0,
             interactive: false,
+            resuming: None,
+            master: None,
             escape_due: None,
             events,
         }
@@ -256,7 +301,7 @@ impl Relay {
     async fn run(
         &mut self,
         mut output: OutputThread,
-        winch: &mut tokio::signal::unix::Signal,
+        signals: &mut HostSignals,
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
         typed_ahead: Vec<u8>,
@@ -287,7 +332,9 @@ impl Relay {
                 () = screen.changed.notified(), if self.trigger.waiting_since().is_some() => {
                     self.poll_trigger();
                 }
-                _ = winch.recv() => self.resize(terminal_size()).await,
+                _ = signals.winch.recv() => self.resize(terminal_size()).await,
+                Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
+                Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
                     Request::Notice(message) => self.notices.push_back(message),
@@ -303,6 +350,12 @@ impl Relay {
         self.close_view();
         let mut lock = self.screen.lock();
         lock.release();
+        self.leave_below(&mut lock);
+    }
+
+    /// Puts the cursor on a fresh line under everything the adapter drew (its margin rows
+    /// included), for what the shell or `wujie` prints next.
+    fn leave_below(&self, lock: &mut super::output::ScreenLock<'_>) {
         let mut out = Vec::new();
         if let Some(place) = lock.placement(self.size) {
             let below = place.used_rows.saturating_sub(place.cursor.row + 1);
@@ -314,6 +367,73 @@ impl Relay {
         lock.show(&out);
     }
 
+    /// Ctrl+Z (or SIGTSTP to `wujie`): the session stops like any shell job. The adapter is
+    /// stopped first (with SIGSTOP: the stop signals it would raise itself are discarded by the
+    /// kernel, since it leads its own session), its output is held, the cursor goes under its
+    /// rows and the terminal gets its own settings back; then `wujie` stops itself. The shell's
+    /// `fg` continues it with SIGCONT ([`Relay::resumed`]).
+    fn suspend(&mut self) {
+        self.close_view();
+        {
+            let mut lock = self.screen.lock();
+            lock.hold();
+            self.leave_below(&mut lock);
+        }
+        self.signal_adapter(Signal::SIGSTOP);
+        pause_raw_mode();
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    }
+
+    /// `wujie` was continued: raw mode again; then, once the terminal said where the cursor is
+    /// now (the shell printed meanwhile), the shadow starts there and the adapter is continued
+    /// and asked to redraw ([`Relay::after_resume`]).
+    fn resumed(&mut self) {
+        resume_raw_mode();
+        let mut lock = self.screen.lock();
+        if lock.placement(self.size).is_none() {
+            lock.release();
+            drop(lock);
+            self.continue_adapter();
+            return;
+        }
+        lock.hold();
+        lock.show(CURSOR_POSITION_QUERY);
+        self.own_reports_owed += 1;
+        self.resuming = Some(Instant::now() + REPORT_WAIT);
+    }
+
+    /// The terminal reported the cursor after a stop (`None`: it did not in time, so the
+    /// cursor is moved to the bottom row, a known place).
+    fn after_resume(&mut self, cursor: Option<CursorPos>) {
+        if self.resuming.take().is_none() {
+            return;
+        }
+        let mut lock = self.screen.lock();
+        let cursor = cursor.unwrap_or_else(|| {
+            let (bytes, bottom) = to_bottom_row(self.size);
+            lock.show(&bytes);
+            bottom
+        });
+        lock.restart(self.size, cursor);
+        lock.release();
+        drop(lock);
+        self.continue_adapter();
+    }
+
+    /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would).
+    fn continue_adapter(&self) {
+        self.signal_adapter(Signal::SIGCONT);
+        self.signal_adapter(Signal::SIGWINCH);
+    }
+
+    fn signal_adapter(&self, signal: Signal) {
+        if let Some(master) = &self.master
+            && let Err(e) = master::signal_foreground(master, signal)
+        {
+            tracing::debug!("could not send {signal} to the adapter: {e}");
+        }
+    }
+
     fn next_deadline(&self) -> Option<Instant> {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
@@ -321,6 +441,7 @@ impl Relay {
             .escape_due
             .into_iter()
             .chain(self.rewrapped.as_ref().map(|r| r.due))
+            .chain(self.resuming)
             .min();
         let notice = match &self.view {
             Some((Shown::Notice(_, until), _)) => Some(*until),
@@ -332,6 +453,9 @@ impl Relay {
     async fn tick(&mut self) {
         if matches!(&self.view, Some((Shown::Notice(_, until), _)) if *until <= Instant::now()) {
             self.close_view();
+        }
+        if self.resuming.is_some_and(|due| due <= Instant::now()) {
+            self.after_resume(None);
         }
         if self
             .rewrapped
@@ -394,16 +518,24 @@ impl Relay {
                 && event.kind == InputKind::Reply(ReplyKind::CursorPosition)
             {
                 self.own_reports_owed -= 1;
-                if self.rewrapped.is_some() {
+                if self.resuming.is_some() {
+                    self.after_resume(cursor_report(&event.bytes, self.size));
+                } else if self.rewrapped.is_some() {
                     self.flush_forward(&mut forward).await;
                     self.after_rewrap(cursor_report(&event.bytes, self.size))
                         .await;
                 }
                 continue;
             }
+            if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
+                self.flush_forward(&mut forward).await;
+                self.suspend();
+                continue;
+            }
             if self.view.is_none() {
                 let typed = matches!(event.kind, InputKind::Typing | InputKind::Paste { .. });
-                if typed && (self.trigger.waiting_since().is_some() || self.rewrapped.is_some()) {
+                if typed && (self.waiting_for_terminal() || self.trigger.waiting_since().is_some())
+                {
                     self.held_keys.push(event);
                     continue;
                 }
@@ -431,12 +563,17 @@ impl Relay {
         self.flush_forward(&mut forward).await;
     }
 
+    /// The host waits for the terminal to report the cursor (after a resize or a stop).
+    fn waiting_for_terminal(&self) -> bool {
+        self.rewrapped.is_some() || self.resuming.is_some()
+    }
+
     /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the
     /// menu when it opened, else to the adapter.
     async fn replay_held_keys(&mut self) {
         if self.held_keys.is_empty()
             || self.trigger.waiting_since().is_some()
-            || self.rewrapped.is_some()
+            || self.waiting_for_terminal()
         {
             return;
         }

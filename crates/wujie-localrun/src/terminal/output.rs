@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
-use wujie_term::{Placement, ScreenModel, TermSize};
+use wujie_term::{CursorPos, Placement, ScreenModel, TermSize};
 
 use super::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
@@ -185,6 +185,14 @@ impl ScreenLock<'_> {
             self.state.last_visible = Some(self.screen.now());
         }
         self.screen.released.notify_all();
+    }
+
+    /// The terminal showed other things meanwhile (the shell, while `wujie` was stopped): the
+    /// shadow starts again with the cursor where the terminal reported it.
+    pub fn restart(&mut self, size: TermSize, cursor: CursorPos) {
+        if let Some(shadow) = &mut self.state.shadow {
+            *shadow = ScreenModel::starting_at(size, cursor);
+        }
     }
 
     pub fn resize(&mut self, size: TermSize) {

@@ -37,19 +37,29 @@ pub fn locate_cursor(size: TermSize) -> StartScreen {
     let (cursor, typed_ahead) = read_report(std::io::stdin(), size, REPORT_WAIT);
     let cursor = cursor.unwrap_or_else(|| {
         tracing::debug!("the terminal did not report its cursor; starting on its bottom row");
-        let rows = usize::from(size.rows.max(1));
-        let mut to_bottom = vec![b'\r'];
-        to_bottom.extend(std::iter::repeat_n(b'\n', rows - 1));
-        write_to_terminal(&to_bottom);
-        CursorPos {
-            row: size.rows.saturating_sub(1),
-            col: 0,
-        }
+        let (bytes, bottom) = to_bottom_row(size);
+        write_to_terminal(&bytes);
+        bottom
     });
     StartScreen {
         cursor,
         typed_ahead,
     }
+}
+
+/// What moves the cursor to the bottom row whatever the terminal shows (line feeds scroll
+/// what is above into the scrollback, erasing nothing), and where it is then.
+pub fn to_bottom_row(size: TermSize) -> (Vec<u8>, CursorPos) {
+    let rows = size.rows.max(1);
+    let mut bytes = vec![b'\r'];
+    bytes.extend(std::iter::repeat_n(b'\n', usize::from(rows - 1)));
+    (
+        bytes,
+        CursorPos {
+            row: rows - 1,
+            col: 0,
+        },
+    )
 }
 
 /// Reads `input` until a cursor position report arrived or `wait` passed; everything else
