@@ -237,7 +237,6 @@ pub async fn discuss(
         pending: None,
         inline_card: None,
         promoted: None,
-        notices: Vec::new(),
     };
     let end = match flow.pump(&mut adapter).await {
         Ok(end) => end,
@@ -267,11 +266,11 @@ pub async fn discuss(
         }
     };
     // The last of the adapter's screen output reaches the terminal before it is restored.
+    // Notices the host had no room for are printed now; the others were seen once already.
     if let Some(host) = flow.host.take() {
-        host.finish().await;
-    }
-    for notice in flow.notices.drain(..) {
-        eprintln!("wujie: {notice}");
+        for notice in host.finish().await {
+            eprintln!("wujie: {notice}");
+        }
     }
     let promoted = flow.promoted.take();
     let promoted_run = match promoted {
@@ -356,9 +355,6 @@ struct Flow<'a> {
     inline_card: Option<InlineCard>,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
-    /// Messages to the user while the terminal host owns the screen: shown there as notices
-    /// when they happen, and printed again once it gave the screen back, for the scrollback.
-    notices: Vec<String>,
 }
 
 impl Flow<'_> {
@@ -653,14 +649,11 @@ impl Flow<'_> {
     }
 
     /// A message for the user: at once on a plain terminal; while the terminal host owns the
-    /// screen, as a notice in its overlay (writing into the adapter's screen would break it),
-    /// and again after the session.
+    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
+    /// without room there, after the session).
     async fn say(&mut self, message: String) {
         match &self.host {
-            Some(host) => {
-                host.notice(message.clone()).await;
-                self.notices.push(message);
-            }
+            Some(host) => host.notice(message).await,
             None => eprintln!("wujie: {message}"),
         }
     }
@@ -714,6 +707,9 @@ impl Flow<'_> {
                         error: None,
                     })
                     .await;
+                }
+                if let Some(host) = &self.host {
+                    host.promoted(promoted.issue.key.clone()).await;
                 }
                 self.promoted = Some((promoted.issue.key, run_id));
                 Ok(())

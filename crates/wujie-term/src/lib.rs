@@ -82,6 +82,7 @@ pub use keys::{Key, erase_chars};
 pub use line::{InputLine, LINE_CAP, TRIGGER};
 pub use menu::{
     CREATE_ISSUE, MENU_MAX_ROWS, Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands,
+    promoted_commands,
 };
 pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{

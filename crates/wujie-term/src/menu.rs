@@ -42,6 +42,15 @@ pub fn default_commands() -> Vec<MenuItem> {
     )]
 }
 
+/// The commands of a discussion that already became issue `issue_key`: the menu says so
+/// where it offered to create one (choosing it says so again).
+pub fn promoted_commands(issue_key: &str) -> Vec<MenuItem> {
+    vec![MenuItem::new(
+        CREATE_ISSUE,
+        format!("this discussion is already issue {issue_key}"),
+    )]
+}
+
 /// How the menu ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MenuOutcome {

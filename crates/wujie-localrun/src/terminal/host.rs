@@ -25,6 +25,7 @@ use wujie_term::{
     InputLine, InputScanner, IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate,
     NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, ScreenModel, TermSize,
     TriggerAction, TriggerDetector, cursor_report, default_commands, notice_lines,
+    promoted_commands,
 };
 
 use super::master;
@@ -68,13 +69,14 @@ pub enum HostEvent {
 enum Request {
     ShowCard(IssueCard),
     Notice(String),
+    Promoted(String),
 }
 
 /// The running host. Dropping it (or [`TerminalHost::finish`]) restores the user's terminal.
 pub struct TerminalHost {
     pub events: mpsc::Receiver<HostEvent>,
     requests: mpsc::Sender<Request>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Vec<String>>,
     _raw: Option<RawMode>,
 }
 
@@ -140,7 +142,7 @@ impl TerminalHost {
                     interactive,
                     typed_ahead,
                 )
-                .await;
+                .await
         });
         Ok((
             TerminalHost {
@@ -163,14 +165,21 @@ impl TerminalHost {
         let _ = self.requests.send(Request::Notice(message)).await;
     }
 
+    /// The discussion became issue `issue_key`: the menu says so from now on.
+    pub async fn promoted(&self, issue_key: String) {
+        let _ = self.requests.send(Request::Promoted(issue_key)).await;
+    }
+
     /// After the adapter exited: let the last output through (bounded, since a grandchild may
-    /// keep the PTY open), then restore the terminal.
-    pub async fn finish(mut self) {
-        if tokio::time::timeout(DRAIN_LIMIT, &mut self.task)
-            .await
-            .is_err()
-        {
-            self.task.abort();
+    /// keep the PTY open), then restore the terminal. Returns the notices that were never shown
+    /// (no room for them), for the caller to print.
+    pub async fn finish(mut self) -> Vec<String> {
+        match tokio::time::timeout(DRAIN_LIMIT, &mut self.task).await {
+            Ok(unshown) => unshown.unwrap_or_default(),
+            Err(_) => {
+                self.task.abort();
+                Vec::new()
+            }
         }
     }
 }
@@ -248,6 +257,10 @@ struct Relay {
     view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
+    /// Notices there was no room for: printed after the session.
+    unshown: Vec<String>,
+    /// The issue the discussion became.
+    promoted: Option<String>,
     /// Keys typed while the trigger waits for the adapter's echo (or while the area waits for
     /// the cursor's report after a resize): they go to the menu once it opens (or to the
     /// adapter when it does not).
@@ -287,6 +300,8 @@ impl Relay {
             menu_enabled,
             view: None,
             notices: VecDeque::new(),
+            unshown: Vec::new(),
+            promoted: None,
             held_keys: Vec::new(),
             rewrapped: None,
             own_reports_owed: 0,
@@ -305,7 +320,7 @@ impl Relay {
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
         typed_ahead: Vec<u8>,
-    ) {
+    ) -> Vec<String> {
         self.interactive = interactive;
         let mut from_user = UserInput::spawn();
         let mut user_open = true;
@@ -338,6 +353,7 @@ impl Relay {
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
                     Request::Notice(message) => self.notices.push_back(message),
+                    Request::Promoted(key) => self.promoted = Some(key),
                 },
                 () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
             }
@@ -351,6 +367,9 @@ impl Relay {
         let mut lock = self.screen.lock();
         lock.release();
         self.leave_below(&mut lock);
+        let mut unshown = std::mem::take(&mut self.unshown);
+        unshown.extend(self.notices.drain(..));
+        unshown
     }
 
     /// Puts the cursor on a fresh line under everything the adapter drew (its margin rows
@@ -482,7 +501,11 @@ impl Relay {
             self.trigger.on_adapter_output(at);
         }
         if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.screen.now()) {
-            self.open_menu(Menu::new(default_commands(), &query));
+            let commands = match &self.promoted {
+                Some(key) => promoted_commands(key),
+                None => default_commands(),
+            };
+            self.open_menu(Menu::new(commands, &query));
         }
     }
 
@@ -724,11 +747,12 @@ impl Relay {
         };
         let cols = self.size.cols;
         // Without room it is only in the summary printed after the session.
-        if let Some(overlay) =
-            self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows))
-        {
-            let until = Instant::now() + NOTICE_SHOWN;
-            self.view = Some((Shown::Notice(message, until), overlay));
+        match self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows)) {
+            Some(overlay) => {
+                let until = Instant::now() + NOTICE_SHOWN;
+                self.view = Some((Shown::Notice(message, until), overlay));
+            }
+            None => self.unshown.push(message),
         }
     }
 
