@@ -51,7 +51,7 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
         .map(|(k, v)| format!("{k}='{v}'"))
         .collect();
     let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && seq 1 12 && \
          env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
          {WUJIE} discuss -- codex-tui; echo EXIT=$?; trap '' INT; sleep 600",
         work = home.workdir().display(),

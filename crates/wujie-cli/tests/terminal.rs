@@ -3,154 +3,14 @@
 //! whose output is read into a vt100 screen model, and once through tmux like a person would.
 
 mod common;
+mod term;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-
-const ROWS: u16 = 24;
-const COLS: u16 = 80;
-const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A program on a PTY of our own, its output rendered by a vt100 model.
-struct Term {
-    pty: Arc<pty_process::blocking::Pty>,
-    screen: Arc<Mutex<vt100::Parser>>,
-    child: std::process::Child,
-}
-
-impl Term {
-    fn spawn(env: &Env, program: &str, args: &[&str]) -> Term {
-        let (pty, pts) = pty_process::blocking::open().expect("a pty");
-        pty.resize(pty_process::Size::new(ROWS, COLS)).unwrap();
-        let mut cmd = pty_process::blocking::Command::new(program)
-            .args(args)
-            .current_dir(env.work.path())
-            .env("WUJIE_HOME", env.home.path())
-            .env("TERM", "xterm-256color");
-        for (k, _) in std::env::vars() {
-            if k.starts_with("WUJIE_") && k != "WUJIE_HOME" {
-                cmd = cmd.env_remove(k);
-            }
-        }
-        let child = cmd.spawn(pts).expect("spawn on the pty");
-        let pty = Arc::new(pty);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            ROWS.try_into().unwrap(),
-            COLS.try_into().unwrap(),
-            0,
-        )));
-        let (reader, model) = (pty.clone(), screen.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            // EIO once the program and everything it started closed the terminal.
-            while let Ok(n @ 1..) = (&*reader).read(&mut buf) {
-                model.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Term { pty, screen, child }
-    }
-
-    fn discuss(env: &Env, args: &[&str]) -> Term {
-        let mut all = vec!["discuss", "--", "fake-tui-v2"];
-        all.extend_from_slice(args);
-        Term::spawn(env, WUJIE, &all)
-    }
-
-    fn send(&self, bytes: &[u8]) {
-        (&*self.pty).write_all(bytes).unwrap();
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    /// Waits until `cond` holds on a screen that stopped changing (a redraw may arrive in
-    /// several reads; a snapshot must not catch it half done).
-    fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let text = self.contents();
-            if cond(&text) {
-                std::thread::sleep(Duration::from_millis(50));
-                if self.contents() == text {
-                    return text;
-                }
-                continue;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for {what}; screen:\n{text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn wait_text(&self, text: &str) -> String {
-        self.wait_for(text, |s| s.contains(text))
-    }
-
-    /// Type a line and wait for the adapter's answer.
-    fn say(&self, line: &str, answer: &str) {
-        self.send(line.as_bytes());
-        self.wait_text(&format!("> {line}"));
-        self.send(b"\r");
-        self.wait_text(answer);
-    }
-
-    fn resize(&self, rows: u16, cols: u16) {
-        self.screen
-            .lock()
-            .unwrap()
-            .screen_mut()
-            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
-        self.pty.resize(pty_process::Size::new(rows, cols)).unwrap();
-    }
-
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "timed out waiting for exit; screen:\n{}",
-                self.contents()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Term {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Screen text with the ids that change from run to run replaced.
-fn stable(screen: &str) -> String {
-    let mut out = String::new();
-    for line in screen.lines() {
-        let line = match line.find("discussion ") {
-            Some(at) if line[at..].contains('-') => {
-                format!("{}discussion [id]{}", &line[..at], {
-                    let rest = &line[at + "discussion ".len()..];
-                    rest.find(' ').map_or("", |end| &rest[end..])
-                })
-            }
-            _ => line.to_owned(),
-        };
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out.trim_end().to_owned()
-}
+use term::*;
 
 #[test]
 fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {
@@ -539,12 +399,13 @@ fn run_exits_with_the_adapters_status() {
     assert_eq!(env.issue(&key)["runs"][0]["status"], "failed");
 }
 
-/// `wujie discuss -- fake-tui-v2{args}` from a shell in tmux (100×30), once the fake TUI shows
-/// its box; the shell prints `EXIT=<status>` after it.
+/// `wujie discuss -- fake-tui-v2{args}` from a shell in tmux (100×30), below twelve lines the
+/// shell printed first (as people start it), once the fake TUI shows its box; the shell prints
+/// `EXIT=<status>` after it.
 fn discuss_in_tmux(env: &Env, name: &str, args: &str) -> Tmux {
     env.install_example("fake-tui-v2");
     let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2{args}; echo EXIT=$?; sleep 30",
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && seq 1 12 && WUJIE_HOME={home} {WUJIE} discuss -- fake-tui-v2{args}; echo EXIT=$?; sleep 30",
         work = env.work.path().display(),
         home = env.home.path().display(),
     );
@@ -564,7 +425,16 @@ fn a_person_creates_an_issue_from_a_discussion_in_tmux() {
     tmux.keys(&["Enter"]);
     tmux.wait_text("WAL mode");
     tmux.keys(&["-l", "/wujie"]);
-    tmux.wait_text("/wujiecreateissue");
+    let menu = tmux.wait_text("/wujiecreateissue");
+    let rows: Vec<&str> = menu.lines().collect();
+    let input = rows
+        .iter()
+        .position(|r| r.trim_end() == "> /wujie")
+        .unwrap();
+    assert!(
+        rows[input + 2].contains("Ctrl+D quit") && rows[input + 3].contains("/wujiecreateissue"),
+        "the menu comes under the adapter's two margin rows:\n{menu}"
+    );
     tmux.keys(&["Enter"]);
     tmux.wait_text("Create the issue and continue in this context");
     tmux.keys(&["Enter"]);

@@ -242,7 +242,6 @@ pub async fn discuss(
         inline_card: None,
         promoted: None,
         promoted_owner: None,
-        notices: Vec::new(),
         may_attach: !resumed,
         abandoned: None,
         discussion_id: discussion.id.clone(),
@@ -276,11 +275,11 @@ pub async fn discuss(
     };
     revoke_adapter_token(&conn.url, &token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
+    // Notices the host had no room for are printed now; the others were seen once already.
     if let Some(host) = flow.host.take() {
-        host.finish().await;
-    }
-    for notice in flow.notices.drain(..) {
-        eprintln!("wujie: {notice}");
+        for notice in host.finish().await {
+            eprintln!("wujie: {notice}");
+        }
     }
     let promoted = flow.promoted.take();
     // (the discussion this session started with, the one it continued instead)
@@ -386,9 +385,6 @@ struct Flow<'a> {
     promoted: Option<(String, String)>,
     /// The promoted run's target lock, held until the discussion's flow ends.
     promoted_owner: Option<TargetLock>,
-    /// Messages to the user while the terminal host owns the screen: shown there as notices
-    /// when they happen, and printed again once it gave the screen back, for the scrollback.
-    notices: Vec<String>,
     /// A new discussion may still turn out to continue an existing one (see `attach`).
     may_attach: bool,
     /// The discussion this session started with, once it attached to an existing one.
@@ -668,6 +664,12 @@ impl Flow<'_> {
                 self.pending = None;
                 Ok(false)
             }
+            // The `/wujiecreateissue` card can always go back to the discussion: cancelling
+            // it (Cancel, Ctrl+C) only closes it. Only cancelling a native handoff ends the session.
+            CardChoice::Cancel if self.pending.as_ref().is_some_and(|p| p.handoff.is_none()) => {
+                self.pending = None;
+                Ok(false)
+            }
             CardChoice::Cancel => {
                 self.cancel_pending("cancelled by the user").await;
                 self.pending = None;
@@ -758,14 +760,11 @@ impl Flow<'_> {
     }
 
     /// A message for the user: at once on a plain terminal; while the terminal host owns the
-    /// screen, as a notice in its overlay (writing into the adapter's screen would break it),
-    /// and again after the session.
+    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
+    /// without room there, after the session).
     async fn say(&mut self, message: String) {
         match &self.host {
-            Some(host) => {
-                host.notice(message.clone()).await;
-                self.notices.push(message);
-            }
+            Some(host) => host.notice(message).await,
             None => eprintln!("wujie: {message}"),
         }
     }
@@ -821,6 +820,9 @@ impl Flow<'_> {
                         error: None,
                     })
                     .await;
+                }
+                if let Some(host) = &self.host {
+                    host.promoted(promoted.issue.key.clone()).await;
                 }
                 self.promoted = Some((promoted.issue.key, run_id));
                 Ok(())

@@ -263,8 +263,9 @@ impl Started {
     ) -> Result<Started, LocalRunError> {
         if provider.manifest.capabilities.interactive_pty {
             let size = terminal_size();
+            let terminal = TerminalHost::prepare(size, menu)?;
             let (adapter, pty) = Adapter::spawn_pty(spec, size, !stdin_is_terminal())?;
-            let (host, to_adapter) = TerminalHost::start(pty, size, menu)?;
+            let (host, to_adapter) = TerminalHost::start(pty, terminal)?;
             return Ok(Started {
                 adapter,
                 to_adapter,

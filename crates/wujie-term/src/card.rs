@@ -1,8 +1,9 @@
 //! The issue confirmation card shown in the overlay.
 //!
 //! Two kinds: after `/wujiecreateissue` the user can create the issue and continue in the
-//! current context, go back to the discussion, or cancel. For an adapter's native
-//! `handoff_ready` there is no way back to the discussion: Enter creates, Ctrl+C cancels.
+//! current context, go back to the discussion, or cancel, which also goes back to it (Esc and
+//! Ctrl+C too: the adapter keeps running). For an adapter's native `handoff_ready` there is no
+//! way back to the discussion: Enter creates, Ctrl+C cancels and ends the adapter.
 
 use crate::keys::Key;
 use crate::overlay::{LineStyle, OverlayLine};
@@ -28,7 +29,8 @@ pub enum CardChoice {
     Create,
     /// Close the card and keep discussing (only for [`CardKind::CreateIssue`]).
     BackToDiscussion,
-    /// Cancel (for a native handoff: the host answers `accepted=false` and ends the adapter).
+    /// Cancel: on the `/wujiecreateissue` card the card closes and the discussion goes on; for
+    /// a native handoff the host answers `accepted=false` and ends the adapter.
     Cancel,
 }
 

@@ -13,6 +13,8 @@ pub enum Key {
     Esc,
     Backspace,
     CtrlC,
+    /// Ctrl+U: clear the line (for the menu: its filter).
+    CtrlU,
     Char(char),
     /// Any other key; the menu ignores it.
     Other,
@@ -28,6 +30,7 @@ impl Key {
             [b'\t'] => Key::Tab,
             [0x7f] | [0x08] => Key::Backspace,
             [0x03] => Key::CtrlC,
+            [0x15] => Key::CtrlU,
             [0x1b, b'[', b'Z'] => Key::BackTab,
             [0x1b, b'O', last] => arrow(*last),
             [0x1b, b'[', params @ .., last]

@@ -69,6 +69,7 @@ mod line;
 mod menu;
 mod notice;
 mod overlay;
+mod report;
 mod scanner;
 mod screen;
 mod sgr;
@@ -81,12 +82,14 @@ pub use keys::{Key, erase_chars};
 pub use line::{InputLine, LINE_CAP, TRIGGER};
 pub use menu::{
     CREATE_ISSUE, MENU_MAX_ROWS, Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands,
+    promoted_commands,
 };
 pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{
     CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement,
     SCROLL_FOR_ROWS, TermSize,
 };
+pub use report::{CURSOR_POSITION_QUERY, cursor_report};
 pub use scanner::{
     CSI_CAP, InputEvent, InputKind, InputScanner, MouseEncoding, PASTE_CAP, Pending, ReplyKind,
     STRING_CAP, StringKind, Terminator,

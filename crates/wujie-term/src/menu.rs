@@ -3,7 +3,9 @@
 //! Keys typed while the menu is open go to the menu, not to the adapter. The adapter's input
 //! line still holds the text written before the menu opened (`/wujie` plus whatever followed
 //! it); the outcome says how to reconcile it: erase it after a choice, or forward the keys the
-//! menu consumed after a dismissal so the user loses nothing.
+//! menu consumed after a dismissal so the user loses nothing. A filter that matches nothing
+//! dismisses the menu; Ctrl+U clears what was typed into it, then (with nothing typed) goes to
+//! the adapter, which clears its line.
 
 use crate::keys::{Key, erase_chars};
 use crate::line::TRIGGER;
@@ -37,6 +39,15 @@ pub fn default_commands() -> Vec<MenuItem> {
     vec![MenuItem::new(
         CREATE_ISSUE,
         "create an issue from this discussion",
+    )]
+}
+
+/// The commands of a discussion that already became issue `issue_key`: the menu says so
+/// where it offered to create one (choosing it says so again).
+pub fn promoted_commands(issue_key: &str) -> Vec<MenuItem> {
+    vec![MenuItem::new(
+        CREATE_ISSUE,
+        format!("this discussion is already issue {issue_key}"),
     )]
 }
 
@@ -134,6 +145,15 @@ impl Menu {
                     // Deleting into the adapter's own text: give the key back to it.
                     return self.dismiss(b"\x7f");
                 }
+                self.selected = 0;
+                MenuUpdate::Redraw
+            }
+            Key::CtrlU => {
+                if self.typed.is_empty() {
+                    // The filter is the adapter's own text: the adapter clears its line.
+                    return self.dismiss(b"\x15");
+                }
+                self.typed.clear();
                 self.selected = 0;
                 MenuUpdate::Redraw
             }

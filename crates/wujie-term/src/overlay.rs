@@ -138,7 +138,7 @@ pub enum LineStyle {
     Title,
     /// Dim (descriptions, hints).
     Dim,
-    /// Reverse video over the full width (the selected entry).
+    /// Reverse video (the selected entry).
     Selected,
 }
 
@@ -343,6 +343,33 @@ impl Overlay {
         self.give_back_saved_cursor(out);
     }
 
+    /// Removes the area after the terminal changed size to `size`, which may have rewrapped
+    /// rows that no longer fit (the area's and the adapter's) and moved everything: `cursor` is
+    /// where the terminal reported the adapter's cursor since. Everything under the adapter's
+    /// two margin rows is erased (rows the area was wrapped into included; the adapter redraws
+    /// for the new size anyway), the content is scrolled back down if opening scrolled it up,
+    /// and the cursor goes back to the adapter's position with its attributes and character
+    /// set (DECRC, then a move).
+    pub fn close_after_rewrap(self, cursor: CursorPos, size: TermSize, out: &mut Vec<u8>) {
+        let rows = size.rows.max(1);
+        let cursor = CursorPos {
+            row: cursor.row.min(rows - 1),
+            col: cursor.col.min(size.cols.max(1) - 1),
+        };
+        out.extend_from_slice(b"\x1b[0m");
+        let below_margin = cursor.row.saturating_add(1 + MARGIN_ROWS);
+        if below_margin < rows {
+            csi(out, &[below_margin + 1, 1], b'H');
+            out.extend_from_slice(b"\x1b[J");
+        }
+        if self.scrolled > 0 {
+            csi(out, &[self.scrolled], b'T');
+        }
+        out.extend_from_slice(b"\x1b8");
+        let row = cursor.row.saturating_add(self.scrolled).min(rows - 1);
+        csi(out, &[row + 1, cursor.col + 1], b'H');
+    }
+
     /// DECSC has one slot, which opening borrowed. When the adapter had saved a cursor itself,
     /// save that one again (position, origin mode and attributes, from the shadow screen), then
     /// return to the adapter's cursor, origin mode and attributes. With origin mode on, moves
@@ -437,16 +464,14 @@ impl Overlay {
 /// Appends `line` cut to `cols` columns in its style, attributes reset after it.
 pub(crate) fn render_line(line: &OverlayLine, cols: u16, out: &mut Vec<u8>) {
     let cols = usize::from(cols);
-    let mut visible = text::fit(&line.text, cols);
+    let visible = text::fit(&line.text, cols);
     let sgr: &[u8] = match line.style {
         LineStyle::Plain => b"",
         LineStyle::Title => b"\x1b[1m",
         LineStyle::Dim => b"\x1b[2m",
-        LineStyle::Selected => {
-            let pad = cols.saturating_sub(text::width(&visible));
-            visible.extend(std::iter::repeat_n(' ', pad));
-            b"\x1b[7m"
-        }
+        // Not padded to the edge: a terminal that gets narrower rewraps a full-width row into
+        // two, moving every row under it. The row was erased before the line is drawn.
+        LineStyle::Selected => b"\x1b[7m",
     };
     out.extend_from_slice(sgr);
     out.extend_from_slice(visible.as_bytes());

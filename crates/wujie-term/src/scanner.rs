@@ -37,7 +37,8 @@
 //! A lone `ESC` (the Escape key) cannot be told from the start of a sequence until more bytes
 //! arrive or the input goes quiet. The caller measures the silence: when [`InputScanner::pending`]
 //! is not [`Pending::Nothing`] and no byte arrived for a while (about 50 ms for
-//! [`Pending::Escape`], about 1 s for [`Pending::String`] and [`Pending::Paste`]), it calls
+//! [`Pending::Escape`] and [`Pending::Csi`], up to about 1 s for a [`Pending::Csi`] while the
+//! terminal owes a reply, about 1 s for [`Pending::String`] and [`Pending::Paste`]), it calls
 //! [`InputScanner::flush_idle`], which emits the held bytes as typing (an unfinished paste is
 //! emitted as an incomplete paste and paste mode ends).
 
@@ -159,6 +160,9 @@ pub enum Pending {
     Nothing,
     /// A lone `ESC`, an unfinished escape sequence or UTF-8 character.
     Escape,
+    /// An unfinished CSI sequence (`ESC [` and more): most likely a terminal reply that
+    /// arrives in pieces, since a key's sequence comes whole.
+    Csi,
     /// An unterminated OSC/DCS/APC/PM/SOS string.
     String,
     /// A bracketed paste whose end marker has not arrived.
@@ -246,9 +250,8 @@ impl InputScanner {
     pub fn pending(&self) -> Pending {
         match self.state {
             State::Ground => Pending::Nothing,
-            State::Utf8 { .. } | State::Escape | State::Ss3 | State::Csi | State::X10Mouse => {
-                Pending::Escape
-            }
+            State::Utf8 { .. } | State::Escape | State::Ss3 | State::X10Mouse => Pending::Escape,
+            State::Csi => Pending::Csi,
             State::String { .. } => Pending::String,
             State::Paste { .. } => Pending::Paste,
         }

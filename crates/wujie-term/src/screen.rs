@@ -503,6 +503,8 @@ struct State {
     sgr: Sgr,
     last_char: Option<char>,
     drawn: u64,
+    /// Queries to the terminal seen so far (each answered by a reply on the user's input).
+    queries: u64,
     /// An escape sequence was just completed, which leaves vte in its ground state.
     sequence_done: bool,
 }
@@ -515,6 +517,24 @@ impl ScreenModel {
             partial: Vec::new(),
             ground: true,
         }
+    }
+
+    /// The model of a terminal that already shows something: its cursor is at `cursor` (as the
+    /// terminal reported it) and everything above it, and on its row before it, counts as used
+    /// (a shell's output and prompt, whose exact cells do not matter to the overlay).
+    pub fn starting_at(size: TermSize, cursor: CursorPos) -> ScreenModel {
+        let mut model = ScreenModel::new(size);
+        let grid = &mut model.state.primary;
+        let pos = Pos {
+            row: cursor.row.min(grid.rows_n - 1),
+            col: cursor.col.min(grid.cols - 1),
+        };
+        for row in &mut grid.rows[..usize::from(pos.row)] {
+            row.cells[0] = Cell(INK);
+        }
+        grid.rows[usize::from(pos.row)].cells[..usize::from(pos.col)].fill(Cell(INK));
+        grid.pos = pos;
+        model
     }
 
     /// Any chunking of the same bytes gives the same model.
@@ -611,10 +631,31 @@ impl ScreenModel {
         self.state.drawn
     }
 
+    /// How many queries to the terminal (cursor position, device attributes, mode and window
+    /// reports, colours, …) went by so far: each one is answered on the user's input.
+    pub fn queries(&self) -> u64 {
+        self.state.queries
+    }
+
     pub fn resize(&mut self, size: TermSize) {
         let size = sane(size);
         self.state.primary.set_size(size);
         self.state.alternate.set_size(size);
+    }
+}
+
+/// A CSI sequence the terminal answers on the user's input: device status and cursor position
+/// (`CSI 5 n`, `CSI 6 n`, `CSI ? … n`), device attributes (`CSI c`, `CSI > c`, `CSI = c`),
+/// window reports (`CSI 11…21 t`), mode requests (`CSI [?] … $ p`), the kitty keyboard flags
+/// (`CSI ? u`) and the version (`CSI > q`).
+fn is_query(params: &vte::Params, intermediates: &[u8], action: char) -> bool {
+    let first = param(params, 0, 0);
+    match (intermediates, action) {
+        ([], 'n') => first == 5 || first == 6,
+        ([b'?'], 'n') | ([] | [b'>' | b'='], 'c') | ([b'?'], 'u') | ([b'>'], 'q') => true,
+        ([], 't') => matches!(first, 11 | 13..=16 | 18..=21),
+        ([b'$'] | [b'?', b'$'], 'p') => true,
+        _ => false,
     }
 }
 
@@ -677,6 +718,7 @@ impl State {
             sgr: Sgr::default(),
             last_char: None,
             drawn: 0,
+            queries: 0,
             sequence_done: false,
         }
     }
@@ -1001,9 +1043,20 @@ impl vte::Perform for State {
         self.control(byte);
     }
 
-    fn osc_dispatch(&mut self, _params: &[&[u8]], bell_terminated: bool) {
+    fn osc_dispatch(&mut self, params: &[&[u8]], bell_terminated: bool) {
         // Ended by ESC \ instead, the backslash is still to come (as an escape sequence).
         self.sequence_done = bell_terminated;
+        // `OSC 10 ; ?`, `OSC 4 ; n ; ?`, `OSC 52 ; c ; ?`: colour and clipboard queries.
+        if params.iter().skip(1).any(|p| *p == b"?") {
+            self.queries += 1;
+        }
+    }
+
+    fn hook(&mut self, _params: &vte::Params, intermediates: &[u8], _ignore: bool, action: char) {
+        // XTGETTCAP `DCS + q` and DECRQSS `DCS $ q`.
+        if action == 'q' && matches!(intermediates, [b'+' | b'$']) {
+            self.queries += 1;
+        }
     }
 
     fn terminated(&self) -> bool {
@@ -1018,6 +1071,9 @@ impl vte::Perform for State {
         action: char,
     ) {
         self.sequence_done = true;
+        if is_query(params, intermediates, action) {
+            self.queries += 1;
+        }
         self.csi(params, intermediates, action);
     }
 
@@ -1038,6 +1094,7 @@ impl vte::Perform for State {
                 };
                 *self = State {
                     drawn: self.drawn,
+                    queries: self.queries,
                     sequence_done: true,
                     ..State::new(size)
                 };

@@ -311,3 +311,18 @@ fn a_notice_wraps_fits_and_is_cut_with_an_ellipsis() {
     // A control character in a message never reaches the terminal.
     assert!(!notice_lines("a\x1b[2Jb", 80, 1)[0].text.contains('\x1b'));
 }
+
+#[test]
+fn ctrl_u_clears_the_menus_filter_then_gives_the_key_to_the_adapter() {
+    let mut menu = Menu::new(default_commands(), "");
+    assert_eq!(menu.handle_key(Key::Char('c')), MenuUpdate::Redraw);
+    assert_eq!(menu.handle_key(Key::CtrlU), MenuUpdate::Redraw);
+    assert_eq!(menu.filter(), "/wujie");
+    assert_eq!(
+        menu.handle_key(Key::CtrlU),
+        MenuUpdate::Closed(MenuOutcome::Dismissed {
+            forward: b"\x15".to_vec()
+        })
+    );
+    assert_eq!(Key::decode(b"\x15"), Key::CtrlU);
+}

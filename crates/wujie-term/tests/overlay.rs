@@ -684,3 +684,27 @@ fn native_handoff_card_on_a_full_height_terminal() {
     term.process(&out);
     assert_restored(&before, term.screen(), 0);
 }
+
+#[test]
+fn after_a_rewrap_the_area_goes_from_under_the_reported_cursor() {
+    let mut p = adapter_screen(24, 80, &["one", "two", "> hi", "rule", "hint"], (2, 4));
+    let size = size_of(&p);
+    let before = rows_text(p.screen());
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(p.screen()), &menu_lines(size, ""), &mut out).unwrap();
+    p.process(&out);
+    // The terminal got narrower and rewrapped a row above: everything moved one row down.
+    p.process(b"\x1b[1;1H\x1b[L");
+    let narrower = TermSize { cols: 40, rows: 24 };
+    p.screen_mut().set_size(
+        NonZeroU16::new(narrower.rows).unwrap(),
+        NonZeroU16::new(narrower.cols).unwrap(),
+    );
+    let mut out = Vec::new();
+    overlay.close_after_rewrap(CursorPos { row: 3, col: 4 }, narrower, &mut out);
+    p.process(&out);
+    let after = rows_text(p.screen());
+    assert_eq!(after[1..6], before[..5], "the adapter's rows, one lower");
+    assert!(after[6..].iter().all(|r| r.trim().is_empty()), "{after:#?}");
+    assert_eq!(p.screen().cursor_position(), (3, 4));
+}

@@ -494,3 +494,20 @@ proptest! {
         prop_assert_eq!(scan_chunks(&chunks), whole);
     }
 }
+
+#[test]
+fn an_unfinished_csi_sequence_is_pending_as_one_and_a_lone_esc_is_not() {
+    let mut scanner = InputScanner::new();
+    assert!(scanner.feed(b"\x1b").is_empty());
+    assert_eq!(scanner.pending(), Pending::Escape);
+    assert!(scanner.feed(b"[12;").is_empty());
+    assert_eq!(scanner.pending(), Pending::Csi);
+    assert_eq!(
+        kinds(&scanner.feed(b"5R")),
+        vec![(
+            InputKind::Reply(ReplyKind::CursorPosition),
+            "\x1b[12;5R".to_owned()
+        )]
+    );
+    assert_eq!(scanner.pending(), Pending::Nothing);
+}

@@ -251,3 +251,32 @@ fn attributes_outside_vt100_survive_too() {
     assert_eq!(model.cursor(), CursorPos { row: 2, col: 3 });
     assert_eq!(model.attributes().sequence(), b"\x1b[0;2;31m");
 }
+
+#[test]
+fn a_model_can_start_where_the_terminal_cursor_already_is() {
+    let size = TermSize { cols: 40, rows: 8 };
+    let mut model = ScreenModel::starting_at(size, CursorPos { row: 5, col: 3 });
+    assert_eq!(model.cursor(), CursorPos { row: 5, col: 3 });
+    assert_eq!(model.used_rows(), 6, "the shell's rows above count as used");
+    model.feed(b"ab\r\n\n\n");
+    assert_eq!(model.cursor(), CursorPos { row: 7, col: 0 });
+    // A report beyond the screen is clamped to it.
+    let model = ScreenModel::starting_at(size, CursorPos { row: 99, col: 99 });
+    assert_eq!(model.cursor(), CursorPos { row: 7, col: 39 });
+}
+
+#[test]
+fn queries_to_the_terminal_are_counted_however_the_output_is_cut() {
+    let output: &[u8] = b"ab\x1b[6n\x1b[c\x1b[>c\x1b[18t\x1b[?2004$p\x1b[2004$p\x1b[?u\x1b[?6n\
+        \x1b]11;?\x07\x1bP+q544e\x1b\\\x1b[>q\x1b[5n\
+        \x1b[2J\x1b[8;24;80t\x1b[?2004h\x1b]0;title\x07\x1b[3n\x1bc";
+    let size = TermSize { cols: 80, rows: 24 };
+    for step in 1..output.len() {
+        let mut model = ScreenModel::new(size);
+        for chunk in output.chunks(step) {
+            model.feed(chunk);
+        }
+        // Everything before `ESC [ 2 J` asks; nothing after it does.
+        assert_eq!(model.queries(), 12, "in chunks of {step}");
+    }
+}

@@ -13,20 +13,25 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use std::os::fd::OwnedFd;
+
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use wujie_term::{
-    CARD_MAX_ROWS, CardChoice, CardUpdate, InputEvent, InputKind, InputLine, InputScanner,
-    IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate, NOTICE_MAX_ROWS, NOTICE_SHOWN,
-    Overlay, OverlayLine, Pending, ScreenModel, TermSize, TriggerAction, TriggerDetector,
-    default_commands, notice_lines,
+    CARD_MAX_ROWS, CURSOR_POSITION_QUERY, CardChoice, CardUpdate, CursorPos, InputEvent, InputKind,
+    InputLine, InputScanner, IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate,
+    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, ScreenModel, TermSize,
+    TriggerAction, TriggerDetector, cursor_report, default_commands, notice_lines,
+    promoted_commands,
 };
 
 use super::master;
 use super::output::{OutputThread, Screen};
-use super::raw::{RawMode, stdin_is_terminal, terminal_size};
+use super::raw::{RawMode, pause_raw_mode, resume_raw_mode, stdin_is_terminal, terminal_size};
+use super::start::{REPORT_WAIT, StartScreen, locate_cursor, to_bottom_row};
 use crate::error::LocalRunError;
 use crate::session::{AdapterStdin, StdinSink, sleep_until_opt};
 use crate::user_input::UserInput;
@@ -34,8 +39,23 @@ use crate::user_input::UserInput;
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
 const ESCAPE_IDLE: Duration = Duration::from_millis(25);
+/// How long the pieces of an unfinished CSI sequence may be apart while the terminal owes the
+/// adapter a reply: over ssh and tmux a reply can arrive in pieces hundreds of milliseconds
+/// apart. (A lone Esc is not a CSI sequence: it still goes after [`ESCAPE_IDLE`].)
+const REPLY_IDLE: Duration = Duration::from_secs(1);
+/// How long after the adapter asked the terminal something its reply is still expected.
+const REPLY_OWED: Duration = Duration::from_secs(3);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+/// The user's terminal, made ready for a host by [`TerminalHost::prepare`]; dropping it
+/// restores the terminal.
+pub struct PreparedTerminal {
+    size: TermSize,
+    menu: bool,
+    raw: Option<RawMode>,
+    start: Option<StartScreen>,
+}
 
 /// What the user did in the overlay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,25 +69,22 @@ pub enum HostEvent {
 enum Request {
     ShowCard(IssueCard),
     Notice(String),
+    Promoted(String),
 }
 
 /// The running host. Dropping it (or [`TerminalHost::finish`]) restores the user's terminal.
 pub struct TerminalHost {
     pub events: mpsc::Receiver<HostEvent>,
     requests: mpsc::Sender<Request>,
-    task: JoinHandle<()>,
+    task: JoinHandle<Vec<String>>,
     _raw: Option<RawMode>,
 }
 
 impl TerminalHost {
-    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`].
-    /// `menu` enables the `/wujie` trigger (discussions). Returns the host and the adapter's
-    /// stdin writer (the PTY master), for control frames.
-    pub fn start(
-        pty: pty_process::Pty,
-        size: TermSize,
-        menu: bool,
-    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+    /// Gets the user's terminal ready before the adapter starts: raw mode when stdin is a
+    /// terminal and, with the `/wujie` menu (`menu`, discussions), where its cursor is, so the
+    /// shadow screen starts there ([`super::start`]).
+    pub fn prepare(size: TermSize, menu: bool) -> Result<PreparedTerminal, LocalRunError> {
         let raw = if stdin_is_terminal() {
             Some(RawMode::enable().map_err(|e| {
                 LocalRunError::Invalid(format!("could not switch the terminal to raw mode: {e}"))
@@ -75,23 +92,57 @@ impl TerminalHost {
         } else {
             None
         };
-        let mut winch = signal(SignalKind::window_change())
-            .map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")))?;
+        let start = (menu && raw.is_some()).then(|| locate_cursor(size));
+        Ok(PreparedTerminal {
+            size,
+            menu,
+            raw,
+            start,
+        })
+    }
+
+    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`]
+    /// on the terminal made ready by [`TerminalHost::prepare`]. Returns the host and the
+    /// adapter's stdin writer (the PTY master), for control frames.
+    pub fn start(
+        pty: pty_process::Pty,
+        terminal: PreparedTerminal,
+    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+        let PreparedTerminal {
+            size,
+            menu,
+            raw,
+            start,
+        } = terminal;
+        let interactive = raw.is_some();
+        let mut signals = HostSignals::install(interactive)?;
         let failed = |e: std::io::Error| {
             LocalRunError::Invalid(format!("could not relay the adapter's terminal: {e}"))
         };
         let (reader, writer) = master::split(pty).map_err(failed)?;
-        let screen = Screen::new(menu.then(|| ScreenModel::new(size)));
+        let shadow = menu.then(|| match &start {
+            Some(start) => ScreenModel::starting_at(size, start.cursor),
+            None => ScreenModel::new(size),
+        });
+        let screen = Screen::new(shadow);
+        let master = reader.try_clone().map_err(failed)?;
         let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(failed)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
         let (requests, mut requests_rx) = mpsc::channel(8);
         let mut relay = Relay::new(to_adapter.clone(), screen, size, menu, events_tx);
-        let interactive = raw.is_some();
+        relay.master = Some(master);
+        let typed_ahead = start.map(|s| s.typed_ahead).unwrap_or_default();
         let task = tokio::spawn(async move {
             relay
-                .run(output, &mut winch, &mut requests_rx, interactive)
-                .await;
+                .run(
+                    output,
+                    &mut signals,
+                    &mut requests_rx,
+                    interactive,
+                    typed_ahead,
+                )
+                .await
         });
         Ok((
             TerminalHost {
@@ -114,14 +165,21 @@ impl TerminalHost {
         let _ = self.requests.send(Request::Notice(message)).await;
     }
 
+    /// The discussion became issue `issue_key`: the menu says so from now on.
+    pub async fn promoted(&self, issue_key: String) {
+        let _ = self.requests.send(Request::Promoted(issue_key)).await;
+    }
+
     /// After the adapter exited: let the last output through (bounded, since a grandchild may
-    /// keep the PTY open), then restore the terminal.
-    pub async fn finish(mut self) {
-        if tokio::time::timeout(DRAIN_LIMIT, &mut self.task)
-            .await
-            .is_err()
-        {
-            self.task.abort();
+    /// keep the PTY open), then restore the terminal. Returns the notices that were never shown
+    /// (no room for them), for the caller to print.
+    pub async fn finish(mut self) -> Vec<String> {
+        match tokio::time::timeout(DRAIN_LIMIT, &mut self.task).await {
+            Ok(unshown) => unshown.unwrap_or_default(),
+            Err(_) => {
+                self.task.abort();
+                Vec::new()
+            }
         }
     }
 }
@@ -131,6 +189,53 @@ impl Drop for TerminalHost {
         self.task.abort();
     }
 }
+
+/// An area that was open when the terminal changed size, until the terminal reported where
+/// the cursor went.
+struct Rewrapped {
+    shown: Shown,
+    overlay: Overlay,
+    /// Without a report by then, the area is closed where it was drawn.
+    due: Instant,
+}
+
+/// Ctrl+Z: suspend, as in a shell.
+const SUSPEND: u8 = 0x1a;
+
+/// The signals the host follows: window-size changes and, on a terminal, job control.
+struct HostSignals {
+    winch: UnixSignal,
+    stop: Option<UnixSignal>,
+    cont: Option<UnixSignal>,
+}
+
+impl HostSignals {
+    fn install(job_control: bool) -> Result<HostSignals, LocalRunError> {
+        let sig =
+            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+        let job = |number| {
+            job_control
+                .then(|| sig(SignalKind::from_raw(number)))
+                .transpose()
+        };
+        Ok(HostSignals {
+            winch: sig(SignalKind::window_change())?,
+            stop: job(Signal::SIGTSTP as i32)?,
+            cont: job(Signal::SIGCONT as i32)?,
+        })
+    }
+}
+
+/// The next delivery of an optional signal; never resolves without one.
+async fn recv_opt(signal: &mut Option<UnixSignal>) -> Option<()> {
+    match signal {
+        Some(signal) => signal.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How long the terminal may take to report the cursor after a resize.
+const REWRAP_REPORT_WAIT: Duration = Duration::from_millis(800);
 
 /// What an open overlay shows.
 enum Shown {
@@ -152,7 +257,28 @@ struct Relay {
     view: Option<(Shown, Overlay)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
-    escape_since: Option<Instant>,
+    /// Notices there was no room for: printed after the session.
+    unshown: Vec<String>,
+    /// The issue the discussion became.
+    promoted: Option<String>,
+    /// Keys typed while the trigger waits for the adapter's echo (or while the area waits for
+    /// the cursor's report after a resize): they go to the menu once it opens (or to the
+    /// adapter when it does not).
+    held_keys: Vec<InputEvent>,
+    /// After a resize with the area open: the area, waiting for the terminal to report where
+    /// the cursor went when it rewrapped its rows.
+    rewrapped: Option<Rewrapped>,
+    /// Cursor position reports the host asked for itself and has not received yet: they are
+    /// the host's, not the adapter's.
+    own_reports_owed: u32,
+    /// Raw mode on a terminal: the host can ask it things.
+    interactive: bool,
+    /// After a stop: until the terminal reported where the cursor is now.
+    resuming: Option<Instant>,
+    /// The adapter's PTY master, to signal its foreground process group.
+    master: Option<OwnedFd>,
+    /// When the scanner hands over the unfinished sequence it holds, unless more bytes come.
+    escape_due: Option<Instant>,
     events: mpsc::Sender<HostEvent>,
 }
 
@@ -174,7 +300,15 @@ impl Relay {
             menu_enabled,
             view: None,
             notices: VecDeque::new(),
-            escape_since: None,
+            unshown: Vec::new(),
+            promoted: None,
+            held_keys: Vec::new(),
+            rewrapped: None,
+            own_reports_owed: 0,
+            interactive: false,
+            resuming: None,
+            master: None,
+            escape_due: None,
             events,
         }
     }
@@ -182,13 +316,18 @@ impl Relay {
     async fn run(
         &mut self,
         mut output: OutputThread,
-        winch: &mut tokio::signal::unix::Signal,
+        signals: &mut HostSignals,
         requests: &mut mpsc::Receiver<Request>,
         interactive: bool,
-    ) {
+        typed_ahead: Vec<u8>,
+    ) -> Vec<String> {
+        self.interactive = interactive;
         let mut from_user = UserInput::spawn();
         let mut user_open = true;
         let screen = Arc::clone(&self.screen);
+        if !typed_ahead.is_empty() {
+            self.user_input(&typed_ahead).await;
+        }
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
@@ -208,13 +347,17 @@ impl Relay {
                 () = screen.changed.notified(), if self.trigger.waiting_since().is_some() => {
                     self.poll_trigger();
                 }
-                _ = winch.recv() => self.resize(terminal_size()).await,
+                _ = signals.winch.recv() => self.resize(terminal_size()).await,
+                Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
+                Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.open_card(card).await,
                     Request::Notice(message) => self.notices.push_back(message),
+                    Request::Promoted(key) => self.promoted = Some(key),
                 },
                 () = sleep_until_opt(deadline), if deadline.is_some() => self.tick().await,
             }
+            self.replay_held_keys().await;
             self.show_notice();
         }
         // The adapter is gone: never leave an overlay or held output behind, and leave the
@@ -223,6 +366,15 @@ impl Relay {
         self.close_view();
         let mut lock = self.screen.lock();
         lock.release();
+        self.leave_below(&mut lock);
+        let mut unshown = std::mem::take(&mut self.unshown);
+        unshown.extend(self.notices.drain(..));
+        unshown
+    }
+
+    /// Puts the cursor on a fresh line under everything the adapter drew (its margin rows
+    /// included), for what the shell or `wujie` prints next.
+    fn leave_below(&self, lock: &mut super::output::ScreenLock<'_>) {
         let mut out = Vec::new();
         if let Some(place) = lock.placement(self.size) {
             let below = place.used_rows.saturating_sub(place.cursor.row + 1);
@@ -234,10 +386,82 @@ impl Relay {
         lock.show(&out);
     }
 
+    /// Ctrl+Z (or SIGTSTP to `wujie`): the session stops like any shell job. The adapter is
+    /// stopped first (with SIGSTOP: the stop signals it would raise itself are discarded by the
+    /// kernel, since it leads its own session), its output is held, the cursor goes under its
+    /// rows and the terminal gets its own settings back; then `wujie` stops itself. The shell's
+    /// `fg` continues it with SIGCONT ([`Relay::resumed`]).
+    fn suspend(&mut self) {
+        self.close_view();
+        {
+            let mut lock = self.screen.lock();
+            lock.hold();
+            self.leave_below(&mut lock);
+        }
+        self.signal_adapter(Signal::SIGSTOP);
+        pause_raw_mode();
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    }
+
+    /// `wujie` was continued: raw mode again; then, once the terminal said where the cursor is
+    /// now (the shell printed meanwhile), the shadow starts there and the adapter is continued
+    /// and asked to redraw ([`Relay::after_resume`]).
+    fn resumed(&mut self) {
+        resume_raw_mode();
+        let mut lock = self.screen.lock();
+        if lock.placement(self.size).is_none() {
+            lock.release();
+            drop(lock);
+            self.continue_adapter();
+            return;
+        }
+        lock.hold();
+        lock.show(CURSOR_POSITION_QUERY);
+        self.own_reports_owed += 1;
+        self.resuming = Some(Instant::now() + REPORT_WAIT);
+    }
+
+    /// The terminal reported the cursor after a stop (`None`: it did not in time, so the
+    /// cursor is moved to the bottom row, a known place).
+    fn after_resume(&mut self, cursor: Option<CursorPos>) {
+        if self.resuming.take().is_none() {
+            return;
+        }
+        let mut lock = self.screen.lock();
+        let cursor = cursor.unwrap_or_else(|| {
+            let (bytes, bottom) = to_bottom_row(self.size);
+            lock.show(&bytes);
+            bottom
+        });
+        lock.restart(self.size, cursor);
+        lock.release();
+        drop(lock);
+        self.continue_adapter();
+    }
+
+    /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would).
+    fn continue_adapter(&self) {
+        self.signal_adapter(Signal::SIGCONT);
+        self.signal_adapter(Signal::SIGWINCH);
+    }
+
+    fn signal_adapter(&self, signal: Signal) {
+        if let Some(master) = &self.master
+            && let Err(e) = master::signal_foreground(master, signal)
+        {
+            tracing::debug!("could not send {signal} to the adapter: {e}");
+        }
+    }
+
     fn next_deadline(&self) -> Option<Instant> {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
-        let escape = self.escape_since.map(|t| t + ESCAPE_IDLE);
+        let escape = self
+            .escape_due
+            .into_iter()
+            .chain(self.rewrapped.as_ref().map(|r| r.due))
+            .chain(self.resuming)
+            .min();
         let notice = match &self.view {
             Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
@@ -249,11 +473,18 @@ impl Relay {
         if matches!(&self.view, Some((Shown::Notice(_, until), _)) if *until <= Instant::now()) {
             self.close_view();
         }
+        if self.resuming.is_some_and(|due| due <= Instant::now()) {
+            self.after_resume(None);
+        }
         if self
-            .escape_since
-            .is_some_and(|t| t.elapsed() >= ESCAPE_IDLE)
+            .rewrapped
+            .as_ref()
+            .is_some_and(|r| r.due <= Instant::now())
         {
-            self.escape_since = None;
+            self.after_rewrap(None).await;
+        }
+        if self.escape_due.is_some_and(|at| at <= Instant::now()) {
+            self.escape_due = None;
             let events = self.scanner.flush_idle();
             self.handle_events(events).await;
         }
@@ -270,17 +501,31 @@ impl Relay {
             self.trigger.on_adapter_output(at);
         }
         if let Some(TriggerAction::OpenMenu { query, .. }) = self.trigger.poll(self.screen.now()) {
-            self.open_menu(Menu::new(default_commands(), &query));
+            let commands = match &self.promoted {
+                Some(key) => promoted_commands(key),
+                None => default_commands(),
+            };
+            self.open_menu(Menu::new(commands, &query));
         }
     }
 
     async fn user_input(&mut self, bytes: &[u8]) {
         let events = self.scanner.feed(bytes);
-        self.escape_since = match self.scanner.pending() {
-            Pending::Escape => Some(Instant::now()),
+        let idle = match self.scanner.pending() {
+            Pending::Escape => Some(ESCAPE_IDLE),
+            Pending::Csi if self.reply_owed() => Some(REPLY_IDLE),
+            Pending::Csi => Some(ESCAPE_IDLE),
             Pending::Nothing | Pending::String | Pending::Paste => None,
         };
+        self.escape_due = idle.map(|idle| Instant::now() + idle);
         self.handle_events(events).await;
+    }
+
+    /// The adapter asked the terminal something a moment ago: its reply may still be coming.
+    fn reply_owed(&self) -> bool {
+        self.screen
+            .last_query()
+            .is_some_and(|at| self.screen.now().saturating_sub(at) < REPLY_OWED)
     }
 
     async fn handle_events(&mut self, events: Vec<InputEvent>) {
@@ -292,9 +537,38 @@ impl Relay {
             {
                 self.close_view();
             }
+            if self.own_reports_owed > 0
+                && event.kind == InputKind::Reply(ReplyKind::CursorPosition)
+            {
+                self.own_reports_owed -= 1;
+                if self.resuming.is_some() {
+                    self.after_resume(cursor_report(&event.bytes, self.size));
+                } else if self.rewrapped.is_some() {
+                    self.flush_forward(&mut forward).await;
+                    self.after_rewrap(cursor_report(&event.bytes, self.size))
+                        .await;
+                }
+                continue;
+            }
+            if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
+                self.flush_forward(&mut forward).await;
+                self.suspend();
+                continue;
+            }
             if self.view.is_none() {
+                let typed = matches!(event.kind, InputKind::Typing | InputKind::Paste { .. });
+                if typed && (self.waiting_for_terminal() || self.trigger.waiting_since().is_some())
+                {
+                    self.held_keys.push(event);
+                    continue;
+                }
                 forward.extend_from_slice(&event.bytes);
                 self.line.apply(&event);
+                // The line reads `/wujie…` now: the trigger starts waiting before the next
+                // key, which then waits for the menu.
+                if typed && self.menu_enabled && self.line.trigger_query().is_some() {
+                    self.flush_forward(&mut forward).await;
+                }
                 continue;
             }
             match event.kind {
@@ -310,6 +584,24 @@ impl Relay {
             }
         }
         self.flush_forward(&mut forward).await;
+    }
+
+    /// The host waits for the terminal to report the cursor (after a resize or a stop).
+    fn waiting_for_terminal(&self) -> bool {
+        self.rewrapped.is_some() || self.resuming.is_some()
+    }
+
+    /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the
+    /// menu when it opened, else to the adapter.
+    async fn replay_held_keys(&mut self) {
+        if self.held_keys.is_empty()
+            || self.trigger.waiting_since().is_some()
+            || self.waiting_for_terminal()
+        {
+            return;
+        }
+        let held = std::mem::take(&mut self.held_keys);
+        self.handle_events(held).await;
     }
 
     /// Sends forwarded bytes, then tells the trigger detector what the line looks like now.
@@ -380,6 +672,11 @@ impl Relay {
     }
 
     fn open_menu(&mut self, menu: Menu) {
+        if menu.matches().is_empty() {
+            // Not a command (`/wujiex`): the text simply stays with the adapter.
+            self.trigger.menu_closed();
+            return;
+        }
         let cols = self.size.cols;
         match self.open_overlay(MENU_MAX_ROWS, |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
@@ -450,39 +747,74 @@ impl Relay {
         };
         let cols = self.size.cols;
         // Without room it is only in the summary printed after the session.
-        if let Some(overlay) =
-            self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows))
-        {
-            let until = Instant::now() + NOTICE_SHOWN;
-            self.view = Some((Shown::Notice(message, until), overlay));
+        match self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows)) {
+            Some(overlay) => {
+                let until = Instant::now() + NOTICE_SHOWN;
+                self.view = Some((Shown::Notice(message, until), overlay));
+            }
+            None => self.unshown.push(message),
         }
     }
 
-    /// The user's terminal changed size: the overlay is closed at the old size (the adapter's
-    /// output stays held), the shadow and the adapter's PTY follow, and the overlay opens again
-    /// at the new size.
+    /// The user's terminal changed size. The shadow and the adapter's PTY follow. An open
+    /// overlay is taken down and opened again at the new size, with the adapter's output still
+    /// held. The terminal may have rewrapped rows that no longer fit (the area's among them),
+    /// moving everything, so on an interactive terminal the host first asks where the cursor
+    /// went ([`Relay::after_rewrap`]); elsewhere the area is closed where it was drawn.
     async fn resize(&mut self, size: TermSize) {
         if size == self.size {
             return;
         }
-        let mut out = Vec::new();
-        let reopen = self.view.take().map(|(shown, overlay)| {
-            overlay.close(&mut out);
-            shown
-        });
-        {
-            let mut lock = self.screen.lock();
-            lock.show(&out);
-            lock.resize(size);
-        }
+        let open = self.view.take();
+        self.screen.lock().resize(size);
         self.size = size;
         self.to_adapter.resize(size).await;
-        match reopen {
-            None => {}
-            Some(Shown::Menu(menu)) => self.open_menu(menu),
-            Some(Shown::Card(card)) => self.open_card(card).await,
+        let open = match (open, self.rewrapped.take()) {
+            (Some((shown, overlay)), _) | (None, Some(Rewrapped { shown, overlay, .. })) => {
+                (shown, overlay)
+            }
+            (None, None) => return,
+        };
+        let (shown, overlay) = open;
+        if self.interactive {
+            self.own_reports_owed += 1;
+            self.screen.lock().show(CURSOR_POSITION_QUERY);
+            self.rewrapped = Some(Rewrapped {
+                shown,
+                overlay,
+                due: Instant::now() + REWRAP_REPORT_WAIT,
+            });
+            return;
+        }
+        let mut out = Vec::new();
+        overlay.close(&mut out);
+        self.screen.lock().show(&out);
+        self.reopen(shown).await;
+    }
+
+    /// The terminal reported its cursor (`cursor`) after a resize, or did not in time: the area
+    /// is removed from there (everything under the adapter's margin rows is erased, which also
+    /// takes rows the area was rewrapped into) or, without a report, where it was drawn, and
+    /// opened again at the new size.
+    async fn after_rewrap(&mut self, cursor: Option<CursorPos>) {
+        let Some(Rewrapped { shown, overlay, .. }) = self.rewrapped.take() else {
+            return;
+        };
+        let mut out = Vec::new();
+        match cursor {
+            Some(cursor) => overlay.close_after_rewrap(cursor, self.size, &mut out),
+            None => overlay.close(&mut out),
+        }
+        self.screen.lock().show(&out);
+        self.reopen(shown).await;
+    }
+
+    async fn reopen(&mut self, shown: Shown) {
+        match shown {
+            Shown::Menu(menu) => self.open_menu(menu),
+            Shown::Card(card) => self.open_card(card).await,
             // Shown again in full at the new size.
-            Some(Shown::Notice(message, _)) => self.notices.push_front(message),
+            Shown::Notice(message, _) => self.notices.push_front(message),
         }
     }
 }

@@ -57,3 +57,14 @@ impl PtyWriter {
         Ok(tcsetwinsize(self.0.get_ref(), winsize)?)
     }
 }
+
+/// Sends `signal` to the foreground process group of the adapter's terminal (`master` is its
+/// PTY's master side), as the kernel names it at this moment: a group that is gone is not
+/// there to be signalled. SIGSTOP works where the adapter's own SIGTSTP does not: it leads its
+/// own session, so its group is orphaned and the kernel discards the keyboard's stop signals
+/// for it. (The PTY's TIOCSIG only sends SIGINT, SIGQUIT and SIGTSTP.)
+pub fn signal_foreground(master: &OwnedFd, signal: nix::sys::signal::Signal) -> io::Result<()> {
+    let group = rustix::termios::tcgetpgrp(master)?;
+    let group = nix::unistd::Pid::from_raw(group.as_raw_nonzero().get());
+    nix::sys::signal::killpg(group, signal).map_err(io::Error::from)
+}

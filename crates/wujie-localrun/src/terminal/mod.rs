@@ -9,8 +9,9 @@ mod inline_card;
 mod master;
 mod output;
 mod raw;
+mod start;
 
-pub use host::{HostEvent, TerminalHost};
+pub use host::{HostEvent, PreparedTerminal, TerminalHost};
 pub use inline_card::InlineCard;
 pub use master::PtyWriter;
 pub use output::HOLD_CAP;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
-use wujie_term::{Placement, ScreenModel, TermSize};
+use wujie_term::{CursorPos, Placement, ScreenModel, TermSize};
 
 use super::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
@@ -44,6 +44,8 @@ struct State {
     held: Vec<u8>,
     /// When adapter output last drew or moved the cursor (a title update does neither).
     last_visible: Option<Duration>,
+    /// When adapter output last asked the terminal something (its reply is on its way).
+    last_query: Option<Duration>,
     stopped: bool,
 }
 
@@ -55,6 +57,7 @@ impl Screen {
                 holding: false,
                 held: Vec::new(),
                 last_visible: None,
+                last_query: None,
                 stopped: false,
             }),
             released: Condvar::new(),
@@ -85,6 +88,11 @@ impl Screen {
         self.lock().state.last_visible
     }
 
+    /// When adapter output last asked the terminal for a reply (cursor position, modes, …).
+    pub fn last_query(&self) -> Option<Duration> {
+        self.lock().state.last_query
+    }
+
     /// Ends the relay: the output thread stops at its next step and drops what it still reads.
     fn stop(&self) {
         let mut lock = self.lock();
@@ -113,13 +121,17 @@ impl Screen {
                 .unwrap_or_else(|e| e.into_inner());
         }
         let seen = |shadow: &ScreenModel| (shadow.cursor(), shadow.drawn());
-        let before = lock.state.shadow.as_ref().map(seen);
+        let before = lock.state.shadow.as_ref().map(|s| (seen(s), s.queries()));
         lock.show(bytes);
-        if let (Some(before), Some(shadow)) = (before, &lock.state.shadow)
-            && seen(shadow) != before
-        {
-            lock.state.last_visible = Some(self.now());
-            self.changed.notify_one();
+        if let (Some((before, queries)), Some(shadow)) = (before, &lock.state.shadow) {
+            let (visible, asked) = (seen(shadow) != before, shadow.queries() != queries);
+            if asked {
+                lock.state.last_query = Some(self.now());
+            }
+            if visible {
+                lock.state.last_visible = Some(self.now());
+                self.changed.notify_one();
+            }
         }
         true
     }
@@ -173,6 +185,14 @@ impl ScreenLock<'_> {
             self.state.last_visible = Some(self.screen.now());
         }
         self.screen.released.notify_all();
+    }
+
+    /// The terminal showed other things meanwhile (the shell, while `wujie` was stopped): the
+    /// shadow starts again with the cursor where the terminal reported it.
+    pub fn restart(&mut self, size: TermSize, cursor: CursorPos) {
+        if let Some(shadow) = &mut self.state.shadow {
+            *shadow = ScreenModel::starting_at(size, cursor);
+        }
     }
 
     pub fn resize(&mut self, size: TermSize) {

@@ -2,7 +2,8 @@
 //!
 //! Raw mode is restored when the guard drops (normal exit and error paths), by a panic hook
 //! (a panic that unwinds past the host or aborts the runtime), and on SIGTERM/SIGHUP because the
-//! pumps turn those signals into an ordinary return that drops the guard.
+//! pumps turn those signals into an ordinary return that drops the guard. While `wujie` is
+//! stopped as a shell job the terminal has its own settings back ([`pause_raw_mode`]).
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, Once};
@@ -71,6 +72,23 @@ impl RawMode {
 impl Drop for RawMode {
     fn drop(&mut self) {
         restore();
+    }
+}
+
+/// While `wujie` is stopped as a shell job: the terminal's own settings, for the shell.
+pub fn pause_raw_mode() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(original) = saved {
+        let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &original);
+    }
+}
+
+/// Back from a stop: raw mode again (when it is on at all).
+pub fn resume_raw_mode() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(mut raw) = saved {
+        raw.make_raw();
+        let _ = tcsetattr(std::io::stdin(), OptionalActions::Now, &raw);
     }
 }
 

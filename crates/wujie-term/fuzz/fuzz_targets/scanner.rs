@@ -5,7 +5,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::time::Duration;
-use wujie_term::{InputEvent, InputLine, InputScanner, Key, TriggerDetector};
+use wujie_term::{
+    InputEvent, InputKind, InputLine, InputScanner, Key, ReplyKind, TermSize, TriggerDetector,
+    cursor_report,
+};
 
 fn run(chunks: &[&[u8]]) -> Vec<InputEvent> {
     let mut scanner = InputScanner::new();
@@ -38,5 +41,11 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = detector.poll(now);
         let _ = Key::decode(&event.bytes);
+        if event.kind == InputKind::Reply(ReplyKind::CursorPosition) {
+            let size = TermSize { cols: u16::from(step), rows: u16::from(step / 2) };
+            if let Some(pos) = cursor_report(&event.bytes, size) {
+                assert!(pos.row < size.rows.max(1) && pos.col < size.cols.max(1));
+            }
+        }
     }
 });

@@ -1,9 +1,9 @@
-//! The screen model never panics on any output, at any size, across resizes; the cursor stays
+//! The screen model never panics on any output, at any size, from any start, across resizes; the cursor stays
 //! on the screen (or one past the last column, a pending wrap); chunking does not matter.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wujie_term::{ScreenModel, TermSize};
+use wujie_term::{CursorPos, ScreenModel, TermSize};
 
 fuzz_target!(|data: &[u8]| {
     let [rows, cols, step, resize_rows, resize_cols, output @ ..] = data else {
@@ -13,8 +13,13 @@ fuzz_target!(|data: &[u8]| {
         rows: u16::from(*rows % 40),
         cols: u16::from(*cols % 90),
     };
-    let mut whole = ScreenModel::new(size);
-    let mut chunked = ScreenModel::new(size);
+    // Started where a terminal reported its cursor (anywhere, even off the screen).
+    let start = CursorPos {
+        row: u16::from(*step),
+        col: u16::from(*resize_cols),
+    };
+    let mut whole = ScreenModel::starting_at(size, start);
+    let mut chunked = ScreenModel::starting_at(size, start);
     whole.feed(output);
     for chunk in output.chunks(usize::from(*step).max(1)) {
         chunked.feed(chunk);

@@ -1,0 +1,212 @@
+//! A terminal for the interactive host's tests: a program on a PTY of our own whose output
+//! is read into a vt100 screen model, answering cursor position queries like a real terminal.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::{Env, WUJIE};
+
+pub const ROWS: u16 = 24;
+pub const COLS: u16 = 80;
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+
+/// Where a cursor position query ends in `chunk`, given the bytes `seen` just before it.
+fn query_end(seen: &[u8], chunk: &[u8]) -> Option<usize> {
+    let joined = [seen, chunk].concat();
+    let at = joined
+        .windows(CURSOR_QUERY.len())
+        .position(|w| w == CURSOR_QUERY)?;
+    Some(at + CURSOR_QUERY.len() - seen.len())
+}
+
+/// The terminal a test runs in: its size and whether it answers cursor position queries (as
+/// every real terminal does).
+#[derive(Debug, Clone, Copy)]
+pub struct Terminal {
+    pub rows: u16,
+    pub cols: u16,
+    pub reports_cursor: bool,
+}
+
+impl Terminal {
+    pub const STANDARD: Terminal = Terminal::new(ROWS, COLS);
+
+    pub const fn new(rows: u16, cols: u16) -> Terminal {
+        Terminal {
+            rows,
+            cols,
+            reports_cursor: true,
+        }
+    }
+}
+
+/// A program on a PTY of our own, its output rendered by a vt100 model.
+pub struct Term {
+    pub pty: Arc<pty_process::blocking::Pty>,
+    pub screen: Arc<Mutex<vt100::Parser>>,
+    pub child: std::process::Child,
+}
+
+impl Term {
+    pub fn spawn(env: &Env, program: &str, args: &[&str]) -> Term {
+        Term::spawn_on(env, program, args, Terminal::STANDARD)
+    }
+
+    pub fn spawn_on(env: &Env, program: &str, args: &[&str], terminal: Terminal) -> Term {
+        let Terminal {
+            rows,
+            cols,
+            reports_cursor,
+        } = terminal;
+        let (pty, pts) = pty_process::blocking::open().expect("a pty");
+        pty.resize(pty_process::Size::new(rows, cols)).unwrap();
+        let mut cmd = pty_process::blocking::Command::new(program)
+            .args(args)
+            .current_dir(env.work.path())
+            .env("WUJIE_HOME", env.home.path())
+            .env("TERM", "xterm-256color");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("WUJIE_") && k != "WUJIE_HOME" {
+                cmd = cmd.env_remove(k);
+            }
+        }
+        let child = cmd.spawn(pts).expect("spawn on the pty");
+        let pty = Arc::new(pty);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            rows.try_into().expect("rows"),
+            cols.try_into().expect("columns"),
+            1000,
+        )));
+        let (reader, model) = (pty.clone(), screen.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            let mut seen = Vec::new();
+            // EIO once the program and everything it started closed the terminal.
+            while let Ok(n @ 1..) = (&*reader).read(&mut buf) {
+                let mut chunk = &buf[..n];
+                // Like a real terminal, answer a cursor position query once everything before
+                // it was drawn (a query may be split across reads).
+                while reports_cursor && !chunk.is_empty() {
+                    let Some(end) = query_end(&seen, chunk) else {
+                        break;
+                    };
+                    let mut parser = model.lock().unwrap();
+                    parser.process(&chunk[..end]);
+                    let (row, col) = parser.screen().cursor_position();
+                    drop(parser);
+                    let report = format!("\x1b[{};{}R", row + 1, col + 1);
+                    let _ = (&*reader).write_all(report.as_bytes());
+                    chunk = &chunk[end..];
+                    seen.clear();
+                }
+                seen.extend_from_slice(chunk);
+                let keep = seen.len().saturating_sub(CURSOR_QUERY.len() - 1);
+                seen.drain(..keep);
+                model.lock().unwrap().process(chunk);
+            }
+        });
+        Term { pty, screen, child }
+    }
+
+    pub fn discuss(env: &Env, args: &[&str]) -> Term {
+        let mut all = vec!["discuss", "--", "fake-tui-v2"];
+        all.extend_from_slice(args);
+        Term::spawn(env, WUJIE, &all)
+    }
+
+    pub fn send(&self, bytes: &[u8]) {
+        (&*self.pty).write_all(bytes).unwrap();
+    }
+
+    pub fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until `cond` holds on a screen that stopped changing (a redraw may arrive in
+    /// several reads; a snapshot must not catch it half done).
+    pub fn wait_for(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let text = self.contents();
+            if cond(&text) {
+                std::thread::sleep(Duration::from_millis(50));
+                if self.contents() == text {
+                    return text;
+                }
+                continue;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; screen:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn wait_text(&self, text: &str) -> String {
+        self.wait_for(text, |s| s.contains(text))
+    }
+
+    /// Type a line and wait for the adapter's answer.
+    pub fn say(&self, line: &str, answer: &str) {
+        self.send(line.as_bytes());
+        self.wait_text(&format!("> {line}"));
+        self.send(b"\r");
+        self.wait_text(answer);
+    }
+
+    pub fn resize(&self, rows: u16, cols: u16) {
+        self.screen
+            .lock()
+            .unwrap()
+            .screen_mut()
+            .set_size(rows.try_into().unwrap(), cols.try_into().unwrap());
+        self.pty.resize(pty_process::Size::new(rows, cols)).unwrap();
+    }
+
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for exit; screen:\n{}",
+                self.contents()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Screen text with the ids that change from run to run replaced.
+pub fn stable(screen: &str) -> String {
+    let mut out = String::new();
+    for line in screen.lines() {
+        let line = match line.find("discussion ") {
+            Some(at) if line[at..].contains('-') => {
+                format!("{}discussion [id]{}", &line[..at], {
+                    let rest = &line[at + "discussion ".len()..];
+                    rest.find(' ').map_or("", |end| &rest[end..])
+                })
+            }
+            _ => line.to_owned(),
+        };
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.trim_end().to_owned()
+}
