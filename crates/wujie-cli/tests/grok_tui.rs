@@ -9,18 +9,15 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::time::Duration;
 
+use common::tui_agent::*;
 use common::*;
-use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
-use wujie_mockllm::{LatestInput, MockLlm, Script};
+use wujie_mockllm::Script;
+use wujie_mockllm::agents::Agent;
 
 /// The bottom hint line of grok's TUI: it is up and waiting for a prompt.
 const READY: &str = "Shift+Tab:mode";
-
-fn samples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../localrun-providers")
-}
 
 /// A tool call for `echo hello`, its answer `done`, and `pong` for anything else.
 fn script() -> Script {
@@ -38,81 +35,24 @@ fn script() -> Script {
     .expect("script")
 }
 
-struct Grok {
-    runtime: tokio::runtime::Runtime,
-    mock: MockLlm,
-    home: AgentHome,
-    env: Env,
+/// Grok's TUI, inline (the sample runs it with --no-alt-screen).
+const UI: Ui = Ui {
+    ready: READY,
+    starts_within: Duration::from_secs(60),
+    cols: 100,
+    rows: 32,
+};
+
+/// None when grok is skipped (which the harness says).
+fn start() -> Option<TuiAgent> {
+    TuiAgent::start(Agent::Grok, script(), UI)
 }
 
-impl Grok {
-    /// None when grok is skipped (which the harness says).
-    fn start() -> Option<Grok> {
-        let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let (mock, home) = runtime
-            .block_on(Agent::Grok.with_mock(script()))
-            .unwrap_or_else(|error| panic!("{error}"))?;
-        let env = Env::new();
-        let installed = env.ok(&[
-            "local-run",
-            "provider",
-            "install",
-            samples().join("grok").to_str().unwrap(),
-        ]);
-        assert!(installed.contains("Installed grok"), "{installed}");
-        Some(Grok {
-            runtime,
-            mock,
-            home,
-            env,
-        })
-    }
-
-    /// `wujie ARGS` in a tmux window, in grok's work dir with grok's home.
-    fn tmux(&self, name: &str, args: &str) -> Tmux {
-        let shell = format!(
-            "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
-             env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color \
-             {WUJIE} {args}; echo EXIT=$?; trap '' INT; sleep 600",
-            work = self.home.workdir().display(),
-            wujie_home = self.env.home.path().display(),
-            home = self.home.home().display(),
-            bin = agents_dir().join("bin").display(),
-        );
-        let tmux = Tmux::start(name, &shell, 100, 32);
-        tmux.wait_text(READY);
-        tmux
-    }
-
-    /// The model requests' system prompts, joined.
-    fn system_prompts(&self) -> String {
-        self.mock
-            .model_requests()
-            .iter()
-            .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
-            .filter(|m| m["role"] == "system")
-            .map(|m| m["content"].to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn user_prompts(&self) -> Vec<String> {
-        self.mock
-            .model_requests()
-            .iter()
-            .filter_map(|r| match r.latest_input() {
-                Some(LatestInput::UserText(text)) => Some(text),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The session directories grok wrote.
-    fn grok_sessions(&self) -> Vec<String> {
-        let mut ids: Vec<String> = glob_dirs(&self.home.home().join(".grok").join("sessions"));
-        ids.sort();
-        ids
-    }
+/// The session directories grok wrote.
+fn grok_sessions(grok: &TuiAgent) -> Vec<String> {
+    let mut ids: Vec<String> = glob_dirs(&grok.home.home().join(".grok").join("sessions"));
+    ids.sort();
+    ids
 }
 
 /// Names of the directories two levels under `root` (sessions/<cwd>/<id>).
@@ -151,41 +91,17 @@ fn inked_rows(screen: &str) -> Vec<String> {
     rows[first..last.max(first)].to_vec()
 }
 
-/// Types `text` and, once grok shows it in its input box, Enter.
-fn say(tmux: &Tmux, text: &str) {
-    tmux.keys(&["-l", text]);
-    tmux.wait_text(&format!("❯ {text}"));
-    tmux.keys(&["Enter"]);
-}
-
-/// `/quit` and wujie's exit status line.
-fn quit(tmux: &Tmux) -> String {
-    say(tmux, "/quit");
-    tmux.wait_text("EXIT=")
-}
-
-/// (type, content) of a run's or discussion's messages.
-fn said(messages: &serde_json::Value) -> Vec<(String, String)> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["type"].as_str().unwrap().to_owned(),
-                m["content"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
-}
-
-fn pair(kind: &str, content: &str) -> (String, String) {
-    (kind.to_owned(), content.to_owned())
+/// Whether grok shows `pong` under the prompt `prompt` (not only an earlier answer).
+fn pong_after(screen: &str, prompt: &str) -> bool {
+    screen
+        .lines()
+        .skip_while(|l| !l.contains(&format!("❯ {prompt}")))
+        .any(|l| shows(l, "pong"))
 }
 
 #[test]
 fn a_grok_discussion_with_a_tool_call_becomes_an_issue_and_keeps_going() {
-    let Some(grok) = Grok::start() else {
+    let Some(grok) = start() else {
         return;
     };
     let tmux = grok.tmux("grok-discuss", "discuss -- grok --always-approve");
@@ -198,8 +114,7 @@ fn a_grok_discussion_with_a_tool_call_becomes_an_issue_and_keeps_going() {
         "the tool call is shown:\n{before}"
     );
 
-    tmux.keys(&["-l", "/wujie"]);
-    let menu = tmux.wait_text("/wujiecreateissue");
+    let menu = open_wujie_menu(&tmux);
     // The menu opens under grok's input box (inline: grok runs with --no-alt-screen), and
     // grok's conversation is still on the screen above it.
     let box_row = menu.lines().position(|l| l.contains("❯ /wujie"));
@@ -209,13 +124,7 @@ fn a_grok_discussion_with_a_tool_call_becomes_an_issue_and_keeps_going() {
         "menu under the input box:\n{menu}"
     );
     assert!(shows(&menu, "done"), "{menu}");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("continue in this context");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("wujie: created WUJ-1");
-    let after = tmux.wait_settled("the notice to close", |s| {
-        !s.contains("wujie: created") && s.contains(READY)
-    });
+    let after = grok.create_from_menu(&tmux);
     // Grok's screen is intact: its rows are where grok drew them (the menu and card needed
     // rows under the input box, at the bottom of the window: what was scrolled up to make room
     // is scrolled back, and the rows that left the top of the screen come back blank).
@@ -232,94 +141,45 @@ fn a_grok_discussion_with_a_tool_call_becomes_an_issue_and_keeps_going() {
     // The same grok session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");
     tmux.wait_for("the third answer", |s| shows(s, "pong"));
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    quit_ok(&tmux);
 
-    let issue = grok.env.issue("WUJ-1");
-    assert_eq!(issue["title"], "please run echo hello");
-    let run = &issue["runs"][0];
-    assert_eq!(run["provider"], "grok");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
-    assert_eq!(
-        said(&run["messages"]),
-        [pair("user_input", "go ahead"), pair("final", "pong")],
-        "{run:#}"
-    );
-    assert!(!run["usage"].as_array().unwrap().is_empty(), "{run:#}");
-
-    let discussion = &grok.env.json(&["discussion", "list"])[0];
-    assert_eq!(discussion["status"], "promoted");
-    let shown = grok
-        .env
-        .json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
-    assert_eq!(
-        said(&shown["entries"]),
-        [
-            pair("user_input", "please run echo hello"),
-            pair("final", "done")
-        ],
-        "{shown:#}"
-    );
+    let shown = grok.assert_promoted_then_ran();
     // One grok session throughout: the one the adapter named with --session-id, recorded
     // on the discussion so that `wujie discuss -- grok --resume ID` finds it.
-    let sessions = grok.grok_sessions();
+    let sessions = grok_sessions(&grok);
     assert_eq!(sessions.len(), 1);
     assert_eq!(
         shown["native_session_ids"],
         serde_json::json!(sessions),
         "{shown:#}"
     );
-    // The tool really ran: the model got its output back.
-    let results: Vec<_> = grok
-        .mock
-        .model_requests()
-        .iter()
-        .filter_map(|r| match r.latest_input() {
-            Some(LatestInput::ToolResult(out)) => Some(out),
-            _ => None,
-        })
-        .collect();
-    assert!(results.iter().any(|r| r.contains("hello")), "{results:?}");
-    grok.runtime.block_on(grok.mock.shutdown());
+    grok.shutdown();
 }
 
 #[test]
 fn grok_on_an_issue_gets_its_context_and_resume_or_continue_report_nothing_twice() {
-    let Some(grok) = Grok::start() else {
+    let Some(grok) = start() else {
         return;
     };
-    let created = grok.env.json(&[
-        "issue",
-        "create",
-        "--title",
-        "Cache the parsed manifests",
-        "--description",
-        "Keep an LRU of 64 entries.",
-    ]);
-    let key = created["key"].as_str().unwrap().to_owned();
+    let key = grok.create_context_issue();
 
     let tmux = grok.tmux("grok-run", &format!("run {key} -- grok"));
     say(&tmux, "hi");
     tmux.wait_for("the answer", |s| shows(s, "pong"));
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    quit_ok(&tmux);
     drop(tmux);
-    let prompts = grok.system_prompts();
-    assert!(
-        prompts.contains("Cache the parsed manifests") && prompts.contains("LRU of 64"),
-        "the issue's context reached the model:\n{prompts}"
-    );
+    grok.assert_context_reached_the_model();
     // The context is context, not something the user said (grok wraps the user's text in
     // <user_query>, and sends it for a session title too).
     let users = grok.user_prompts();
     assert!(!users.is_empty());
     for user in &users {
         assert!(
-            user.contains("hi") && !user.contains("Cache the parsed manifests"),
+            user.contains("hi") && !user.contains(CONTEXT_TITLE),
             "{users:?}"
         );
     }
-    let sessions = grok.grok_sessions();
+    let sessions = grok_sessions(&grok);
     assert_eq!(sessions.len(), 1, "{sessions:?}");
 
     // Resume the same grok session in a second run: only the new turn is reported.
@@ -328,55 +188,33 @@ fn grok_on_an_issue_gets_its_context_and_resume_or_continue_report_nothing_twice
         &format!("run {key} -- grok --resume {}", sessions[0]),
     );
     say(&tmux, "again");
-    tmux.wait_for("the second answer", |s| {
-        s.lines()
-            .skip_while(|l| !l.contains("❯ again"))
-            .any(|l| shows(l, "pong"))
-    });
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    tmux.wait_for("the second answer", |s| pong_after(s, "again"));
+    quit_ok(&tmux);
     drop(tmux);
 
     // `-c`: grok picks the directory's latest session; the adapter locks onto the one this
     // grok opened (its pid in active_sessions.json) and reports only the new turn.
     let tmux = grok.tmux("grok-continue", &format!("run {key} -- grok -c"));
     say(&tmux, "more");
-    tmux.wait_for("the third answer", |s| {
-        s.lines()
-            .skip_while(|l| !l.contains("❯ more"))
-            .any(|l| shows(l, "pong"))
-    });
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    tmux.wait_for("the third answer", |s| pong_after(s, "more"));
+    quit_ok(&tmux);
 
     let issue = grok.env.issue(&key);
-    let runs = issue["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 3, "{issue:#}");
-    assert!(
-        runs.iter()
-            .any(|r| said(&r["messages"]) == [pair("user_input", "more"), pair("final", "pong")]),
-        "the continued run has only its own turn:\n{issue:#}"
-    );
-    let by_said: Vec<Vec<(String, String)>> = runs.iter().map(|r| said(&r["messages"])).collect();
-    assert!(
-        by_said.contains(&vec![pair("user_input", "hi"), pair("final", "pong")]),
-        "{issue:#}"
-    );
-    assert!(
-        by_said.contains(&vec![pair("user_input", "again"), pair("final", "pong")]),
-        "the resumed run has only its own turn:\n{issue:#}"
-    );
+    assert_eq!(issue["runs"].as_array().unwrap().len(), 3, "{issue:#}");
+    assert_a_run_holds_only(&issue, "more", "the continued run has only its own turn");
+    assert_a_run_holds_only(&issue, "hi", "the first run has its turn");
+    assert_a_run_holds_only(&issue, "again", "the resumed run has only its own turn");
     assert_eq!(
-        grok.grok_sessions(),
+        grok_sessions(&grok),
         sessions,
         "the same session was resumed"
     );
-    grok.runtime.block_on(grok.mock.shutdown());
+    grok.shutdown();
 }
 
 #[test]
 fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
-    let Some(grok) = Grok::start() else {
+    let Some(grok) = start() else {
         return;
     };
     let tmux = grok.tmux("grok-rebind", "discuss -- grok");
@@ -384,9 +222,9 @@ fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
     tmux.wait_for("the first answer", |s| shows(s, "pong"));
     // Grok writes its transcript as the answer's block ends, a moment after drawing it.
     wait_until(30, "grok's first transcript", || {
-        grok.grok_sessions().len() == 1
+        grok_sessions(&grok).len() == 1
     });
-    let first = grok.grok_sessions();
+    let first = grok_sessions(&grok);
 
     // /new: a new grok session at once; the next prompt is written there.
     say(&tmux, "/new");
@@ -412,30 +250,15 @@ fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
         s.contains("❯ first") && !s.contains("Resume session")
     });
     say(&tmux, "third");
-    tmux.wait_for("the third answer", |s| {
-        s.lines()
-            .skip_while(|l| !l.contains("❯ third"))
-            .any(|l| shows(l, "pong"))
-    });
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    tmux.wait_for("the third answer", |s| pong_after(s, "third"));
+    quit_ok(&tmux);
 
-    let all = grok.grok_sessions();
+    let all = grok_sessions(&grok);
     assert_eq!(all.len(), 2, "{all:?}");
-    let discussion = &grok.env.json(&["discussion", "list"])[0];
-    let shown = grok
-        .env
-        .json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
+    let shown = grok.show(&grok.env.json(&["discussion", "list"])[0]);
     assert_eq!(
         said(&shown["entries"]),
-        [
-            pair("user_input", "first"),
-            pair("final", "pong"),
-            pair("user_input", "second"),
-            pair("final", "pong"),
-            pair("user_input", "third"),
-            pair("final", "pong"),
-        ],
+        pong_turns(&["first", "second", "third"]),
         "every turn once, none of the resumed history again:\n{shown:#}"
     );
     // The sync followed /new to the second session (and /resume back to the first: the third
@@ -448,21 +271,20 @@ fn new_and_resume_in_grok_s_tui_move_the_sync_to_the_session_switched_to() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(native, [first[0].as_str(), second[0].as_str()]);
-    grok.runtime.block_on(grok.mock.shutdown());
+    grok.shutdown();
 }
 
 #[test]
 fn discuss_with_grok_s_resume_lands_on_the_same_discussion_without_duplicates() {
-    let Some(grok) = Grok::start() else {
+    let Some(grok) = start() else {
         return;
     };
     let tmux = grok.tmux("grok-discuss-1", "discuss -- grok");
     say(&tmux, "first");
     tmux.wait_for("the first answer", |s| shows(s, "pong"));
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    quit_ok(&tmux);
     drop(tmux);
-    let sessions = grok.grok_sessions();
+    let sessions = grok_sessions(&grok);
     assert_eq!(sessions.len(), 1);
 
     let tmux = grok.tmux(
@@ -470,36 +292,22 @@ fn discuss_with_grok_s_resume_lands_on_the_same_discussion_without_duplicates() 
         &format!("discuss -- grok --resume {}", sessions[0]),
     );
     say(&tmux, "second");
-    tmux.wait_for("the second answer", |s| {
-        s.lines()
-            .skip_while(|l| !l.contains("❯ second"))
-            .any(|l| shows(l, "pong"))
-    });
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    tmux.wait_for("the second answer", |s| pong_after(s, "second"));
+    quit_ok(&tmux);
 
-    let discussions = grok.env.json(&["discussion", "list"]);
-    assert_eq!(discussions.as_array().unwrap().len(), 1, "{discussions:#}");
-    let shown = grok
-        .env
-        .json(&["discussion", "show", discussions[0]["id"].as_str().unwrap()]);
+    let shown = grok.only_discussion();
     assert_eq!(
         said(&shown["entries"]),
-        [
-            pair("user_input", "first"),
-            pair("final", "pong"),
-            pair("user_input", "second"),
-            pair("final", "pong"),
-        ],
+        pong_turns(&["first", "second"]),
         "{shown:#}"
     );
     assert_eq!(shown["native_session_ids"], serde_json::json!(sessions));
-    grok.runtime.block_on(grok.mock.shutdown());
+    grok.shutdown();
 }
 
 #[test]
 fn a_resized_terminal_reaches_grok_through_the_adapter_s_own_pty() {
-    let Some(grok) = Grok::start() else {
+    let Some(grok) = start() else {
         return;
     };
     let tmux = grok.tmux("grok-resize", "discuss -- grok");
@@ -518,5 +326,5 @@ fn a_resized_terminal_reaches_grok_through_the_adapter_s_own_pty() {
     tmux.wait_for("the answer", |s| shows(s, "pong"));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}\n{narrow}");
-    grok.runtime.block_on(grok.mock.shutdown());
+    grok.shutdown();
 }

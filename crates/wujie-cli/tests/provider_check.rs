@@ -71,6 +71,22 @@ fn fails_with(env: &Env, dir: &Path, rules: &[&str]) -> serde_json::Value {
     report
 }
 
+/// [`fails_with`], and the report says `says`.
+fn fails_saying(env: &Env, dir: &Path, rules: &[&str], says: &str) {
+    let report = fails_with(env, dir, rules);
+    assert!(report.to_string().contains(says), "{report:#}");
+}
+
+/// The result of the rule `id` in `report`.
+fn rule<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == id)
+        .unwrap_or_else(|| panic!("no rule {id}: {report:#}"))
+}
+
 /// A plugin whose manifest is `manifest` (merged over a valid v1 one) and whose adapter is the
 /// shell script `body`.
 fn plugin(env: &Env, name: &str, manifest: serde_json::Value, body: &str) -> PathBuf {
@@ -91,6 +107,16 @@ fn plugin(env: &Env, name: &str, manifest: serde_json::Value, body: &str) -> Pat
     std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
+}
+
+/// A v1 plugin whose adapter does `script` once it has checked that it is in a run.
+fn run_plugin(env: &Env, name: &str, script: &str) -> PathBuf {
+    plugin(
+        env,
+        name,
+        serde_json::json!({}),
+        &format!("{NEEDS_RUN}\n{script}"),
+    )
 }
 
 const NEEDS_RUN: &str =
@@ -180,28 +206,27 @@ fn sample_passes(agent: Agent, name: &str, check_args: &[&str]) -> Option<serde_
         "{report:#}"
     );
     assert!(out.status.success(), "{report:#}");
-    let rule = |id: &str| {
-        report["rules"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["rule"] == id)
-            .unwrap()
-            .clone()
-    };
     // The agent answered in each start, so the events were really checked.
-    assert_eq!(rule("event_fields")["verdict"], "pass");
+    assert_eq!(rule(&report, "event_fields")["verdict"], "pass");
     assert!(
-        rule("event_fields")["detail"]
+        rule(&report, "event_fields")["detail"]
             .as_str()
             .unwrap()
             .starts_with('2'),
         "user_input + final: {report:#}"
     );
-    assert_eq!(rule("usage_fields")["verdict"], "pass", "{report:#}");
-    assert_eq!(rule("v2_session_event")["verdict"], "pass");
+    assert_eq!(
+        rule(&report, "usage_fields")["verdict"],
+        "pass",
+        "{report:#}"
+    );
+    assert_eq!(rule(&report, "v2_session_event")["verdict"], "pass");
     // Each start is a new native session: not a replay of the same events.
-    assert_eq!(rule("stable_keys")["verdict"], "skipped", "{report:#}");
+    assert_eq!(
+        rule(&report, "stable_keys")["verdict"],
+        "skipped",
+        "{report:#}"
+    );
     runtime.block_on(mock.shutdown());
     Some(report)
 }
@@ -221,15 +246,19 @@ fn the_hermes_sample_passes_with_the_real_hermes() {
     );
 }
 
+/// A plugin that logs a line to stdout before its events.
+fn chatty_plugin(env: &Env) -> PathBuf {
+    run_plugin(
+        env,
+        "chatty",
+        &format!("echo 'starting up'\n{}", good_v1_events()),
+    )
+}
+
 #[test]
 fn a_log_line_on_stdout_fails_stdout_json() {
     let env = Env::new();
-    let dir = plugin(
-        &env,
-        "chatty",
-        serde_json::json!({}),
-        &format!("{NEEDS_RUN}\necho 'starting up'\n{}", good_v1_events()),
-    );
+    let dir = chatty_plugin(&env);
     let report = fails_with(&env, &dir, &["stdout_json"]);
     let rule = &report["rules"].as_array().unwrap()[4];
     assert_eq!(rule["rule"], "stdout_json");
@@ -245,49 +274,31 @@ fn a_log_line_on_stdout_fails_stdout_json() {
 #[test]
 fn missing_fields_and_wrong_types_fail_event_fields() {
     let env = Env::new();
-    let no_key = plugin(
-        &env,
-        "no-key",
-        serde_json::json!({}),
-        &format!(
-            "{NEEDS_RUN}\n{}",
-            line(r#"{"type":"final","content":"done","source":"t"}"#)
+    for (name, event) in [
+        (
+            "no-key",
+            r#"{"type":"final","content":"done","source":"t"}"#,
         ),
-    );
-    fails_with(&env, &no_key, &["event_fields"]);
-    let string_input = plugin(
-        &env,
-        "string-input",
-        serde_json::json!({}),
-        &format!(
-            "{NEEDS_RUN}\n{}",
-            line(
-                r#"{"type":"tool_use","tool":"sh","input":"echo hi","source":"t","source_key":"k"}"#
-            )
+        (
+            "string-input",
+            r#"{"type":"tool_use","tool":"sh","input":"echo hi","source":"t","source_key":"k"}"#,
         ),
-    );
-    fails_with(&env, &string_input, &["event_fields"]);
+    ] {
+        let dir = run_plugin(&env, name, &line(event));
+        fails_with(&env, &dir, &["event_fields"]);
+    }
 }
 
 #[test]
 fn keys_from_the_clock_fail_stable_keys() {
     let env = Env::new();
-    let dir = plugin(
+    let dir = run_plugin(
         &env,
         "clock-keys",
-        serde_json::json!({}),
-        &format!(
-            "{NEEDS_RUN}\nprintf '%s\\n' \"{{\\\"type\\\":\\\"final\\\",\\\"content\\\":\\\"done\\\",\\\"source\\\":\\\"t\\\",\\\"source_key\\\":\\\"k:$(date +%s%N)\\\"}}\""
-        ),
+        "printf '%s\\n' \"{\\\"type\\\":\\\"final\\\",\\\"content\\\":\\\"done\\\",\\\"source\\\":\\\"t\\\",\\\"source_key\\\":\\\"k:$(date +%s%N)\\\"}\"",
     );
     let report = fails_with(&env, &dir, &["stable_keys"]);
-    let rule = report["rules"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["rule"] == "stable_keys")
-        .unwrap()
-        .clone();
+    let rule = rule(&report, "stable_keys");
     assert!(
         rule["detail"].as_str().unwrap().contains("1 new rows"),
         "{rule:#}"
@@ -297,12 +308,11 @@ fn keys_from_the_clock_fail_stable_keys() {
 #[test]
 fn one_key_for_two_events_fails_unique_keys() {
     let env = Env::new();
-    let dir = plugin(
+    let dir = run_plugin(
         &env,
         "same-key",
-        serde_json::json!({}),
         &format!(
-            "{NEEDS_RUN}\n{}\n{}",
+            "{}\n{}",
             line(r#"{"type":"text","content":"one","source":"t","source_key":"k"}"#),
             line(r#"{"type":"final","content":"two","source":"t","source_key":"k"}"#)
         ),
@@ -313,19 +323,14 @@ fn one_key_for_two_events_fails_unique_keys() {
 #[test]
 fn unsupported_usage_fields_fail_usage_fields() {
     let env = Env::new();
-    let dir = plugin(
+    let dir = run_plugin(
         &env,
         "usage-extra",
-        serde_json::json!({}),
-        &format!(
-            "{NEEDS_RUN}\n{}",
-            line(
-                r#"{"usage":{"provider":"t","model":"m","input_tokens":1,"output_tokens":2,"total_tokens":3}}"#
-            )
+        &line(
+            r#"{"usage":{"provider":"t","model":"m","input_tokens":1,"output_tokens":2,"total_tokens":3}}"#,
         ),
     );
-    let report = fails_with(&env, &dir, &["usage_fields"]);
-    assert!(report.to_string().contains("total_tokens"), "{report:#}");
+    fails_saying(&env, &dir, &["usage_fields"], "total_tokens");
 }
 
 #[test]
@@ -333,12 +338,7 @@ fn exiting_0_without_a_run_fails_failure_exit_and_a_failed_run_fails_run_exit() 
     let env = Env::new();
     let careless = plugin(&env, "careless", serde_json::json!({}), &good_v1_events());
     fails_with(&env, &careless, &["failure_exit"]);
-    let failing = plugin(
-        &env,
-        "failing",
-        serde_json::json!({}),
-        &format!("{NEEDS_RUN}\necho 'model unreachable' >&2\nexit 1"),
-    );
+    let failing = run_plugin(&env, "failing", "echo 'model unreachable' >&2\nexit 1");
     fails_with(&env, &failing, &["run_exit"]);
 }
 
@@ -346,26 +346,15 @@ fn exiting_0_without_a_run_fails_failure_exit_and_a_failed_run_fails_run_exit() 
 fn a_v2_plugin_that_needs_a_run_or_never_names_its_session_fails_the_v2_rules() {
     let env = Env::new();
     let session = line(r#"{"event":"session","session_id":"native-1"}"#);
-    let run_only = plugin(
-        &env,
-        "run-only",
-        serde_json::json!({"protocol": V2}),
-        &format!("{NEEDS_RUN}\n{session}\n{}", good_v1_events()),
-    );
+    let v2 = |name: &str, script: String| {
+        let body = format!("{script}\n{}", good_v1_events());
+        plugin(&env, name, serde_json::json!({"protocol": V2}), &body)
+    };
+    let run_only = v2("run-only", format!("{NEEDS_RUN}\n{session}"));
     fails_with(&env, &run_only, &["v2_discussion", "v2_session_event"]);
-    let nameless = plugin(
-        &env,
-        "nameless",
-        serde_json::json!({"protocol": V2}),
-        &format!("{NEEDS_CONTEXT}\n{}", good_v1_events()),
-    );
+    let nameless = v2("nameless", NEEDS_CONTEXT.to_owned());
     fails_with(&env, &nameless, &["v2_session_event"]);
-    let good = plugin(
-        &env,
-        "good-v2",
-        serde_json::json!({"protocol": V2}),
-        &format!("{NEEDS_CONTEXT}\n{session}\n{}", good_v1_events()),
-    );
+    let good = v2("good-v2", format!("{NEEDS_CONTEXT}\n{session}"));
     passes(&env, &good, &[]);
 }
 
@@ -381,28 +370,17 @@ fn a_handoff_that_does_not_wait_or_ignores_a_refusal_fails_native_plan_handoff()
     );
     let executed =
         line(r#"{"type":"final","content":"plan executed","source":"t","source_key":"k:exec"}"#);
-    let eager = plugin(
-        &env,
-        "eager",
-        manifest.clone(),
-        &format!("{head}\n{executed}"),
-    );
-    let report = fails_with(&env, &eager, &["native_plan_handoff"]);
-    assert!(
-        report.to_string().contains("went on before the decision"),
-        "{report:#}"
-    );
-    let deaf = plugin(
-        &env,
-        "deaf",
-        manifest.clone(),
-        &format!("{head}\nread decision\n{executed}"),
-    );
-    let report = fails_with(&env, &deaf, &["native_plan_handoff"]);
-    assert!(
-        report.to_string().contains("acted after accepted:false"),
-        "{report:#}"
-    );
+    for (name, rest, says) in [
+        ("eager", executed.clone(), "went on before the decision"),
+        (
+            "deaf",
+            format!("read decision\n{executed}"),
+            "acted after accepted:false",
+        ),
+    ] {
+        let dir = plugin(&env, name, manifest.clone(), &format!("{head}\n{rest}"));
+        fails_saying(&env, &dir, &["native_plan_handoff"], says);
+    }
     let careful = plugin(
         &env,
         "careful",
@@ -423,25 +401,18 @@ fn manifest_name_and_command_problems_are_named() {
         serde_json::json!({"schema_version": 2}),
         "exit 0",
     );
-    let report = fails_with(&env, &schema, &["manifest"]);
-    assert!(report.to_string().contains("schema"), "{report:#}");
+    fails_saying(&env, &schema, &["manifest"], "schema");
     let builtin = plugin(&env, "pi", serde_json::json!({}), &good_v1_events());
     fails_with(&env, &builtin, &["name", "failure_exit"]);
     let dir = plugin(&env, "not-executable", serde_json::json!({}), "exit 0");
     std::fs::set_permissions(dir.join("adapter"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    let report = fails_with(&env, &dir, &["command"]);
-    assert!(report.to_string().contains("not executable"), "{report:#}");
+    fails_saying(&env, &dir, &["command"], "not executable");
 }
 
 #[test]
 fn the_text_report_names_the_rule_and_the_fix() {
     let env = Env::new();
-    let dir = plugin(
-        &env,
-        "chatty",
-        serde_json::json!({}),
-        &format!("{NEEDS_RUN}\necho 'starting up'\n{}", good_v1_events()),
-    );
+    let dir = chatty_plugin(&env);
     let out = env.run(&["local-run", "provider", "check", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);

@@ -204,6 +204,22 @@ impl Report {
         }
     }
 
+    /// `rule` failed with `error`, and the rules after it, which cannot be judged without it,
+    /// are skipped because of `why`; the finished report.
+    fn fail_and_skip_the_rest(
+        mut self,
+        rule: &Rule,
+        error: String,
+        rest: &[&[&Rule]],
+        why: &str,
+    ) -> CheckReport {
+        self.add(rule, Verdict::Fail, error);
+        for rules in rest {
+            self.skip_all(rules, why);
+        }
+        self.finish()
+    }
+
     fn finish(self) -> CheckReport {
         CheckReport {
             dir: self.dir.display().to_string(),
@@ -217,6 +233,9 @@ impl Report {
         }
     }
 }
+
+/// The rules that only a v2 plugin is held to.
+const V2_RULES: [&Rule; 3] = [&DISCUSSION, &SESSION, &HANDOFF];
 
 const RUN_RULES: [&Rule; 7] = [
     &RUN_EXIT,
@@ -239,14 +258,12 @@ pub async fn check(options: &CheckOptions<'_>) -> Result<CheckReport, LocalRunEr
     let manifest = match load_manifest(&manifest_path) {
         Ok(m) => m,
         Err(error) => {
-            report.add(&MANIFEST, Verdict::Fail, error.to_string());
-            report.skip_all(&[&NAME, &COMMAND], "the manifest is not valid");
-            report.skip_all(&RUN_RULES, "the manifest is not valid");
-            report.skip_all(
-                &[&DISCUSSION, &SESSION, &HANDOFF],
+            return Ok(report.fail_and_skip_the_rest(
+                &MANIFEST,
+                error.to_string(),
+                &[&[&NAME, &COMMAND], &RUN_RULES, &V2_RULES],
                 "the manifest is not valid",
-            );
-            return Ok(report.finish());
+            ));
         }
     };
     report.add(
@@ -277,13 +294,12 @@ pub async fn check(options: &CheckOptions<'_>) -> Result<CheckReport, LocalRunEr
     {
         Ok(c) => c,
         Err(error) => {
-            report.add(&COMMAND, Verdict::Fail, error.to_string());
-            report.skip_all(&RUN_RULES, "the command cannot be started");
-            report.skip_all(
-                &[&DISCUSSION, &SESSION, &HANDOFF],
+            return Ok(report.fail_and_skip_the_rest(
+                &COMMAND,
+                error.to_string(),
+                &[&RUN_RULES, &V2_RULES],
                 "the command cannot be started",
-            );
-            return Ok(report.finish());
+            ));
         }
     };
     report.add(
@@ -657,10 +673,7 @@ async fn run_rules(
     );
 
     if manifest.protocol != ProtocolVersion::V2 {
-        report.skip_all(
-            &[&DISCUSSION, &SESSION, &HANDOFF],
-            "v1 is Issue-first: no discussions",
-        );
+        report.skip_all(&V2_RULES, "v1 is Issue-first: no discussions");
         return Ok(());
     }
     let discussion_binding = Binding {

@@ -76,12 +76,7 @@ pub(crate) async fn setup_lock(
         path: path.clone(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io)?;
+    let file = open_lock_file(&path).map_err(io)?;
     tokio::task::spawn_blocking(move || {
         nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, errno)| std::io::Error::from(errno))
@@ -90,6 +85,16 @@ pub(crate) async fn setup_lock(
     .map_err(std::io::Error::other)
     .and_then(|r| r)
     .map_err(io)
+}
+
+/// Opens (creating it if needed) a file that is only ever locked, never read: its contents
+/// are left as they are.
+pub(crate) fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
 }
 
 /// How much memory the store may keep, by who runs it.

@@ -272,12 +272,7 @@ impl Outbox {
         std::fs::create_dir_all(&self.owners_dir).map_err(io)?;
         let mut busy = 0;
         loop {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(io)?;
+            let file = crate::open_lock_file(&path).map_err(io)?;
             let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => lock,
                 // An owner holds the lock for its whole life, an `is_owned` probe for a few

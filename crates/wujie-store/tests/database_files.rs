@@ -1,22 +1,19 @@
 //! The database files themselves: private to their owner, never silently replaced when
 //! truncated, and never holding a number other than the one given.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use common::{outbox_with_run_1, with_suffix};
 use wujie_protocol::api::{CreateIssue, CreateRun, IngestItem, IngestOutcome};
 use wujie_protocol::event::{Event, Usage};
-use wujie_store::outbox::{NewTarget, Outbox, OutboxError, TargetKind};
+use wujie_store::outbox::{Outbox, OutboxError};
 use wujie_store::{Store, StoreError};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
 }
 
 fn issue() -> CreateIssue {
@@ -73,17 +70,7 @@ async fn a_database_truncated_to_nothing_is_refused_not_started_afresh() {
     assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "left as it was");
 
     let outbox_db = dir.path().join("outbox.db");
-    let outbox = Outbox::open(&outbox_db).await.unwrap();
-    let _owner = outbox
-        .add_target(&NewTarget {
-            id: "run-1",
-            kind: TargetKind::Run,
-            server_url: "local",
-            label: "WUJ-1",
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .unwrap();
+    let (outbox, _owner) = outbox_with_run_1(&outbox_db).await;
     // Closed, not dropped: a dropped pool closes its connections in the background, and the
     // checkpoint of a late close would write the file again after it was truncated.
     outbox.close().await;

@@ -1,16 +1,15 @@
 //! The outbox gives the space of delivered rows back: it does not stay as large as the
 //! largest backlog it ever held.
 
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+mod common;
+
+use common::{outbox_with_run_1, with_suffix};
+use wujie_store::outbox::Outbox;
 
 fn size_on_disk(db: &std::path::Path) -> u64 {
     ["", "-wal"]
         .iter()
-        .map(|suffix| {
-            let mut name = db.as_os_str().to_owned();
-            name.push(suffix);
-            std::fs::metadata(std::path::PathBuf::from(name)).map_or(0, |m| m.len())
-        })
+        .map(|suffix| std::fs::metadata(with_suffix(db, suffix)).map_or(0, |m| m.len()))
         .sum()
 }
 
@@ -18,17 +17,7 @@ fn size_on_disk(db: &std::path::Path) -> u64 {
 async fn delivered_rows_give_their_space_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("outbox.db");
-    let outbox = Outbox::open(&db).await.unwrap();
-    let _owner = outbox
-        .add_target(&NewTarget {
-            id: "run-1",
-            kind: TargetKind::Run,
-            server_url: "local",
-            label: "WUJ-1",
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .unwrap();
+    let (outbox, _owner) = outbox_with_run_1(&db).await;
     // A backlog of 20,000 rows of 1 KiB (20 MiB), then all of it delivered.
     let filler = "x".repeat(1024);
     for chunk in 0..20 {

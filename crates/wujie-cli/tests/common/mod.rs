@@ -362,3 +362,4 @@ impl Drop for Tmux {
 }
 
 pub mod spawned;
+pub mod tui_agent;
