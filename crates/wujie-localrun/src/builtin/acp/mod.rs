@@ -7,6 +7,15 @@
 //! `session/request_permission` is answered). With no `--allow` the user would be asked on a
 //! terminal; the adapter has none (its stdin is the run's input pipe), so it rejects and says so.
 //! The client advertises no file-system and no terminal capability: it implements neither.
+//!
+//! What the tested agents send (against the mock model server, tests/builtin_acp_agents.rs):
+//!
+//! | agent | tool input | tool output | user input | usage |
+//! |---|---|---|---|---|
+//! | Gemini CLI 0.61 (`gemini --acp`) | none (title only) | none | not echoed | `_meta.quota.token_count`, with the model |
+//! | Grok Build (`grok agent stdio`) | `rawInput` | text | echoed | `_meta.usage`, with the model; asks permission for shell commands |
+//! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model |
+//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only, no model |
 
 pub mod mapper;
 
