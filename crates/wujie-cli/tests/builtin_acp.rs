@@ -115,7 +115,10 @@ fn a_scripted_turn_lands_on_the_issue_with_keys_from_the_protocol_ids() {
     assert_eq!(run["status"], "succeeded", "{run:#}");
     let t = "session:fake-session-1:turn:1";
     assert_eq!(one(run, "user_input")["content"], PROMPT);
-    assert_eq!(one(run, "user_input")["source_key"], format!("{t}:user:u1"));
+    assert_eq!(
+        one(run, "user_input")["source_key"],
+        format!("{t}:user:prompt")
+    );
     assert_eq!(one(run, "thinking")["content"], "Let me think.");
     assert_eq!(one(run, "text")["content"], "I will run it.");
     assert_eq!(one(run, "text")["source_key"], format!("{t}:text:a1"));

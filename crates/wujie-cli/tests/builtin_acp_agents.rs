@@ -83,6 +83,10 @@ fn run_agent(agent: Agent) -> Option<Value> {
     let run = issue["runs"][0].clone();
     assert_eq!(run["provider"], "acp", "{run:#}");
     assert_eq!(run["status"], "succeeded", "{run:#}");
+    // The prompt is reported once, whether or not the agent echoes it.
+    let inputs = messages_of(&run, "user_input");
+    assert_eq!(inputs.len(), 1, "{run:#}");
+    assert_eq!(inputs[0]["content"], PROMPT, "{run:#}");
     let finals = messages_of(&run, "final");
     assert_eq!(finals.len(), 1, "{run:#}");
     assert_eq!(finals[0]["content"], "done", "{run:#}");

@@ -5,7 +5,8 @@
 //!
 //! | `sessionUpdate` | our events |
 //! |---|---|
-//! | `user_message_chunk` | `user_input` (chunks joined per message) |
+//! | (the prompt sent) | `user_input` |
+//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt |
 //! | `agent_thought_chunk` | `thinking` (joined per message) |
 //! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final` |
 //! | `tool_call`, `tool_call_update` | `tool_use` once the call runs (with its latest `rawInput`), `tool_result` when completed or failed |
@@ -37,6 +38,8 @@ pub struct AcpMapper {
     open: Option<OpenMessage>,
     tools: HashMap<String, ToolState>,
     plan: Option<String>,
+    /// The prompt of the current turn, already reported: an agent's echo of it is skipped.
+    prompt: String,
 }
 
 #[derive(Debug)]
@@ -80,6 +83,7 @@ impl AcpMapper {
             open: None,
             tools: HashMap::new(),
             plan: None,
+            prompt: String::new(),
         }
     }
 
@@ -90,11 +94,18 @@ impl AcpMapper {
         }
     }
 
-    /// A prompt is about to be sent: a new turn starts.
-    pub fn start_turn(&mut self) {
+    /// A prompt is about to be sent: a new turn starts, and the prompt is its `user_input`
+    /// (most agents do not echo it back as `user_message_chunk`).
+    pub fn start_turn(&mut self, prompt: &str) -> Vec<Event> {
         self.turn += 1;
         self.messages_in_turn = 0;
         self.plan = None;
+        self.prompt = prompt.trim().to_owned();
+        if self.prompt.is_empty() {
+            return Vec::new();
+        }
+        let key = format!("{}:user:prompt", self.turn_key());
+        vec![content(MessageKind::UserInput, self.prompt.clone(), key)]
     }
 
     /// The events of one `session/update` notification's params (`{sessionId, update}`).
@@ -261,7 +272,7 @@ impl AcpMapper {
 
     fn push_open(&self, open: OpenMessage, out: &mut Vec<Event>) {
         let text = open.text.trim();
-        if text.is_empty() {
+        if text.is_empty() || (open.kind == MessageKind::UserInput && text == self.prompt) {
             return;
         }
         let what = match open.kind {
@@ -457,7 +468,7 @@ mod tests {
 
     fn mapper() -> AcpMapper {
         let mut m = AcpMapper::new("s1", "fake-agent");
-        m.start_turn();
+        assert!(m.start_turn("  ").is_empty());
         m
     }
 
@@ -513,11 +524,15 @@ mod tests {
 
     #[test]
     fn a_turn_maps_chunks_tools_plan_and_the_last_reply_as_final() {
-        let mut m = mapper();
-        let mut out = feed(
+        let mut m = AcpMapper::new("s1", "fake-agent");
+        let mut out = m.start_turn("say hi");
+        out.extend(feed(
             &mut m,
             &[
-                text("user_message_chunk", "say hi", Some("u1")),
+                // The agent's echo of the prompt is not reported twice.
+                text("user_message_chunk", "say ", Some("u0")),
+                text("user_message_chunk", "hi", Some("u0")),
+                text("user_message_chunk", "and more", Some("u1")),
                 text("agent_thought_chunk", "Let me ", None),
                 text("agent_thought_chunk", "think.", None),
                 text("agent_message_chunk", "Running ", Some("a1")),
@@ -532,14 +547,15 @@ mod tests {
                 text("agent_message_chunk", "hi", Some("a2")),
                 text("agent_message_chunk", "!", Some("a2")),
             ],
-        );
+        ));
         out.extend(m.end_turn(&end_turn()));
         let t = "session:s1:turn:1";
         let want = [
-            (MessageKind::UserInput, format!("{t}:user:u1"), "say hi"),
+            (MessageKind::UserInput, format!("{t}:user:prompt"), "say hi"),
+            (MessageKind::UserInput, format!("{t}:user:u1"), "and more"),
             (
                 MessageKind::Thinking,
-                format!("{t}:thinking:m2"),
+                format!("{t}:thinking:m3"),
                 "Let me think.",
             ),
             (MessageKind::Text, format!("{t}:text:a1"), "Running it."),
@@ -606,7 +622,7 @@ mod tests {
             usage: None,
             meta: None,
         }));
-        m.start_turn();
+        out.extend(m.start_turn("go on"));
         out.extend(feed(&mut m, &[text("agent_message_chunk", "half", None)]));
         out.extend(m.end_turn(&TurnEnd::Failed("the agent exited".to_owned())));
         let want = [
@@ -626,6 +642,11 @@ mod tests {
                 "the agent stopped the turn: max_tokens",
             ),
             // The reply never finished, but its text is kept.
+            (
+                MessageKind::UserInput,
+                "session:s1:turn:2:user:prompt",
+                "go on",
+            ),
             (MessageKind::Final, "session:s1:turn:2:final", "half"),
             (
                 MessageKind::Error,

@@ -293,7 +293,7 @@ async fn run(args: AcpArgs) -> Result<i32, AcpError> {
                 let session_id = session.session_id.clone();
                 let mut mapper = AcpMapper::new(&session_id.0, &agent_name);
                 emit(vec![mapper.session_event()]);
-                mapper.start_turn();
+                emit(mapper.start_turn(&prompt));
                 *shared.lock().unwrap_or_else(|p| p.into_inner()) = Some(mapper);
                 *turn_open.lock().unwrap_or_else(|p| p.into_inner()) = true;
                 let response = cx
