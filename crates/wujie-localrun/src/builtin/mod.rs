@@ -4,6 +4,7 @@
 //! to our NDJSON events and prints them, exactly like an external plugin would. What every such
 //! adapter needs lives here: finding the agent's executable and splitting its stdout into lines.
 
+pub mod acp;
 pub mod pi;
 
 use std::os::unix::fs::PermissionsExt;

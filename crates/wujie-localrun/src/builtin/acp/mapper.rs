@@ -1,0 +1,714 @@
+//! Maps ACP `session/update` notifications and prompt-turn ends to our events.
+//!
+//! Updates are read as plain JSON, not through the schema's typed enum: an update kind this
+//! version does not know (a newer protocol, an agent's extension) is skipped, never fatal.
+//!
+//! | `sessionUpdate` | our events |
+//! |---|---|
+//! | (the prompt sent) | `user_input` |
+//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt |
+//! | `agent_thought_chunk` | `thinking` (joined per message) |
+//! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final` |
+//! | `tool_call`, `tool_call_update` | `tool_use` once the call runs (with its latest `rawInput`), `tool_result` when completed or failed |
+//! | `plan` | `plan` (the latest plan of a turn, once, when the turn ends) |
+//! | anything else | nothing |
+//!
+//! A message ends when an update of another kind or another `messageId` arrives, or the turn
+//! ends. Keys: `session:<sid>:turn:<n>:<kind>:<message id>` (the message's `messageId`, else
+//! its order in the turn), `…:tool:<toolCallId>:use|result`, `…:plan`, `…:final`, `…:error`,
+//! where `<n>` counts the prompts sent in this session by this process.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use wujie_protocol::event::{Event, Message, MessageKind, Usage};
+
+/// The `source` of every message the acp provider reports.
+pub const SOURCE: &str = "acp";
+
+/// Turns one session's updates into events. Never fails; what it does not understand it skips.
+#[derive(Debug)]
+pub struct AcpMapper {
+    session_id: String,
+    /// Who reports usage: the agent's name from `initialize`.
+    agent_name: String,
+    turn: u64,
+    /// Messages started in this turn, for keys of messages without a `messageId`.
+    messages_in_turn: u64,
+    open: Option<OpenMessage>,
+    tools: HashMap<String, ToolState>,
+    plan: Option<String>,
+    /// The prompt of the current turn, already reported: an agent's echo of it is skipped.
+    prompt: String,
+}
+
+#[derive(Debug)]
+struct OpenMessage {
+    kind: MessageKind,
+    /// The agent's `messageId`, when it sends one.
+    message_id: Option<String>,
+    key_id: String,
+    text: String,
+}
+
+#[derive(Debug, Default)]
+struct ToolState {
+    turn: u64,
+    name: Option<String>,
+    input: Option<Value>,
+    use_sent: bool,
+    result_sent: bool,
+}
+
+/// How a prompt turn ended, as read from the `session/prompt` response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    /// The response: its `stopReason`, `usage` and `_meta` as sent.
+    Stopped {
+        stop_reason: String,
+        usage: Option<Value>,
+        meta: Option<Value>,
+    },
+    /// The request failed (an error response, or the agent went away): what happened.
+    Failed(String),
+}
+
+impl AcpMapper {
+    pub fn new(session_id: &str, agent_name: &str) -> AcpMapper {
+        AcpMapper {
+            session_id: session_id.to_owned(),
+            agent_name: agent_name.to_owned(),
+            turn: 0,
+            messages_in_turn: 0,
+            open: None,
+            tools: HashMap::new(),
+            plan: None,
+            prompt: String::new(),
+        }
+    }
+
+    /// The `session` event that opens the run.
+    pub fn session_event(&self) -> Event {
+        Event::Session {
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    /// A prompt is about to be sent: a new turn starts, and the prompt is its `user_input`
+    /// (most agents do not echo it back as `user_message_chunk`).
+    pub fn start_turn(&mut self, prompt: &str) -> Vec<Event> {
+        self.turn += 1;
+        self.messages_in_turn = 0;
+        self.plan = None;
+        self.prompt = prompt.trim().to_owned();
+        if self.prompt.is_empty() {
+            return Vec::new();
+        }
+        let key = format!("{}:user:prompt", self.turn_key());
+        vec![content(MessageKind::UserInput, self.prompt.clone(), key)]
+    }
+
+    /// The events of one `session/update` notification's params (`{sessionId, update}`).
+    pub fn update(&mut self, params: &Value) -> Vec<Event> {
+        let mut out = Vec::new();
+        let Some(update) = params.get("update").and_then(Value::as_object) else {
+            return out;
+        };
+        if params.get("sessionId").and_then(Value::as_str) != Some(self.session_id.as_str()) {
+            return out;
+        }
+        match str_field(update, "sessionUpdate") {
+            Some("user_message_chunk") => self.chunk(MessageKind::UserInput, update, &mut out),
+            Some("agent_thought_chunk") => self.chunk(MessageKind::Thinking, update, &mut out),
+            Some("agent_message_chunk") => self.chunk(MessageKind::Text, update, &mut out),
+            Some("tool_call" | "tool_call_update") => self.tool(update, &mut out),
+            Some("plan") => {
+                self.close_open(&mut out);
+                self.plan = plan_text(update);
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// The events that end a turn: the held reply as `final`, the plan, an error, usage.
+    pub fn end_turn(&mut self, end: &TurnEnd) -> Vec<Event> {
+        let mut out = Vec::new();
+        match self.open.take() {
+            Some(open) if open.kind == MessageKind::Text && !open.text.trim().is_empty() => {
+                let key = format!("{}:final", self.turn_key());
+                out.push(content(
+                    MessageKind::Final,
+                    open.text.trim().to_owned(),
+                    key,
+                ));
+            }
+            Some(open) => self.push_open(open, &mut out),
+            None => {}
+        }
+        if let Some(plan) = self.plan.take() {
+            let key = format!("{}:plan", self.turn_key());
+            out.push(content(MessageKind::Plan, plan, key));
+        }
+        match end {
+            TurnEnd::Stopped {
+                stop_reason,
+                usage,
+                meta,
+            } => {
+                if !matches!(stop_reason.as_str(), "end_turn" | "cancelled") {
+                    let key = format!("{}:error", self.turn_key());
+                    let note = format!("the agent stopped the turn: {stop_reason}");
+                    out.push(content(MessageKind::Error, note, key));
+                }
+                let found = usage
+                    .as_ref()
+                    .and_then(|u| self.usage_of(u, None))
+                    .or_else(|| meta.as_ref().and_then(|m| self.usage_in_meta(m)));
+                out.extend(found.map(Event::Usage));
+            }
+            TurnEnd::Failed(what) => {
+                let key = format!("{}:error", self.turn_key());
+                out.push(content(MessageKind::Error, what.clone(), key));
+            }
+        }
+        out
+    }
+
+    fn chunk(&mut self, kind: MessageKind, update: &Map<String, Value>, out: &mut Vec<Event>) {
+        let text = update
+            .get("content")
+            .and_then(Value::as_object)
+            .map(block_text)
+            .unwrap_or_default();
+        let message_id = str_field(update, "messageId").map(str::to_owned);
+        let continues = self.open.as_ref().is_some_and(|open| {
+            open.kind == kind && (message_id.is_none() || open.message_id == message_id)
+        });
+        if !continues {
+            self.close_open(out);
+            self.messages_in_turn += 1;
+            let key_id = message_id
+                .clone()
+                .unwrap_or_else(|| format!("m{}", self.messages_in_turn));
+            self.open = Some(OpenMessage {
+                kind,
+                message_id,
+                key_id,
+                text: String::new(),
+            });
+        }
+        if let Some(open) = self.open.as_mut() {
+            open.text.push_str(&text);
+        }
+    }
+
+    fn tool(&mut self, update: &Map<String, Value>, out: &mut Vec<Event>) {
+        let Some(id) = str_field(update, "toolCallId").filter(|id| !id.is_empty()) else {
+            return;
+        };
+        self.close_open(out);
+        let turn = self.turn;
+        let state = self
+            .tools
+            .entry(id.to_owned())
+            .or_insert_with(|| ToolState {
+                turn,
+                ..ToolState::default()
+            });
+        let name = str_field(update, "name")
+            .or_else(|| str_field(update, "title"))
+            .or_else(|| str_field(update, "kind"))
+            .filter(|n| !n.is_empty());
+        if let Some(name) = name
+            && (state.name.is_none() || update.contains_key("name"))
+        {
+            state.name = Some(name.to_owned());
+        }
+        if let Some(input) = update.get("rawInput").filter(|v| !v.is_null()) {
+            state.input = Some(input.clone());
+        }
+        let status = str_field(update, "status");
+        let done = matches!(status, Some("completed" | "failed"));
+        // Input arrives in pieces (opencode first sends only the cwd): the use is reported
+        // once the call runs, with the latest input.
+        let started = matches!(status, Some("in_progress")) || done;
+        let prefix = format!("session:{}:turn:{}:tool:{id}", self.session_id, state.turn);
+        let tool_name = state.name.clone().unwrap_or_else(|| "unknown".to_owned());
+        if started && !state.use_sent {
+            state.use_sent = true;
+            let input = match state.input.clone() {
+                Some(Value::Object(input)) => input,
+                None => Map::new(),
+                Some(other) => Map::from_iter([("input".to_owned(), other)]),
+            };
+            let mut message = bare(MessageKind::ToolUse, format!("{prefix}:use"));
+            message.tool = Some(tool_name.clone());
+            message.input = Some(input);
+            out.push(Event::Message(message));
+        }
+        if done && !state.result_sent {
+            state.result_sent = true;
+            let mut output = tool_output(update);
+            if status == Some("failed") {
+                output = if output.is_empty() {
+                    "failed".to_owned()
+                } else {
+                    format!("failed: {output}")
+                };
+            }
+            let mut message = bare(MessageKind::ToolResult, format!("{prefix}:result"));
+            message.tool = Some(tool_name);
+            message.output = Some(output);
+            out.push(Event::Message(message));
+        }
+    }
+
+    fn close_open(&mut self, out: &mut Vec<Event>) {
+        if let Some(open) = self.open.take() {
+            self.push_open(open, out);
+        }
+    }
+
+    fn push_open(&self, open: OpenMessage, out: &mut Vec<Event>) {
+        let text = open.text.trim();
+        if text.is_empty() || (open.kind == MessageKind::UserInput && text == self.prompt) {
+            return;
+        }
+        let what = match open.kind {
+            MessageKind::UserInput => "user",
+            MessageKind::Thinking => "thinking",
+            _ => "text",
+        };
+        let key = format!("{}:{what}:{}", self.turn_key(), open.key_id);
+        out.push(content(open.kind, text.to_owned(), key));
+    }
+
+    fn turn_key(&self) -> String {
+        format!("session:{}:turn:{}", self.session_id, self.turn)
+    }
+
+    /// A usage object in any of the shapes agents send: ACP's draft `PromptResponse.usage`
+    /// (`inputTokens`, `outputTokens`, `cachedReadTokens`, `cachedWriteTokens`) or the
+    /// snake-case one of model APIs (`input_tokens`, `output_tokens`, `cache_read_input_tokens`…).
+    fn usage_of(&self, usage: &Value, model: Option<&str>) -> Option<Usage> {
+        let usage = usage.as_object()?;
+        let count = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| usage.get(*n).and_then(Value::as_u64))
+                .unwrap_or(0)
+        };
+        let found = Usage {
+            provider: self.agent_name.clone(),
+            model: model
+                .or_else(|| str_field(usage, "model"))
+                .unwrap_or("unknown")
+                .to_owned(),
+            input_tokens: count(&["inputTokens", "input_tokens", "promptTokens"]),
+            output_tokens: count(&["outputTokens", "output_tokens", "completionTokens"]),
+            cache_read_tokens: count(&[
+                "cachedReadTokens",
+                "cache_read_input_tokens",
+                "cache_read_tokens",
+                "cachedTokens",
+            ]),
+            cache_write_tokens: count(&[
+                "cachedWriteTokens",
+                "cache_creation_input_tokens",
+                "cache_write_tokens",
+            ]),
+        };
+        (found.input_tokens + found.output_tokens > 0).then_some(found)
+    }
+
+    /// Usage the agent put in the prompt response's `_meta`, where ACP has no field for it:
+    /// an object named `*usage*` or `token_count` at its top level or one level down (Grok:
+    /// `_meta.usage`; Gemini CLI: `_meta.quota.token_count`), with the nearest `model` or
+    /// `modelId` string as the model.
+    fn usage_in_meta(&self, meta: &Value) -> Option<Usage> {
+        let meta = meta.as_object()?;
+        let model = nearest_model(meta);
+        let candidates = std::iter::once(meta).chain(meta.values().filter_map(Value::as_object));
+        for object in candidates {
+            for (name, value) in object {
+                let name = name.to_ascii_lowercase();
+                if (name.contains("usage") || name == "token_count")
+                    && let Some(usage) = self.usage_of(value, model)
+                {
+                    return Some(usage);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The first `model` or `modelId` string found breadth-first within three levels of `object`.
+fn nearest_model(object: &Map<String, Value>) -> Option<&str> {
+    let mut level: Vec<&Value> = object.values().collect();
+    if let Some(model) = str_field(object, "modelId").or_else(|| str_field(object, "model")) {
+        return Some(model);
+    }
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for value in level {
+            match value {
+                Value::Object(o) => {
+                    if let Some(model) = str_field(o, "modelId").or_else(|| str_field(o, "model")) {
+                        return Some(model);
+                    }
+                    next.extend(o.values());
+                }
+                Value::Array(items) => next.extend(items),
+                _ => {}
+            }
+        }
+        level = next;
+    }
+    None
+}
+
+fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    object.get(field).and_then(Value::as_str)
+}
+
+/// The text of one content block; other blocks become a placeholder naming what was there.
+fn block_text(block: &Map<String, Value>) -> String {
+    match str_field(block, "type") {
+        Some("text") => str_field(block, "text").unwrap_or_default().to_owned(),
+        Some("resource_link") => format!("[{}]", str_field(block, "uri").unwrap_or("link")),
+        Some("resource") => block
+            .get("resource")
+            .and_then(Value::as_object)
+            .and_then(|r| str_field(r, "text").or_else(|| str_field(r, "uri")))
+            .unwrap_or_default()
+            .to_owned(),
+        Some(other) => format!("[{other}]"),
+        None => String::new(),
+    }
+}
+
+/// A tool result's text: its `content[]` (text blocks, diffs, terminals), else `rawOutput`.
+fn tool_output(update: &Map<String, Value>) -> String {
+    let parts: Vec<String> = update
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .filter_map(|item| match str_field(item, "type") {
+            Some("content") => item
+                .get("content")
+                .and_then(Value::as_object)
+                .map(block_text),
+            Some("diff") => Some(format!(
+                "[diff {}]",
+                str_field(item, "path").unwrap_or_default()
+            )),
+            Some("terminal") => Some(format!(
+                "[terminal {}]",
+                str_field(item, "terminalId").unwrap_or_default()
+            )),
+            _ => None,
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    if !parts.is_empty() {
+        return parts.join("\n");
+    }
+    match update.get("rawOutput") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A plan's entries, one per line: `[status] content`.
+fn plan_text(update: &Map<String, Value>) -> Option<String> {
+    let lines: Vec<String> = update
+        .get("entries")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_object)
+        .filter_map(|e| {
+            let text = str_field(e, "content")?;
+            Some(format!(
+                "[{}] {text}",
+                str_field(e, "status").unwrap_or("pending")
+            ))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+fn bare(kind: MessageKind, source_key: String) -> Message {
+    Message {
+        kind,
+        content: None,
+        tool: None,
+        input: None,
+        output: None,
+        source: SOURCE.to_owned(),
+        source_key,
+    }
+}
+
+fn content(kind: MessageKind, text: String, source_key: String) -> Event {
+    let mut message = bare(kind, source_key);
+    message.content = Some(text);
+    Event::Message(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn mapper() -> AcpMapper {
+        let mut m = AcpMapper::new("s1", "fake-agent");
+        assert!(m.start_turn("  ").is_empty());
+        m
+    }
+
+    fn feed(m: &mut AcpMapper, updates: &[Value]) -> Vec<Event> {
+        updates
+            .iter()
+            .flat_map(|u| m.update(&json!({"sessionId": "s1", "update": u})))
+            .collect()
+    }
+
+    fn end_turn() -> TurnEnd {
+        TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: None,
+            meta: None,
+        }
+    }
+
+    /// (type, key, content or tool + input/output) per message.
+    fn summary(events: &[Event]) -> Vec<(MessageKind, String, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some(m),
+                _ => None,
+            })
+            .map(|m| {
+                let what = match m.kind {
+                    MessageKind::ToolUse => format!(
+                        "{} {}",
+                        m.tool.clone().unwrap_or_default(),
+                        Value::Object(m.input.clone().unwrap_or_default())
+                    ),
+                    MessageKind::ToolResult => format!(
+                        "{} {}",
+                        m.tool.clone().unwrap_or_default(),
+                        m.output.clone().unwrap_or_default()
+                    ),
+                    _ => m.content.clone().unwrap_or_default(),
+                };
+                (m.kind, m.source_key.clone(), what)
+            })
+            .collect()
+    }
+
+    fn text(kind: &str, text: &str, id: Option<&str>) -> Value {
+        let mut u = json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
+        if let Some(id) = id {
+            u["messageId"] = json!(id);
+        }
+        u
+    }
+
+    #[test]
+    fn a_turn_maps_chunks_tools_plan_and_the_last_reply_as_final() {
+        let mut m = AcpMapper::new("s1", "fake-agent");
+        let mut out = m.start_turn("say hi");
+        out.extend(feed(
+            &mut m,
+            &[
+                // The agent's echo of the prompt is not reported twice.
+                text("user_message_chunk", "say ", Some("u0")),
+                text("user_message_chunk", "hi", Some("u0")),
+                text("user_message_chunk", "and more", Some("u1")),
+                text("agent_thought_chunk", "Let me ", None),
+                text("agent_thought_chunk", "think.", None),
+                text("agent_message_chunk", "Running ", Some("a1")),
+                text("agent_message_chunk", "it.", Some("a1")),
+                json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "echo hi",
+                       "kind": "execute", "status": "pending"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1",
+                       "rawInput": {"command": "echo hi"}, "status": "in_progress"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": "hi"}}]}),
+                json!({"sessionUpdate": "plan", "entries": [{"content": "say hi", "status": "completed", "priority": "low"}]}),
+                text("agent_message_chunk", "hi", Some("a2")),
+                text("agent_message_chunk", "!", Some("a2")),
+            ],
+        ));
+        out.extend(m.end_turn(&end_turn()));
+        let t = "session:s1:turn:1";
+        let want = [
+            (MessageKind::UserInput, format!("{t}:user:prompt"), "say hi"),
+            (MessageKind::UserInput, format!("{t}:user:u1"), "and more"),
+            (
+                MessageKind::Thinking,
+                format!("{t}:thinking:m3"),
+                "Let me think.",
+            ),
+            (MessageKind::Text, format!("{t}:text:a1"), "Running it."),
+            (
+                MessageKind::ToolUse,
+                format!("{t}:tool:c1:use"),
+                r#"echo hi {"command":"echo hi"}"#,
+            ),
+            (
+                MessageKind::ToolResult,
+                format!("{t}:tool:c1:result"),
+                "echo hi hi",
+            ),
+            (MessageKind::Final, format!("{t}:final"), "hi!"),
+            (MessageKind::Plan, format!("{t}:plan"), "[completed] say hi"),
+        ]
+        .map(|(k, key, c)| (k, key, c.to_owned()))
+        .to_vec();
+        assert_eq!(summary(&out), want);
+    }
+
+    #[test]
+    fn unknown_kinds_other_sessions_and_odd_shapes_are_skipped() {
+        let mut m = mapper();
+        let odd = [
+            json!({"sessionUpdate": "some_future_kind", "x": 1}),
+            json!({"sessionUpdate": 7}),
+            json!({"noKind": true}),
+            json!("a string"),
+            json!({"sessionUpdate": "agent_message_chunk"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": 5}),
+            json!({"sessionUpdate": "tool_call"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": ""}),
+            json!({"sessionUpdate": "plan", "entries": "no"}),
+            json!({"sessionUpdate": "usage_update", "used": 5, "size": 10}),
+        ];
+        assert!(feed(&mut m, &odd).is_empty());
+        assert!(
+            m.update(&json!({"update": text("agent_message_chunk", "x", None)}))
+                .is_empty()
+        );
+        assert!(
+            m.update(
+                &json!({"sessionId": "other", "update": text("agent_message_chunk", "x", None)})
+            )
+            .is_empty()
+        );
+        assert!(m.update(&json!(null)).is_empty());
+        assert!(summary(&m.end_turn(&end_turn())).is_empty());
+    }
+
+    #[test]
+    fn a_failed_tool_a_bad_stop_and_a_broken_turn_are_reported() {
+        let mut m = mapper();
+        let mut out = feed(
+            &mut m,
+            &[
+                json!({"sessionUpdate": "tool_call", "toolCallId": "c9", "name": "bash",
+                     "title": "Shell", "status": "failed", "rawOutput": {"code": 1}}),
+            ],
+        );
+        out.extend(m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "max_tokens".to_owned(),
+            usage: None,
+            meta: None,
+        }));
+        out.extend(m.start_turn("go on"));
+        out.extend(feed(&mut m, &[text("agent_message_chunk", "half", None)]));
+        out.extend(m.end_turn(&TurnEnd::Failed("the agent exited".to_owned())));
+        let want = [
+            (
+                MessageKind::ToolUse,
+                "session:s1:turn:1:tool:c9:use",
+                "bash {}",
+            ),
+            (
+                MessageKind::ToolResult,
+                "session:s1:turn:1:tool:c9:result",
+                r#"bash failed: {"code":1}"#,
+            ),
+            (
+                MessageKind::Error,
+                "session:s1:turn:1:error",
+                "the agent stopped the turn: max_tokens",
+            ),
+            // The reply never finished, but its text is kept.
+            (
+                MessageKind::UserInput,
+                "session:s1:turn:2:user:prompt",
+                "go on",
+            ),
+            (MessageKind::Final, "session:s1:turn:2:final", "half"),
+            (
+                MessageKind::Error,
+                "session:s1:turn:2:error",
+                "the agent exited",
+            ),
+        ]
+        .map(|(k, key, c)| (k, key.to_owned(), c.to_owned()))
+        .to_vec();
+        assert_eq!(summary(&out), want);
+    }
+
+    #[test]
+    fn usage_comes_from_the_response_or_its_meta() {
+        let usage = |events: Vec<Event>| -> Vec<Usage> {
+            events
+                .into_iter()
+                .filter_map(|e| match e {
+                    Event::Usage(u) => Some(u),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut m = mapper();
+        let from_response = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: Some(
+                json!({"totalTokens": 33, "inputTokens": 30, "outputTokens": 3,
+                               "cachedReadTokens": 4}),
+            ),
+            meta: Some(json!({"usage": {"inputTokens": 999, "outputTokens": 1}})),
+        });
+        let expect = |model: &str, input, output, cache_read| Usage {
+            provider: "fake-agent".to_owned(),
+            model: model.to_owned(),
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_tokens: cache_read,
+            cache_write_tokens: 0,
+        };
+        assert_eq!(usage(from_response), vec![expect("unknown", 30, 3, 4)]);
+        let from_meta = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: None,
+            // Gemini CLI 0.61's shape.
+            meta: Some(json!({"quota": {"token_count": {"input_tokens": 10, "output_tokens": 1},
+                                        "model_usage": [{"model": "m1", "token_count": {"input_tokens": 10, "output_tokens": 1}}]}})),
+        });
+        assert_eq!(usage(from_meta), vec![expect("m1", 10, 1, 0)]);
+        // Grok's: the last request's counts at the top, the turn's under `usage`.
+        let grok = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: None,
+            meta: Some(json!({"modelId": "m2", "inputTokens": 10, "outputTokens": 1,
+                              "usage": {"inputTokens": 20, "outputTokens": 2, "cachedReadTokens": 5}})),
+        });
+        assert_eq!(usage(grok), vec![expect("m2", 20, 2, 5)]);
+        let none = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: Some(json!({"inputTokens": 0, "outputTokens": 0})),
+            meta: Some(json!({"other": "x"})),
+        });
+        assert!(usage(none).is_empty());
+    }
+}
