@@ -10,12 +10,20 @@ use wujie_store::outbox::Outbox;
 use crate::cli::{Global, Output};
 
 /// Providers compiled into `wujie` (their adapters are `wujie adapter <name>`).
-pub const BUILTINS: &[Builtin] = &[Builtin {
-    name: "pi",
-    display_name: "pi (built in)",
-    protocol: ProtocolVersion::V1,
-    interactive_pty: false,
-}];
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "pi",
+        display_name: "pi (built in)",
+        protocol: ProtocolVersion::V1,
+        interactive_pty: false,
+    },
+    Builtin {
+        name: "claude",
+        display_name: "Claude Code (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+];
 
 pub struct Context {
     pub profile: Profile,

@@ -2,6 +2,7 @@
 //! `wujie run` like any plugin's adapter.
 
 use anyhow::{Result, bail};
+use wujie_localrun::builtin::claude::run_claude_adapter;
 use wujie_localrun::builtin::pi::run_pi_adapter;
 
 use crate::cli::AdapterArgs;
@@ -13,6 +14,7 @@ pub async fn run(args: AdapterArgs) -> Result<i32> {
     let args: Vec<String> = name_and_args.collect();
     match name.as_str() {
         "pi" => Ok(run_pi_adapter(args).await),
+        "claude" => Ok(run_claude_adapter(args).await),
         other => {
             let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
             bail!(
