@@ -23,6 +23,12 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         interactive_pty: true,
     },
+    Builtin {
+        name: "codex",
+        display_name: "Codex (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
 ];
 
 pub struct Context {

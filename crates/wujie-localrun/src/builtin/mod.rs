@@ -5,6 +5,7 @@
 //! adapter needs lives here: finding the agent's executable and splitting its stdout into lines.
 
 pub mod claude;
+pub mod codex;
 pub mod pi;
 pub mod tui;
 
