@@ -1,6 +1,7 @@
 //! The built-in `claude` provider through the real `wujie` binary: the real Claude Code in its
 //! own terminal UI, driven in tmux against the mock model server, bound to an issue; then a
-//! resume of the same session; and the errors a user sees without Claude Code.
+//! resume of the same session; a discussion turned into an issue with `/wujie`; and the
+//! errors a user sees without Claude Code.
 //!
 //! The real-CLI test fails when Claude Code is not installed, saying to run
 //! `scripts/agents/install claude`, unless `WUJIE_SKIP_AGENTS` lists claude (or says `all`).
@@ -258,4 +259,63 @@ fn without_claude_code_the_adapter_says_what_it_looked_for() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--no-session-persistence"), "{err}");
+}
+
+#[test]
+fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Without a script the mock answers every request with `pong`.
+    let Some((mock, home)) = runtime
+        .block_on(Agent::Claude.with_mock(Script::default()))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = start(&env, &home, "claude-discuss", "discuss -- claude");
+    wait_ready(&tmux);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("● pong"));
+    wait_ready(&tmux);
+
+    tmux.keys(&["-l", "/wujie"]);
+    tmux.wait_text("/wujiecreateissue");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Create the issue and continue in this context");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("wujie: created WUJ-1");
+    tmux.wait_settled("the notice to close", |s| {
+        !s.contains("wujie: created") && s.contains("shift+tab")
+    });
+
+    // The same Claude Code session goes on; what it says now belongs to the issue's run.
+    say(&tmux, "go ahead");
+    tmux.wait_for("the second answer", |s| s.matches("● pong").count() >= 2);
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let issue = env.issue("WUJ-1");
+    assert_eq!(issue["title"], "plan the storage layer");
+    let run = &issue["runs"][0];
+    assert_eq!(run["provider"], "claude", "{run:#}");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let expected = [
+        ("user_input".to_owned(), "go ahead".to_owned()),
+        ("final".to_owned(), "pong".to_owned()),
+    ];
+    assert_eq!(said(run), expected, "{run:#}");
+    assert_eq!(run["usage"].as_array().map(Vec::len), Some(1), "{run:#}");
+    let discussion = &env.json(&["discussion", "list"])[0];
+    assert_eq!(discussion["status"], "promoted");
+    let entries = env.json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
+    let kinds: Vec<&str> = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    // The discussion keeps what was said before the issue existed.
+    assert_eq!(kinds, ["user_input", "final"]);
+    runtime.block_on(mock.shutdown());
 }
