@@ -363,6 +363,58 @@ pub fn is_agent_markup(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wujie_protocol::api::{AuthorKind, Comment, IssueDetail, IssueStatus};
+
+    fn issue(description: &str, comments: usize) -> IssueDetail {
+        IssueDetail {
+            id: "i1".to_owned(),
+            key: "WUJ-7".to_owned(),
+            title: "Store carts".to_owned(),
+            description: description.to_owned(),
+            status: IssueStatus::InProgress,
+            created_at: "2026-12-01T00:00:00Z".to_owned(),
+            discussion_id: None,
+            comments: (0..comments)
+                .map(|n| Comment {
+                    id: format!("c{n}"),
+                    author_kind: AuthorKind::User,
+                    body: format!("comment {n}"),
+                    run_id: None,
+                    created_at: "2026-12-01T00:00:00Z".to_owned(),
+                })
+                .collect(),
+            runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_issue_context_says_what_it_is_and_keeps_to_its_limit() {
+        let text = context_text(&issue("Use SQLite.", 7));
+        assert!(
+            text.contains("issue WUJ-7") && text.contains("Store carts"),
+            "{text}"
+        );
+        assert!(text.contains("status: in_progress"), "{text}");
+        assert!(text.contains("not a message from the user"), "{text}");
+        assert!(text.contains("Issue description:\nUse SQLite."), "{text}");
+        // The latest five comments only.
+        assert!(
+            !text.contains("comment 1") && text.contains("- user: comment 2"),
+            "{text}"
+        );
+        assert!(text.contains("- user: comment 6"), "{text}");
+        assert!(!context_text(&issue("", 0)).contains("description"));
+
+        let long = context_text(&issue(&"é".repeat(3 * ISSUE_CONTEXT_LIMIT), 0));
+        assert!(
+            long.ends_with("\n[… truncated]"),
+            "cut on a character boundary"
+        );
+        assert_eq!(
+            long.chars().count(),
+            ISSUE_CONTEXT_LIMIT + "\n[… truncated]".chars().count()
+        );
+    }
 
     #[test]
     fn markup_is_only_whole_tags() {
