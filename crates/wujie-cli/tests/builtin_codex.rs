@@ -193,6 +193,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     // A resume of the same thread reports nothing of what it already had.
     let ids = thread_ids(&home);
     assert_eq!(ids.len(), 1, "{ids:?}");
+    // By its id (the log is known before Codex starts): quit at once.
     let tmux = start(
         &env,
         &home,
@@ -202,15 +203,43 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     tmux.wait_text(COMPOSER);
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
+    // As `--last` (Codex picks the log; it is found once Codex holds it open, on the first
+    // new record): the same prompt again reports only the new turn.
+    let tmux = start(
+        &env,
+        &home,
+        "codex-last",
+        &format!("run {key} -- codex --dangerously-bypass-approvals-and-sandbox resume --last"),
+    );
+    tmux.wait_text(COMPOSER);
+    say(&tmux, PROMPT);
+    tmux.wait_for("the second answer", |s| s.matches("• done").count() >= 2);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
     let issue = env.issue(&key);
-    let resumed = issue["runs"]
-        .as_array()
-        .unwrap()
+    let runs = issue["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{issue:#}");
+    let (quiet, again): (Vec<&Value>, Vec<&Value>) = runs
         .iter()
-        .find(|r| r["id"] != run["id"])
-        .unwrap_or_else(|| panic!("a second run: {issue:#}"));
-    assert_eq!(said(resumed), [], "{resumed:#}");
-    assert_eq!(resumed["usage"], serde_json::json!([]), "{resumed:#}");
+        .filter(|r| r["id"] != run["id"])
+        .partition(|r| r["messages"] == serde_json::json!([]));
+    assert_eq!((quiet.len(), again.len()), (1, 1), "{issue:#}");
+    assert_eq!(quiet[0]["usage"], serde_json::json!([]), "{issue:#}");
+    assert_eq!(said(again[0]), expected, "only the new turn: {issue:#}");
+    let usage: Vec<(u64, u64)> = again[0]["usage"]
+        .as_array()
+        .expect("usage")
+        .iter()
+        .map(|u| {
+            (
+                u["input_tokens"].as_u64().unwrap(),
+                u["output_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(usage, [(11, 3), (20, 2)], "{issue:#}");
+    assert_eq!(thread_ids(&home), ids, "both resumed the same thread");
     runtime.block_on(mock.shutdown());
 }
 

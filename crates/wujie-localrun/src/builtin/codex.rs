@@ -6,8 +6,9 @@
 //!
 //! Codex takes no session id from outside, so the log is bound by who writes it: the rollout
 //! file that Codex, a process this adapter started, holds open. Another terminal's Codex in
-//! the same directory is never read. `codex resume <id>` reads the existing log as the baseline
-//! first (nothing in it is reported again). Bound to an issue, the issue goes in as read-only
+//! the same directory is never read. What a resumed log held before Codex started is the
+//! baseline (nothing in it is reported again): `codex resume <id>` reads it first, and a log
+//! Codex chose itself (`resume --last`, its picker) is measured before Codex starts. Bound to an issue, the issue goes in as read-only
 //! context with `-c developer_instructions=…`, Codex's own option for instructions beside its
 //! built-in ones, never as a user message.
 //!
@@ -35,7 +36,7 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::builtin::tui::{
-    LogMapper, LogReader, bare_message, content_message, count_field, is_agent_markup,
+    FindLog, LogMapper, LogReader, bare_message, content_message, count_field, is_agent_markup,
     issue_context, run_with_log, str_field,
 };
 use crate::builtin::{AgentProgram, BuiltinError};
@@ -95,18 +96,9 @@ pub fn codex_home(codex_home_var: Option<&str>, home: Option<&str>) -> PathBuf {
 /// The rollout log of thread `id`, if there is one.
 pub fn rollout_of(sessions: &Path, id: &str) -> Option<PathBuf> {
     let suffix = format!("-{id}.jsonl");
-    let mut dirs = vec![sessions.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if entry.file_name().to_string_lossy().ends_with(&suffix) {
-                return Some(path);
-            }
-        }
-    }
-    None
+    rollout_sizes(sessions)
+        .into_keys()
+        .find(|path| path.to_string_lossy().ends_with(&suffix))
 }
 
 /// A `rollout-*.jsonl` under `sessions` that process `root` or one of its descendants holds
@@ -359,18 +351,59 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     let launch = launch_args(&args, context.as_deref())?;
     let sessions =
         codex_home(env("CODEX_HOME").as_deref(), env("HOME").as_deref()).join("sessions");
-    let resumed = resumed_thread(&args).and_then(|id| rollout_of(&sessions, id));
+    let find = RolloutFinder {
+        resumed: resumed_thread(&args).and_then(|id| rollout_of(&sessions, id)),
+        earlier: rollout_sizes(&sessions),
+        sessions,
+    };
     run_with_log(
         &CODEX,
         &program,
         &launch,
-        move |child: Option<u32>| match child {
-            None => resumed.clone(),
-            Some(pid) => rollout_held_by(pid, &sessions),
-        },
+        find,
         LogReader::new(CodexMapper::default()),
     )
     .await
+}
+
+/// Finds this run's rollout log: the resumed thread's before Codex starts, else the one Codex
+/// holds open; knows how large each log was before Codex started.
+struct RolloutFinder {
+    sessions: PathBuf,
+    resumed: Option<PathBuf>,
+    earlier: HashMap<PathBuf, u64>,
+}
+
+impl FindLog for RolloutFinder {
+    fn find(&mut self, agent_pid: Option<u32>) -> Option<PathBuf> {
+        match agent_pid {
+            None => self.resumed.clone(),
+            Some(pid) => rollout_held_by(pid, &self.sessions),
+        }
+    }
+
+    fn earlier_bytes(&self, path: &Path) -> u64 {
+        self.earlier.get(path).copied().unwrap_or(0)
+    }
+}
+
+/// The size of every rollout log under `sessions`.
+pub fn rollout_sizes(sessions: &Path) -> HashMap<PathBuf, u64> {
+    let mut sizes = HashMap::new();
+    let mut dirs = vec![sessions.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => dirs.push(path),
+                Ok(meta) => {
+                    sizes.insert(path, meta.len());
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    sizes
 }
 
 #[cfg(test)]

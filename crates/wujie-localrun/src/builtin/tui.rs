@@ -5,7 +5,9 @@
 //!
 //! A log that already exists when the adapter starts (a resumed session) is read first as a
 //! baseline: its records build the mapper's state (tool names, usage already counted) but
-//! report nothing, so a resume adds no duplicates and counts no usage twice.
+//! report nothing, so a resume adds no duplicates and counts no usage twice. A log found only
+//! once the agent runs (the agent chose an earlier session itself) gets the same treatment for
+//! the bytes it held before the agent started, as the finder measured them.
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -101,11 +103,19 @@ struct Tail {
 impl Tail {
     /// What was appended since the last read (empty when nothing was, or the file is gone).
     fn read_new(&mut self) -> Vec<u8> {
+        self.read_new_upto(u64::MAX)
+    }
+
+    /// [`Tail::read_new`], stopping at byte `end` of the file.
+    fn read_new_upto(&mut self, end: u64) -> Vec<u8> {
         use std::io::{Read, Seek, SeekFrom};
         let mut bytes = Vec::new();
         if let Ok(mut file) = std::fs::File::open(&self.path)
             && file.seek(SeekFrom::Start(self.offset)).is_ok()
-            && file.read_to_end(&mut bytes).is_ok()
+            && file
+                .take(end.saturating_sub(self.offset))
+                .read_to_end(&mut bytes)
+                .is_ok()
         {
             self.offset += bytes.len() as u64;
         }
@@ -117,6 +127,12 @@ impl Tail {
 /// then is the baseline), then with the agent's pid on every poll until it is found.
 pub trait FindLog {
     fn find(&mut self, agent_pid: Option<u32>) -> Option<PathBuf>;
+
+    /// How many bytes of `path` existed before the agent started (a log found only once the
+    /// agent runs may be an earlier session it chose itself); 0 when the finder cannot say.
+    fn earlier_bytes(&self, _path: &Path) -> u64 {
+        0
+    }
 }
 
 impl<F: FnMut(Option<u32>) -> Option<PathBuf>> FindLog for F {
@@ -136,13 +152,10 @@ pub async fn run_with_log<M: LogMapper>(
     mut reader: LogReader<M>,
 ) -> Result<i32, BuiltinError> {
     let mut tail = find.find(None).map(|path| Tail { path, offset: 0 });
-    // Of the baseline only the session is reported: a resumed run belongs to its session too.
-    let mut baseline: Vec<Event> = match tail.as_mut() {
-        Some(tail) => reader.feed(&tail.read_new()),
+    let baseline = match tail.as_mut() {
+        Some(tail) => read_baseline(&mut reader, tail, u64::MAX),
         None => Vec::new(),
     };
-    baseline.retain(|event| matches!(event, Event::Session { .. }));
-    baseline.truncate(1);
     // The agent draws on our terminal: its stdout is our stderr, so our stdout stays events.
     let screen = std::io::stderr()
         .as_fd()
@@ -167,6 +180,15 @@ pub async fn run_with_log<M: LogMapper>(
         };
         if tail.is_none() {
             tail = find.find(child.id()).map(|path| Tail { path, offset: 0 });
+            // A log the agent picked itself (`codex resume --last`, its picker) holds an
+            // earlier conversation: what it held before the agent started is the baseline.
+            if let Some(found) = tail.as_mut() {
+                let earlier = find.earlier_bytes(&found.path);
+                if earlier > 0 {
+                    let session = read_baseline(&mut reader, found, earlier);
+                    events.send(session).await;
+                }
+            }
         }
         if let Some(tail) = tail.as_mut() {
             events.send(reader.feed(&tail.read_new())).await;
@@ -180,6 +202,19 @@ pub async fn run_with_log<M: LogMapper>(
     };
     events.send(reader.finish()).await;
     Ok(exit_code_of(status))
+}
+
+/// Reads up to `limit` bytes of the log (what it held before the agent started) without
+/// reporting them, except the session: a resumed run belongs to its session too.
+fn read_baseline<M: LogMapper>(
+    reader: &mut LogReader<M>,
+    tail: &mut Tail,
+    limit: u64,
+) -> Vec<Event> {
+    let mut events = reader.feed(&tail.read_new_upto(limit));
+    events.retain(|event| matches!(event, Event::Session { .. }));
+    events.truncate(1);
+    events
 }
 
 fn spawn_error(program: &AgentProgram, path: &Path, source: std::io::Error) -> BuiltinError {
