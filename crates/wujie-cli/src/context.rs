@@ -18,6 +18,18 @@ pub const BUILTINS: &[Builtin] = &[
         interactive_pty: false,
     },
     Builtin {
+        name: "claude",
+        display_name: "Claude Code (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
+        name: "codex",
+        display_name: "Codex (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
         name: "acp",
         display_name: "any ACP agent (built in)",
         protocol: ProtocolVersion::V1,

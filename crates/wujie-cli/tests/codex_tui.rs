@@ -1,4 +1,4 @@
-//! The real Codex CLI in its own terminal UI as an interactive provider (examples/codex-tui),
+//! The real Codex CLI in its own terminal UI through the built-in `codex` provider,
 //! against the mock model server, driven in tmux like a person: plan, `/wujie`, create the
 //! issue from the card, keep going in the same Codex session. Codex draws its inline viewport
 //! at absolute positions, so this is where an overlay that moved the agent's rows would show.
@@ -43,7 +43,6 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
         return;
     };
     let env = Env::new();
-    env.install_example("codex-tui");
 
     let vars: Vec<String> = home
         .envs()
@@ -53,7 +52,7 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     let shell = format!(
         "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && seq 1 12 && \
          env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
-         {WUJIE} discuss -- codex-tui; echo EXIT=$?; trap '' INT; sleep 600",
+         {WUJIE} discuss -- codex; echo EXIT=$?; trap '' INT; sleep 600",
         work = home.workdir().display(),
         wujie_home = env.home.path().display(),
         home = home.home().display(),
@@ -109,7 +108,7 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     let issue = env.issue("WUJ-1");
     assert_eq!(issue["title"], "plan the storage layer");
     let run = &issue["runs"][0];
-    assert_eq!(run["provider"], "codex-tui");
+    assert_eq!(run["provider"], "codex");
     assert_eq!(run["status"], "succeeded", "{run:#}");
     let said: Vec<(String, String)> = run["messages"]
         .as_array()

@@ -473,6 +473,19 @@ impl AgentHome {
                 );
                 self.env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
                 self.env("DISABLE_AUTOUPDATER", "1");
+                // Its terminal UI otherwise starts with the first-run setup (which wants to
+                // reach Anthropic), asks whether to use the key (it remembers the approved ones
+                // by their last 20 characters) and whether to trust the work directory.
+                let workdir = self.workdir().to_string_lossy().into_owned();
+                let key_tail = &API_KEY[API_KEY.len().saturating_sub(20)..];
+                let state = json!({
+                    "hasCompletedOnboarding": true,
+                    "theme": "dark",
+                    "customApiKeyResponses": {"approved": [key_tail], "rejected": []},
+                    "projects": {workdir: {
+                        "hasTrustDialogAccepted": true,
+                        "hasCompletedProjectOnboarding": true}}});
+                self.write(".claude/.claude.json", &pretty(&state))?;
             }
             Agent::Opencode => {
                 let config = json!({

@@ -3,6 +3,8 @@
 
 use anyhow::{Result, bail};
 use wujie_localrun::builtin::acp::run_acp_adapter;
+use wujie_localrun::builtin::claude::run_claude_adapter;
+use wujie_localrun::builtin::codex::run_codex_adapter;
 use wujie_localrun::builtin::pi::run_pi_adapter;
 
 use crate::cli::AdapterArgs;
@@ -15,6 +17,8 @@ pub async fn run(args: AdapterArgs) -> Result<i32> {
     match name.as_str() {
         "pi" => Ok(run_pi_adapter(args).await),
         "acp" => Ok(run_acp_adapter(args).await),
+        "claude" => Ok(run_claude_adapter(args).await),
+        "codex" => Ok(run_codex_adapter(args).await),
         other => {
             let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
             bail!(

@@ -5,7 +5,10 @@
 //! adapter needs lives here: finding the agent's executable and splitting its stdout into lines.
 
 pub mod acp;
+pub mod claude;
+pub mod codex;
 pub mod pi;
+pub mod tui;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -38,6 +41,12 @@ pub enum BuiltinError {
         arg: String,
         fixed: &'static str,
     },
+    #[error("argument {arg:?} cannot be used with the built-in {program} provider: {why}")]
+    Unsupported {
+        program: &'static str,
+        arg: String,
+        why: &'static str,
+    },
     #[error("could not start {program} ({path}): {source}")]
     Spawn {
         program: &'static str,
@@ -49,6 +58,20 @@ pub enum BuiltinError {
         program: &'static str,
         source: std::io::Error,
     },
+}
+
+impl BuiltinError {
+    /// The adapter's exit code for this error: 2 for arguments it refuses, 127 when the agent
+    /// cannot be started, 1 when its output cannot be read.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            BuiltinError::RejectedArg { .. } | BuiltinError::Unsupported { .. } => 2,
+            BuiltinError::NotFound { .. }
+            | BuiltinError::BadOverride { .. }
+            | BuiltinError::Spawn { .. } => 127,
+            BuiltinError::Read { .. } => 1,
+        }
+    }
 }
 
 /// How to find an agent's executable: an environment variable naming it, else `PATH`.
@@ -94,6 +117,19 @@ impl AgentProgram {
                 install: self.install,
             })
     }
+}
+
+/// Registers handlers for SIGINT, SIGTERM and SIGHUP so they no longer end this process.
+pub(crate) fn hold_stop_signals() -> Vec<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ]
+    .into_iter()
+    .filter_map(|kind| signal(kind).ok())
+    .collect()
 }
 
 fn is_executable(path: &Path) -> bool {

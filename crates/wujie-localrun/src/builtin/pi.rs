@@ -29,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
-use crate::builtin::{AgentProgram, BuiltinError};
+use crate::builtin::{AgentProgram, BuiltinError, hold_stop_signals};
 use crate::supervisor::exit_code_of;
 
 /// The `source` of every message the pi provider reports.
@@ -440,13 +440,7 @@ pub async fn run_pi_adapter(args: Vec<String>) -> i32 {
         Ok(code) => code,
         Err(e) => {
             eprintln!("wujie adapter pi: error: {e}");
-            match e {
-                BuiltinError::RejectedArg { .. } => 2,
-                BuiltinError::NotFound { .. }
-                | BuiltinError::BadOverride { .. }
-                | BuiltinError::Spawn { .. } => 127,
-                BuiltinError::Read { .. } => 1,
-            }
+            e.exit_code()
         }
     }
 }
@@ -502,19 +496,6 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         source,
     })?;
     Ok(exit_code_of(status))
-}
-
-/// Registers handlers for SIGINT, SIGTERM and SIGHUP so they no longer end this process.
-fn hold_stop_signals() -> Vec<tokio::signal::unix::Signal> {
-    use tokio::signal::unix::{SignalKind, signal};
-    [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-    ]
-    .into_iter()
-    .filter_map(|kind| signal(kind).ok())
-    .collect()
 }
 
 /// Writes events to our stdout and stray lines to stderr.
