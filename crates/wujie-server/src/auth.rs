@@ -4,6 +4,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use wujie_protocol::api::{Author, AuthorKind};
 use wujie_store::Principal;
 
 use crate::AppState;
@@ -82,6 +83,35 @@ impl Caller {
                 "this token is not allowed to access discussion {discussion_id}; \
                  a discussion token only reaches its own discussion"
             ))),
+        }
+    }
+
+    /// Users, or the token of a run on this issue (an agent commenting on its own issue).
+    pub(crate) fn require_issue_comment(
+        &self,
+        issue_id: &str,
+        shown_as: &str,
+    ) -> Result<(), Failure> {
+        match &self.0 {
+            Principal::User { .. } => Ok(()),
+            Principal::Run { issue_id: own, .. } if own == issue_id => Ok(()),
+            _ => Err(Failure::forbidden(format!(
+                "this token is not allowed to comment on issue {shown_as}; a run token only comments on its own run's issue"
+            ))),
+        }
+    }
+
+    /// Who the caller's writes are recorded as: a user, or the agent of the token's run.
+    pub(crate) fn author(&self) -> Author {
+        match &self.0 {
+            Principal::Run { run_id, .. } => Author {
+                kind: AuthorKind::Agent,
+                run_id: Some(run_id.clone()),
+            },
+            _ => Author {
+                kind: AuthorKind::User,
+                run_id: None,
+            },
         }
     }
 }

@@ -6,6 +6,7 @@ mod error;
 mod openapi;
 mod request_log;
 mod routes;
+mod sse;
 
 use std::future::Future;
 use std::io;
@@ -30,6 +31,68 @@ pub struct ServerConfig {
     pub stale_after: Duration,
     /// Largest serialized event accepted by ingest; bigger items are rejected one by one.
     pub max_event_bytes: usize,
+    /// Events a live-feed client may have queued; a client that lets its queue stay full for
+    /// [`ServerConfig::slow_client_after`] is dropped (it may reconnect with Last-Event-ID).
+    pub feed_queue: usize,
+    pub slow_client_after: Duration,
+    /// Counts the live feeds being served; clones share the count, so the embedder can read it.
+    pub open_feeds: OpenFeeds,
+}
+
+/// The live feeds a server is serving: how many are open, and the signal that ends them all
+/// when the server shuts down (a graceful shutdown waits for every open response).
+#[derive(Debug, Clone)]
+pub struct OpenFeeds(std::sync::Arc<FeedsState>);
+
+#[derive(Debug)]
+struct FeedsState {
+    open: std::sync::atomic::AtomicUsize,
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for OpenFeeds {
+    fn default() -> Self {
+        OpenFeeds(std::sync::Arc::new(FeedsState {
+            open: std::sync::atomic::AtomicUsize::new(0),
+            closing: tokio::sync::watch::channel(false).0,
+        }))
+    }
+}
+
+impl OpenFeeds {
+    pub fn count(&self) -> usize {
+        self.0.open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one feed until the returned guard is dropped.
+    pub(crate) fn open(&self) -> OpenFeed {
+        self.0
+            .open
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OpenFeed(self.clone())
+    }
+
+    fn close_all(&self) {
+        self.0.closing.send_replace(true);
+    }
+
+    /// Resolves once the server is shutting down.
+    pub(crate) async fn closing(&self) {
+        let mut closing = self.0.closing.subscribe();
+        // An error means the sender is gone, which cannot happen while `self` holds it.
+        let _ = closing.wait_for(|closing| *closing).await;
+    }
+}
+
+pub(crate) struct OpenFeed(OpenFeeds);
+
+impl Drop for OpenFeed {
+    fn drop(&mut self) {
+        (self.0)
+            .0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Default for ServerConfig {
@@ -37,6 +100,9 @@ impl Default for ServerConfig {
         ServerConfig {
             stale_after: Duration::from_secs(10 * 60),
             max_event_bytes: 8 * 1024 * 1024,
+            feed_queue: 256,
+            slow_client_after: Duration::from_secs(10),
+            open_feeds: OpenFeeds::default(),
         }
     }
 }
@@ -62,8 +128,12 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let sweeper = tokio::spawn(sweep_stale_runs(store.clone(), config.stale_after));
+    let feeds = config.open_feeds.clone();
     let result = axum::serve(listener, router(store, config))
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            feeds.close_all();
+        })
         .await;
     sweeper.abort();
     result

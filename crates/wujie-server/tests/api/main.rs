@@ -6,4 +6,6 @@ mod discussions;
 mod harness;
 mod ingest;
 mod issues;
+mod lifecycle;
+mod live_feed;
 mod runs;
