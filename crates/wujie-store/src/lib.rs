@@ -147,6 +147,7 @@ impl Store {
         // SQLITE_BUSY without the busy timeout being asked.
         let setup = setup_lock(path).await?;
         db_file::refuse_empty(path)?;
+        migrate(path, &options).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -159,7 +160,6 @@ impl Store {
             path: path.to_path_buf(),
             source,
         })?;
-        migrate(&pool).await?;
         let store = Store {
             pool,
             writer: Arc::new(Mutex::new(())),
@@ -228,23 +228,26 @@ impl Store {
     }
 }
 
-/// Applies the embedded migrations on one connection with foreign keys off: a migration that
-/// rebuilds a table others point at needs that, and SQLite cannot switch it inside the
-/// migration's transaction. Every reference is checked before the connection is used again.
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    let mut conn = pool.acquire().await?;
-    sqlx::query("PRAGMA foreign_keys = OFF")
-        .execute(&mut *conn)
-        .await?;
-    let migrated = sqlx::migrate!("./migrations").run(&mut *conn).await;
-    let dangling: Vec<(String,)> = sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
-        .fetch_all(&mut *conn)
-        .await?;
-    sqlx::query("PRAGMA foreign_keys = ON")
-        .execute(&mut *conn)
-        .await?;
+/// Applies the embedded migrations through a one-connection pool with foreign keys off: a
+/// migration that rebuilds a table others point at needs that, and SQLite cannot switch it
+/// inside the migration's transaction. Every reference is checked afterwards.
+async fn migrate(path: &Path, options: &SqliteConnectOptions) -> Result<(), StoreError> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone().foreign_keys(false))
+        .await
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+    let dangling: Result<Vec<(String,)>, sqlx::Error> =
+        sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+            .fetch_all(&pool)
+            .await;
+    pool.close().await;
     migrated?;
-    if let Some((table,)) = dangling.first() {
+    if let Some((table,)) = dangling?.first() {
         return Err(StoreError::Invalid(format!(
             "the database has rows in {table} that point at missing rows; it may be damaged, \
              restore it from a backup"
