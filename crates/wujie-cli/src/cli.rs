@@ -98,10 +98,44 @@ pub enum IssueCommand {
         #[arg(long, default_value = "")]
         description: String,
     },
-    /// List issues.
-    List,
+    /// List issues, newest first.
+    #[command(after_help = "Example: wujie issue list --status open --search parser --limit 20")]
+    List {
+        /// Only issues with this status.
+        #[arg(long, value_parser = ["open", "in_progress", "done", "closed"])]
+        status: Option<String>,
+        /// Text to find in titles, descriptions and comments (case-insensitive).
+        #[arg(long)]
+        search: Option<String>,
+        /// At most this many issues (1 to 1000).
+        #[arg(long)]
+        limit: Option<u32>,
+    },
     /// Show an issue with its comments and runs.
     Show { key: String },
+    /// Comment on an issue: TEXT, or `-` (or no TEXT with input piped in) to read stdin, or
+    /// no TEXT on a terminal to write it in $EDITOR.
+    Comment { key: String, text: Option<String> },
+    /// Change an issue's title and/or description.
+    Edit {
+        key: String,
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Close an issue as done (or, with --not-planned, as closed without being done).
+    Close {
+        key: String,
+        #[arg(long)]
+        not_planned: bool,
+    },
+    /// Reopen a done or closed issue.
+    Reopen { key: String },
+    /// List an issue's runs.
+    Runs { key: String },
+    /// Follow an issue live: its runs' messages, comments, status and usage, until its runs end.
+    Watch { key: String },
 }
 
 #[derive(Debug, Args)]

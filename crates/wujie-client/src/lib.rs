@@ -10,9 +10,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wujie_protocol::api::{
     ApiError, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun, CreateToken,
-    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, FinishRun, FinishedRun, IngestBatch,
-    IngestResult, IssueDetail, IssueSummary, PromoteDiscussion, Promoted, Run, Workspace,
+    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun, FinishedRun,
+    IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
+    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, Workspace,
 };
+
+mod feed;
+pub use feed::{FeedEvent, IssueFeed};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -262,6 +266,98 @@ impl Client {
         self.call(Method::GET, "/issues", None).await
     }
 
+    /// Issues matching `query` (status, text in titles, descriptions and comments), newest
+    /// first.
+    pub async fn search_issues(
+        &self,
+        query: &IssueQuery,
+    ) -> Result<Vec<IssueSummary>, ClientError> {
+        let mut params = Vec::new();
+        if let Some(status) = query.status {
+            params.push(format!("status={}", status.as_str()));
+        }
+        if let Some(text) = &query.search {
+            params.push(format!("search={}", segment(text)));
+        }
+        if let Some(limit) = query.limit {
+            params.push(format!("limit={limit}"));
+        }
+        let path = if params.is_empty() {
+            "/issues".to_owned()
+        } else {
+            format!("/issues?{}", params.join("&"))
+        };
+        self.call(Method::GET, &path, None).await
+    }
+
+    pub async fn edit_issue(
+        &self,
+        key_or_id: &str,
+        req: &EditIssue,
+    ) -> Result<IssueDetail, ClientError> {
+        let path = format!("/issues/{}", segment(key_or_id));
+        self.call(Method::PATCH, &path, Some(req)).await
+    }
+
+    /// Closes (`Done`, `Closed`) or reopens (`Open`) an issue.
+    pub async fn set_issue_status(
+        &self,
+        key_or_id: &str,
+        status: IssueStatus,
+    ) -> Result<IssueDetail, ClientError> {
+        let path = format!("/issues/{}/status", segment(key_or_id));
+        self.call(Method::POST, &path, Some(&SetIssueStatus { status }))
+            .await
+    }
+
+    /// The issue's runs without their transcripts, oldest first.
+    pub async fn issue_runs(&self, key_or_id: &str) -> Result<Vec<RunSummary>, ClientError> {
+        let path = format!("/issues/{}/runs", segment(key_or_id));
+        self.call(Method::GET, &path, None).await
+    }
+
+    /// Opens the issue's live feed, after `last_event_id` when resuming.
+    pub async fn follow_issue(
+        &self,
+        key_or_id: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<IssueFeed, ClientError> {
+        let path = format!("/issues/{}/events", segment(key_or_id));
+        let url = format!("{}/api/v1{path}", self.base);
+        // No whole-request timeout: a feed lasts as long as its runs. The server's keep-alive
+        // comments arrive far more often than the read timeout.
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(feed::READ_TIMEOUT)
+            .build()
+            .map_err(|e| ClientError::Build(e.to_string()))?;
+        let mut req = http
+            .get(&url)
+            .bearer_auth(&self.token.0)
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| network_error(&Method::GET, &path, e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = resp.text().await.unwrap_or_default();
+            let message = serde_json::from_str::<ApiError>(&text)
+                .map(|e| e.error)
+                .unwrap_or_else(|_| text.chars().take(500).collect());
+            return Err(ClientError::Status {
+                method: Method::GET,
+                path,
+                status,
+                message,
+            });
+        }
+        Ok(IssueFeed::new(resp, path))
+    }
+
     /// By key (`WUJ-3`, any case) or id.
     pub async fn get_issue(&self, key_or_id: &str) -> Result<IssueDetail, ClientError> {
         self.call(
@@ -414,7 +510,7 @@ impl Client {
     }
 }
 
-fn network_error(method: &Method, path: &str, e: reqwest::Error) -> ClientError {
+pub(crate) fn network_error(method: &Method, path: &str, e: reqwest::Error) -> ClientError {
     let timeout = e.is_timeout();
     let connect = e.is_connect();
     // The path is named separately; the full URL adds nothing and the chain's innermost

@@ -36,8 +36,33 @@ pub struct CreateIssue {
 #[serde(rename_all = "snake_case")]
 pub enum IssueStatus {
     Open,
+    /// A run was started on it.
     InProgress,
+    /// Closed as completed.
     Done,
+    /// Closed without being completed (not planned, duplicate, …).
+    Closed,
+}
+
+impl IssueStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssueStatus::Open => "open",
+            IssueStatus::InProgress => "in_progress",
+            IssueStatus::Done => "done",
+            IssueStatus::Closed => "closed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<IssueStatus> {
+        Some(match name {
+            "open" => IssueStatus::Open,
+            "in_progress" => IssueStatus::InProgress,
+            "done" => IssueStatus::Done,
+            "closed" => IssueStatus::Closed,
+            _ => return None,
+        })
+    }
 }
 
 /// One row of `GET /issues`.
@@ -319,4 +344,129 @@ pub struct Promoted {
     pub issue: IssueDetail,
     pub run: Run,
     pub token: String,
+}
+
+// ---- issue lifecycle and live feeds ----
+
+/// Query of `GET /issues`: all filters are optional and combine.
+#[cfg_attr(feature = "openapi", derive(utoipa::IntoParams))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueQuery {
+    /// Only issues with this status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<IssueStatus>,
+    /// Text searched (case-insensitively) in titles, descriptions and comments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<String>,
+    /// At most this many issues, newest first (default and maximum: [`MAX_ISSUE_LIST`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// Most issues one `GET /issues` answers with.
+pub const MAX_ISSUE_LIST: u32 = 1000;
+
+/// Body of `PATCH /issues/{key}`: the fields to change; absent ones stay as they are.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EditIssue {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Body of `POST /issues/{key}/status`: close (as `done` or `closed`) or reopen (`open`).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetIssueStatus {
+    pub status: IssueStatus,
+}
+
+/// One row of `GET /issues/{key}/runs`: a run without its transcript.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub issue_key: String,
+    pub provider: String,
+    pub cwd: String,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// Messages stored on the run so far.
+    pub message_count: u64,
+}
+
+/// Who made a change: a user, or an agent through the run it reported from.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Author {
+    pub kind: AuthorKind,
+    /// The run an agent (or a user typing into a run) wrote from.
+    pub run_id: Option<String>,
+}
+
+/// What changed on an issue (the `change` of an [`IssueEvent`]).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum IssueChange {
+    Created {
+        title: String,
+    },
+    Edited {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    Status {
+        status: IssueStatus,
+    },
+    Comment {
+        comment: Comment,
+    },
+    RunStarted {
+        run_id: String,
+        provider: String,
+    },
+    RunFinished {
+        run_id: String,
+        status: RunStatus,
+        exit_code: Option<i32>,
+        error: Option<String>,
+    },
+    Usage {
+        run_id: String,
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+        usage: Usage,
+    },
+}
+
+/// One change to an issue, in the order the store recorded it: the `data` of an `issue` event
+/// on both live feeds.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IssueEvent {
+    /// Position in the store's activity log (grows with every change).
+    pub seq: i64,
+    pub issue_id: String,
+    pub issue_key: String,
+    pub author: Author,
+    pub change: IssueChange,
+    pub created_at: String,
+}
+
+/// A message stored on one of the issue's runs: the `data` of a `message` event on the issue
+/// feed, in arrival order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMessageEvent {
+    /// Position in the store's message log (grows with every stored message).
+    pub seq: i64,
+    pub run_id: String,
+    pub message: RunMessage,
 }

@@ -6,6 +6,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use wujie_protocol::api::{Author, AuthorKind};
 use wujie_store::Principal;
 
 use crate::AppState;
@@ -94,6 +95,32 @@ impl Caller {
             Principal::User { token_id }
             | Principal::Run { token_id, .. }
             | Principal::Discussion { token_id, .. } => token_id,
+        }
+    }
+
+    /// Users only. The adapter's run token reads its own issue and nothing more (a forged
+    /// comment is what it must not be able to write); an agent's comments are the `user_input`
+    /// and `final` events its reporter syncs, recorded with the run.
+    pub(crate) fn require_issue_comment(&self, shown_as: &str) -> Result<(), Failure> {
+        match &self.0 {
+            Principal::User { .. } => Ok(()),
+            _ => Err(Failure::forbidden(format!(
+                "this token may not comment on issue {shown_as}: a run's token only reads its own issue"
+            ))),
+        }
+    }
+
+    /// Who the caller's writes are recorded as: a user, or the agent of the token's run.
+    pub(crate) fn author(&self) -> Author {
+        match &self.0 {
+            Principal::Run { run_id, .. } => Author {
+                kind: AuthorKind::Agent,
+                run_id: Some(run_id.clone()),
+            },
+            _ => Author {
+                kind: AuthorKind::User,
+                run_id: None,
+            },
         }
     }
 }

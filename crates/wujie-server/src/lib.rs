@@ -6,6 +6,7 @@ mod error;
 mod openapi;
 mod request_log;
 mod routes;
+mod sse;
 
 use std::future::Future;
 use std::io;
@@ -48,6 +49,68 @@ pub struct ServerConfig {
     /// After the shutdown signal, how long requests in flight get to finish before their
     /// connections are dropped (a half-open client must not hold the server up).
     pub shutdown_grace: Duration,
+    /// Events a live-feed client may have queued; a client that lets its queue stay full for
+    /// [`ServerConfig::slow_client_after`] is dropped (it may reconnect with Last-Event-ID).
+    pub feed_queue: usize,
+    pub slow_client_after: Duration,
+    /// Counts the live feeds being served; clones share the count, so the embedder can read it.
+    pub open_feeds: OpenFeeds,
+}
+
+/// The live feeds a server is serving: how many are open, and the signal that ends them all
+/// when the server shuts down (a graceful shutdown waits for every open response).
+#[derive(Debug, Clone)]
+pub struct OpenFeeds(std::sync::Arc<FeedsState>);
+
+#[derive(Debug)]
+struct FeedsState {
+    open: std::sync::atomic::AtomicUsize,
+    closing: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for OpenFeeds {
+    fn default() -> Self {
+        OpenFeeds(std::sync::Arc::new(FeedsState {
+            open: std::sync::atomic::AtomicUsize::new(0),
+            closing: tokio::sync::watch::channel(false).0,
+        }))
+    }
+}
+
+impl OpenFeeds {
+    pub fn count(&self) -> usize {
+        self.0.open.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one feed until the returned guard is dropped.
+    pub(crate) fn open(&self) -> OpenFeed {
+        self.0
+            .open
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        OpenFeed(self.clone())
+    }
+
+    fn close_all(&self) {
+        self.0.closing.send_replace(true);
+    }
+
+    /// Resolves once the server is shutting down.
+    pub(crate) async fn closing(&self) {
+        let mut closing = self.0.closing.subscribe();
+        // An error means the sender is gone, which cannot happen while `self` holds it.
+        let _ = closing.wait_for(|closing| *closing).await;
+    }
+}
+
+pub(crate) struct OpenFeed(OpenFeeds);
+
+impl Drop for OpenFeed {
+    fn drop(&mut self) {
+        (self.0)
+            .0
+            .open
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Default for ServerConfig {
@@ -59,6 +122,9 @@ impl Default for ServerConfig {
             body_read_timeout: Duration::from_secs(120),
             max_connections: 1024,
             shutdown_grace: Duration::from_secs(5),
+            feed_queue: 256,
+            slow_client_after: Duration::from_secs(10),
+            open_feeds: OpenFeeds::default(),
         }
     }
 }
@@ -85,6 +151,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let sweeper = tokio::spawn(sweep_stale_runs(store.clone(), config.stale_after));
+    let feeds = config.open_feeds.clone();
     let app = router(store, config.clone());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -125,6 +192,9 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // Live feeds never end by themselves: they are told to, or the grace period would always
+    // run out while one is open.
+    feeds.close_all();
     if tokio::time::timeout(config.shutdown_grace, graceful.shutdown())
         .await
         .is_err()

@@ -6,6 +6,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use wujie_protocol::api;
 
 use crate::routes::{discussions, issues, meta, runs, tokens};
+use crate::sse;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -14,6 +15,8 @@ use crate::routes::{discussions, issues, meta, runs, tokens};
     paths(
         meta::health, meta::openapi, meta::workspace,
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
+        issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
+        sse::workspace_feed,
         runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
         tokens::create_token, tokens::revoke_current,
         discussions::create_discussion, discussions::list_discussions,
@@ -27,7 +30,8 @@ use crate::routes::{discussions, issues, meta, runs, tokens};
         api::IngestItemResult, api::IngestResult, api::CreateComment, api::CreateToken,
         api::CreatedToken, api::ApiError, api::DiscussionStatus, api::CreateDiscussion,
         api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,
-        api::Promoted,
+        api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
+        api::IssueChange, api::IssueEvent, api::RunMessageEvent,
     )),
     modifiers(&BearerAuth),
 )]

@@ -5,10 +5,13 @@
 use std::collections::{HashMap, HashSet};
 
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
-use wujie_protocol::api::{AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult};
+use wujie_protocol::api::{
+    Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult, IssueChange,
+};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
 
+use crate::activity;
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
 use crate::{REPORTER_STOPPED, Store, StoreError, time};
@@ -288,15 +291,23 @@ impl Store {
                 IngestOutcome::Duplicate
             }));
             // Only a newly stored message becomes a comment, so retries never duplicate one.
-            let author = match pending.message.kind {
+            let kind = match pending.message.kind {
                 MessageKind::UserInput => AuthorKind::User,
                 MessageKind::Final => AuthorKind::Agent,
                 _ => continue,
             };
             if let (true, Some(body)) = (stored, pending.message.content.as_deref()) {
-                insert_comment(&mut w.tx, &issue_id, author, body, Some(run_id)).await?;
+                let author = Author {
+                    kind,
+                    run_id: Some(run_id.to_owned()),
+                };
+                insert_comment(&mut w.tx, &issue_id, &author, body).await?;
             }
         }
+        let reporter = Author {
+            kind: AuthorKind::Agent,
+            run_id: Some(run_id.to_owned()),
+        };
         for (index, item, usage) in usages {
             if let Some(refusal) = &ended {
                 results[index] = Some(if usage_exists(&mut w.tx, run_id, item).await? {
@@ -308,6 +319,13 @@ impl Store {
             }
             let stored =
                 insert_usage(&mut w.tx, RUN_USAGE_INSERT, run_id, item, usage, &now).await?;
+            if stored {
+                let change = IssueChange::Usage {
+                    run_id: run_id.to_owned(),
+                    usage: usage.clone(),
+                };
+                activity::record(&mut w.tx, &issue_id, &reporter, &change).await?;
+            }
             results[index] = Some(outcome(if stored {
                 IngestOutcome::Stored
             } else {

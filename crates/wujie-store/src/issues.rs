@@ -1,11 +1,13 @@
 //! Issues and user comments. Keys are `<prefix>-<n>` with a per-workspace sequence.
 
-use sqlx::SqliteConnection;
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use wujie_protocol::api::{
-    AuthorKind, Comment, CreateIssue, IssueDetail, IssueStatus, IssueSummary,
+    Author, Comment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueQuery, IssueStatus,
+    IssueSummary, MAX_ISSUE_LIST, RunSummary,
 };
 
-use crate::rows::{issue_key, issue_status_str, load_issue, parse_issue_status};
+use crate::activity::{self, author_kind_str};
+use crate::rows::{issue_key, load_issue, parse_issue_status, parse_run_status};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 /// Creates an issue in the default workspace inside the caller's transaction; returns its id.
@@ -37,38 +39,48 @@ pub(crate) async fn insert_issue(
     .bind(seq)
     .bind(title)
     .bind(&req.description)
-    .bind(issue_status_str(IssueStatus::Open))
+    .bind(IssueStatus::Open.as_str())
     .bind(&req.discussion_id)
     .bind(time::now())
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
+    let created = IssueChange::Created {
+        title: title.to_owned(),
+    };
+    activity::record(conn, &id, &activity::user(), &created).await?;
     Ok(id)
 }
 
+/// Adds a comment (and its activity entry) inside the caller's transaction.
 pub(crate) async fn insert_comment(
     conn: &mut SqliteConnection,
     issue_id: &str,
-    author: AuthorKind,
+    author: &Author,
     body: &str,
-    run_id: Option<&str>,
-) -> Result<(String, String), StoreError> {
-    let id = new_id();
-    let created_at = time::now();
+) -> Result<Comment, StoreError> {
+    let comment = Comment {
+        id: new_id(),
+        author_kind: author.kind,
+        body: body.to_owned(),
+        run_id: author.run_id.clone(),
+        created_at: time::now(),
+    };
     sqlx::query(
         "INSERT INTO comments (id, issue_id, author_kind, body, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
     )
-    .bind(&id)
+    .bind(&comment.id)
     .bind(issue_id)
-    .bind(match author {
-        AuthorKind::User => "user",
-        AuthorKind::Agent => "agent",
-    })
+    .bind(author_kind_str(comment.author_kind))
     .bind(body)
-    .bind(run_id)
-    .bind(&created_at)
-    .execute(conn)
+    .bind(&comment.run_id)
+    .bind(&comment.created_at)
+    .execute(&mut *conn)
     .await?;
-    Ok((id, created_at))
+    let change = IssueChange::Comment {
+        comment: comment.clone(),
+    };
+    activity::record(conn, issue_id, author, &change).await?;
+    Ok(comment)
 }
 
 /// Finds an issue by key (`WUJ-3`, any case) or by id; returns its id.
@@ -116,15 +128,45 @@ impl Store {
         Ok(detail)
     }
 
-    /// All issues of the default workspace, newest first.
-    pub async fn list_issues(&self) -> Result<Vec<IssueSummary>, StoreError> {
-        let rows: Vec<(String, i64, String, String, String, String)> = sqlx::query_as(
+    /// Issues of the default workspace matching `query`, newest first.
+    pub async fn list_issues(&self, query: &IssueQuery) -> Result<Vec<IssueSummary>, StoreError> {
+        let limit = query.limit.unwrap_or(MAX_ISSUE_LIST);
+        if limit == 0 || limit > MAX_ISSUE_LIST {
+            return Err(StoreError::Invalid(format!(
+                "limit {limit} is out of range; ask for 1 to {MAX_ISSUE_LIST} issues"
+            )));
+        }
+        let mut select = QueryBuilder::<Sqlite>::new(
             "SELECT i.id, i.seq, w.key_prefix, i.title, i.status, i.created_at FROM issues i \
-             JOIN workspaces w ON w.id = i.workspace_id WHERE w.key_prefix = ? ORDER BY i.seq DESC",
-        )
-        .bind(DEFAULT_KEY_PREFIX)
-        .fetch_all(self.pool())
-        .await?;
+             JOIN workspaces w ON w.id = i.workspace_id WHERE w.key_prefix = ",
+        );
+        select.push_bind(DEFAULT_KEY_PREFIX);
+        if let Some(status) = query.status {
+            select.push(" AND i.status = ").push_bind(status.as_str());
+        }
+        if let Some(text) = query
+            .search
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            // SQLite's lower() folds ASCII only; folding the needle the same way keeps both
+            // sides comparable (and instr, unlike LIKE, has no wildcards to escape).
+            let needle = text.to_ascii_lowercase();
+            select
+                .push(" AND (instr(lower(i.title), ")
+                .push_bind(needle.clone())
+                .push(") > 0 OR instr(lower(i.description), ")
+                .push_bind(needle.clone())
+                .push(") > 0 OR EXISTS (SELECT 1 FROM comments c WHERE c.issue_id = i.id AND instr(lower(c.body), ")
+                .push_bind(needle)
+                .push(") > 0))");
+        }
+        select
+            .push(" ORDER BY i.seq DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows: Vec<(String, i64, String, String, String, String)> =
+            select.build_query_as().fetch_all(self.pool()).await?;
         Ok(rows
             .into_iter()
             .map(
@@ -152,8 +194,13 @@ impl Store {
         load_issue(&mut conn, &id).await
     }
 
-    /// Adds a user comment.
-    pub async fn add_comment(&self, key_or_id: &str, body: &str) -> Result<Comment, StoreError> {
+    /// Adds a comment by `author` (a user, or an agent through its run).
+    pub async fn add_comment(
+        &self,
+        key_or_id: &str,
+        body: &str,
+        author: &Author,
+    ) -> Result<Comment, StoreError> {
         if body.trim().is_empty() {
             return Err(StoreError::Invalid(
                 "a comment needs a non-empty body".into(),
@@ -161,15 +208,156 @@ impl Store {
         }
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
-        let (id, created_at) =
-            insert_comment(&mut w.tx, &issue_id, AuthorKind::User, body, None).await?;
+        let comment = insert_comment(&mut w.tx, &issue_id, author, body).await?;
         w.commit().await?;
-        Ok(Comment {
-            id,
-            author_kind: AuthorKind::User,
-            body: body.to_string(),
-            run_id: None,
-            created_at,
-        })
+        Ok(comment)
+    }
+
+    /// Changes an issue's title and/or description. Fields equal to the stored ones are not
+    /// recorded as changed.
+    pub async fn edit_issue(
+        &self,
+        key_or_id: &str,
+        edit: &EditIssue,
+        author: &Author,
+    ) -> Result<IssueDetail, StoreError> {
+        let title = edit.title.as_deref().map(str::trim);
+        if title == Some("") {
+            return Err(StoreError::Invalid(
+                "an issue needs a non-empty title; pass a title with text in it".into(),
+            ));
+        }
+        if title.is_none() && edit.description.is_none() {
+            return Err(StoreError::Invalid(
+                "nothing to change: give a new title and/or description".into(),
+            ));
+        }
+        let mut w = self.write().await?;
+        let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
+        let (old_title, old_description): (String, String) =
+            sqlx::query_as("SELECT title, description FROM issues WHERE id = ?")
+                .bind(&issue_id)
+                .fetch_one(&mut *w.tx)
+                .await?;
+        let change = IssueChange::Edited {
+            title: title.filter(|t| *t != old_title).map(str::to_owned),
+            description: edit.description.clone().filter(|d| *d != old_description),
+        };
+        if let IssueChange::Edited {
+            title: new_title,
+            description: new_description,
+        } = &change
+            && (new_title.is_some() || new_description.is_some())
+        {
+            sqlx::query(
+                "UPDATE issues SET title = COALESCE(?, title), description = COALESCE(?, description) \
+                 WHERE id = ?",
+            )
+            .bind(new_title)
+            .bind(new_description)
+            .bind(&issue_id)
+            .execute(&mut *w.tx)
+            .await?;
+            activity::record(&mut w.tx, &issue_id, author, &change).await?;
+        }
+        let detail = load_issue(&mut w.tx, &issue_id).await?;
+        w.commit().await?;
+        Ok(detail)
+    }
+
+    /// Closes (as `done` or `closed`) or reopens (`open`) an issue. `in_progress` is not set by
+    /// hand: starting a run sets it. Setting the current status again changes nothing.
+    pub async fn set_issue_status(
+        &self,
+        key_or_id: &str,
+        status: IssueStatus,
+        author: &Author,
+    ) -> Result<IssueDetail, StoreError> {
+        if status == IssueStatus::InProgress {
+            return Err(StoreError::Invalid(
+                "an issue becomes in_progress when a run starts on it; set open, done or closed"
+                    .into(),
+            ));
+        }
+        let mut w = self.write().await?;
+        let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
+        let changed = sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status <> ?")
+            .bind(status.as_str())
+            .bind(&issue_id)
+            .bind(status.as_str())
+            .execute(&mut *w.tx)
+            .await?;
+        if changed.rows_affected() == 1 {
+            activity::record(
+                &mut w.tx,
+                &issue_id,
+                author,
+                &IssueChange::Status { status },
+            )
+            .await?;
+        }
+        let detail = load_issue(&mut w.tx, &issue_id).await?;
+        w.commit().await?;
+        Ok(detail)
+    }
+
+    /// The runs of an issue, oldest first, without their transcripts.
+    pub async fn issue_runs(&self, key_or_id: &str) -> Result<Vec<RunSummary>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let issue_id = resolve_issue(&mut conn, key_or_id).await?;
+        type Row = (
+            String,
+            i64,
+            String,
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<String>,
+            String,
+            Option<String>,
+            i64,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.id, i.seq, w.key_prefix, r.provider, r.cwd, r.status, r.exit_code, r.error, \
+                 r.started_at, r.ended_at, \
+                 (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) \
+             FROM runs r JOIN issues i ON i.id = r.issue_id \
+             JOIN workspaces w ON w.id = i.workspace_id \
+             WHERE r.issue_id = ? ORDER BY r.started_at, r.id",
+        )
+        .bind(&issue_id)
+        .fetch_all(&mut *conn)
+        .await?;
+        rows.into_iter()
+            .map(
+                |(
+                    id,
+                    seq,
+                    prefix,
+                    provider,
+                    cwd,
+                    status,
+                    exit_code,
+                    error,
+                    started_at,
+                    ended_at,
+                    count,
+                )| {
+                    Ok(RunSummary {
+                        id,
+                        issue_key: issue_key(&prefix, seq),
+                        provider,
+                        cwd,
+                        status: parse_run_status(&status)?,
+                        exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
+                        error,
+                        started_at,
+                        ended_at,
+                        message_count: u64::try_from(count).unwrap_or(0),
+                    })
+                },
+            )
+            .collect()
     }
 }

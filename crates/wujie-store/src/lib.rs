@@ -4,6 +4,7 @@
 //! (run, source, source_key), a discussion entry, usage row or session id once per
 //! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
 
+mod activity;
 mod db_file;
 mod discussions;
 mod error;
@@ -22,8 +23,9 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{Mutex, MutexGuard, watch};
 
+pub use activity::MAX_FEED_PAGE;
 pub use db_file::EmptyDatabase;
 pub use error::StoreError;
 pub use tokens::{Principal, mint_token_secret};
@@ -42,6 +44,8 @@ pub struct Store {
     /// SQLite has one writer. Serialising writers here (instead of letting deferred transactions
     /// race for the write lock) avoids SQLITE_BUSY on lock upgrades under concurrent ingest.
     writer: Arc<Mutex<()>>,
+    /// Bumped after every committed write, so the live feeds wake up instead of polling.
+    changes: Arc<watch::Sender<u64>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -54,11 +58,13 @@ impl std::fmt::Debug for Store {
 pub(crate) struct WriteTx<'a> {
     pub(crate) tx: Transaction<'static, Sqlite>,
     _guard: MutexGuard<'a, ()>,
+    changes: &'a watch::Sender<u64>,
 }
 
 impl WriteTx<'_> {
     pub(crate) async fn commit(self) -> Result<(), StoreError> {
         self.tx.commit().await?;
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
         Ok(())
     }
 }
@@ -146,6 +152,7 @@ impl Store {
         // SQLITE_BUSY without the busy timeout being asked.
         let setup = setup_lock(path).await?;
         db_file::refuse_empty(path)?;
+        migrate(path, &options).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -158,10 +165,10 @@ impl Store {
             path: path.to_path_buf(),
             source,
         })?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
         let store = Store {
             pool,
             writer: Arc::new(Mutex::new(())),
+            changes: Arc::new(watch::channel(0).0),
         };
         store.ensure_default_workspace().await?;
         drop(setup);
@@ -179,7 +186,17 @@ impl Store {
         // transaction never fails later on upgrading a read snapshot that another process made
         // stale.
         let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok(WriteTx { tx, _guard: guard })
+        Ok(WriteTx {
+            tx,
+            _guard: guard,
+            changes: &self.changes,
+        })
+    }
+
+    /// Changes whenever a write of this process commits. Writes by other processes on the same
+    /// database are not signalled: a follower also re-reads now and then.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     pub(crate) fn pool(&self) -> &SqlitePool {
@@ -214,6 +231,34 @@ impl Store {
             key_prefix,
         })
     }
+}
+
+/// Applies the embedded migrations through a one-connection pool with foreign keys off: a
+/// migration that rebuilds a table others point at needs that, and SQLite cannot switch it
+/// inside the migration's transaction. Every reference is checked afterwards.
+async fn migrate(path: &Path, options: &SqliteConnectOptions) -> Result<(), StoreError> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.clone().foreign_keys(false))
+        .await
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+    let dangling: Result<Vec<(String,)>, sqlx::Error> =
+        sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+            .fetch_all(&pool)
+            .await;
+    pool.close().await;
+    migrated?;
+    if let Some((table,)) = dangling?.first() {
+        return Err(StoreError::Invalid(format!(
+            "the database has rows in {table} that point at missing rows; it may be damaged, \
+             restore it from a backup"
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn new_id() -> String {

@@ -14,20 +14,9 @@ pub(crate) fn issue_key(prefix: &str, seq: i64) -> String {
     format!("{prefix}-{seq}")
 }
 
+/// The schema's CHECK allows only known statuses, so the fallback is never taken.
 pub(crate) fn parse_issue_status(s: &str) -> IssueStatus {
-    match s {
-        "in_progress" => IssueStatus::InProgress,
-        "done" => IssueStatus::Done,
-        _ => IssueStatus::Open,
-    }
-}
-
-pub(crate) fn issue_status_str(s: IssueStatus) -> &'static str {
-    match s {
-        IssueStatus::Open => "open",
-        IssueStatus::InProgress => "in_progress",
-        IssueStatus::Done => "done",
-    }
+    IssueStatus::from_name(s).unwrap_or(IssueStatus::Open)
 }
 
 pub(crate) fn parse_run_status(s: &str) -> Result<RunStatus, StoreError> {
@@ -89,7 +78,7 @@ pub(crate) const DISCUSSION_USAGE_SQL: &str = "SELECT provider, model, input_tok
      output_tokens, cache_read_tokens, cache_write_tokens FROM discussion_usage \
      WHERE discussion_id = ? ORDER BY seq";
 
-type MessageRow = (
+pub(crate) type MessageRow = (
     String,
     Option<String>,
     Option<String>,
@@ -100,37 +89,39 @@ type MessageRow = (
     String,
 );
 
+/// Columns of a [`MessageRow`], for queries that select more around them.
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "kind, content, tool, input, output, source, source_key, created_at";
+
+pub(crate) fn message_from_row(row: MessageRow) -> Result<RunMessage, StoreError> {
+    let (kind, content, tool, input, output, source, source_key, created_at) = row;
+    let input = match input {
+        Some(text) => Some(serde_json::from_str::<Map<String, Value>>(&text)?),
+        None => None,
+    };
+    Ok(RunMessage {
+        kind: parse_kind(&kind)?,
+        content,
+        tool,
+        input,
+        output,
+        source,
+        source_key,
+        created_at,
+    })
+}
+
 async fn load_messages(
     conn: &mut SqliteConnection,
     run_id: &str,
 ) -> Result<Vec<RunMessage>, StoreError> {
-    let rows: Vec<MessageRow> = sqlx::query_as(
-        "SELECT kind, content, tool, input, output, source, source_key, created_at \
-         FROM run_messages WHERE run_id = ? ORDER BY seq",
-    )
+    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM run_messages WHERE run_id = ? ORDER BY seq"
+    ))
     .bind(run_id)
     .fetch_all(conn)
     .await?;
-    rows.into_iter()
-        .map(
-            |(kind, content, tool, input, output, source, source_key, created_at)| {
-                let input = match input {
-                    Some(text) => Some(serde_json::from_str::<Map<String, Value>>(&text)?),
-                    None => None,
-                };
-                Ok(RunMessage {
-                    kind: parse_kind(&kind)?,
-                    content,
-                    tool,
-                    input,
-                    output,
-                    source,
-                    source_key,
-                    created_at,
-                })
-            },
-        )
-        .collect()
+    rows.into_iter().map(message_from_row).collect()
 }
 
 type RunRow = (

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use sqlx::SqliteConnection;
 use wujie_protocol::api::{
-    CreateRun, CreatedRun, FinishRun, FinishedRun, IssueStatus, Run, RunStatus,
+    Author, AuthorKind, CreateRun, CreatedRun, FinishRun, FinishedRun, IssueChange, IssueStatus,
+    Run, RunStatus,
 };
 
+use crate::activity;
 use crate::issues::resolve_issue;
-use crate::rows::{issue_status_str, load_run, parse_run_status, run_not_found};
+use crate::rows::{load_run, parse_run_status, run_not_found};
 use crate::tokens::{TokenKind, insert_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
@@ -36,11 +38,22 @@ pub(crate) async fn insert_run(
     .bind(&now)
     .execute(&mut *conn)
     .await?;
-    sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status = 'open'")
-        .bind(issue_status_str(IssueStatus::InProgress))
+    let started = IssueChange::RunStarted {
+        run_id: id.clone(),
+        provider: req.provider.clone(),
+    };
+    activity::record(conn, issue_id, &activity::user(), &started).await?;
+    let in_progress = sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status = 'open'")
+        .bind(IssueStatus::InProgress.as_str())
         .bind(issue_id)
         .execute(&mut *conn)
         .await?;
+    if in_progress.rows_affected() == 1 {
+        let status = IssueChange::Status {
+            status: IssueStatus::InProgress,
+        };
+        activity::record(conn, issue_id, &activity::user(), &status).await?;
+    }
     let (_, token) = insert_token(conn, TokenKind::Run, &format!("run {id}"), Some(&id)).await?;
     let run = load_run(conn, &id).await?;
     Ok(CreatedRun { run, token })
@@ -103,12 +116,12 @@ impl Store {
             ));
         }
         let mut w = self.write().await?;
-        let row: Option<(String, Option<i64>, Option<String>)> =
-            sqlx::query_as("SELECT status, exit_code, error FROM runs WHERE id = ?")
+        let row: Option<(String, Option<i64>, Option<String>, String)> =
+            sqlx::query_as("SELECT status, exit_code, error, issue_id FROM runs WHERE id = ?")
                 .bind(run_id)
                 .fetch_optional(&mut *w.tx)
                 .await?;
-        let (status, exit_code, error) = row.ok_or_else(|| run_not_found(run_id))?;
+        let (status, exit_code, error, issue_id) = row.ok_or_else(|| run_not_found(run_id))?;
         let status = parse_run_status(&status)?;
         let stale_failure =
             status == RunStatus::Failed && error.as_deref() == Some(REPORTER_STOPPED);
@@ -123,6 +136,17 @@ impl Store {
             .bind(run_id)
             .execute(&mut *w.tx)
             .await?;
+            let finished = IssueChange::RunFinished {
+                run_id: run_id.to_owned(),
+                status: req.status,
+                exit_code: req.exit_code,
+                error: req.error.clone(),
+            };
+            let reporter = Author {
+                kind: AuthorKind::Agent,
+                run_id: Some(run_id.to_owned()),
+            };
+            activity::record(&mut w.tx, &issue_id, &reporter, &finished).await?;
         } else if !(status == req.status
             && exit_code == req.exit_code.map(i64::from)
             && error == req.error)
@@ -159,6 +183,18 @@ impl Store {
     pub async fn mark_stale_runs(&self, older_than: Duration) -> Result<u64, StoreError> {
         let cutoff = time::before_now(older_than);
         let mut w = self.write().await?;
+        // The same change `finish_run` records, built in SQL for every run failed here.
+        sqlx::query(
+            "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, change, created_at) \
+             SELECT issue_id, 'agent', id, json_object('type', 'run_finished', 'run_id', id, \
+                 'status', 'failed', 'exit_code', NULL, 'error', ?1), ?2 \
+             FROM runs WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < ?3",
+        )
+        .bind(REPORTER_STOPPED)
+        .bind(time::now())
+        .bind(&cutoff)
+        .execute(&mut *w.tx)
+        .await?;
         let done = sqlx::query(
             "UPDATE runs SET status = 'failed', error = ?, ended_at = ? \
              WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < ?",

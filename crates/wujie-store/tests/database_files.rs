@@ -48,7 +48,10 @@ async fn database_files_are_readable_by_their_owner_only() {
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
     let store = Store::open(&db).await.unwrap();
     assert_eq!(mode(&db), 0o600);
-    assert_eq!(store.list_issues().await.unwrap().len(), 1);
+    assert_eq!(
+        store.list_issues(&Default::default()).await.unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]

@@ -35,7 +35,14 @@ async fn open_creates_directories_and_reopening_keeps_data_and_one_workspace() {
     assert_eq!(again.workspace().await.expect("workspace").id, ws.id);
     let next = again.create_issue(&issue("next")).await.expect("issue");
     assert_eq!(next.key, "WUJ-2");
-    assert_eq!(again.list_issues().await.expect("list").len(), 2);
+    assert_eq!(
+        again
+            .list_issues(&Default::default())
+            .await
+            .expect("list")
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]

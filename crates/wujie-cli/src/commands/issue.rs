@@ -1,7 +1,14 @@
-//! `wujie issue create | list | show`.
+//! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`.
 
-use anyhow::Result;
-use wujie_protocol::api::{AuthorKind, CreateIssue, IssueDetail, RunMessage};
+use std::collections::HashSet;
+use std::io::{IsTerminal, Read};
+
+use anyhow::{Context as _, Result};
+use wujie_client::{Client, FeedEvent};
+use wujie_protocol::api::{
+    AuthorKind, CreateComment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueEvent,
+    IssueQuery, IssueStatus, RunMessage,
+};
 use wujie_protocol::event::MessageKind;
 
 use crate::cli::IssueCommand;
@@ -29,8 +36,17 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     outln!("Created {}: {}", issue.key, inline(&issue.title));
                 }
             }
-            IssueCommand::List => {
-                let issues = conn.client.list_issues().await?;
+            IssueCommand::List {
+                status,
+                search,
+                limit,
+            } => {
+                let query = IssueQuery {
+                    status: status.as_deref().and_then(IssueStatus::from_name),
+                    search,
+                    limit,
+                };
+                let issues = conn.client.search_issues(&query).await?;
                 if ctx.json() {
                     print_json(&issues)?;
                 } else if issues.is_empty() {
@@ -56,6 +72,76 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     print_issue(&issue)?;
                 }
             }
+            IssueCommand::Comment { key, text } => {
+                let body = comment_text(text)?;
+                let comment = conn
+                    .client
+                    .add_comment(&key, &CreateComment { body })
+                    .await?;
+                if ctx.json() {
+                    print_json(&comment)?;
+                } else {
+                    outln!("Commented on {}.", inline(&key.to_ascii_uppercase()));
+                }
+            }
+            IssueCommand::Edit {
+                key,
+                title,
+                description,
+            } => {
+                anyhow::ensure!(
+                    title.is_some() || description.is_some(),
+                    "nothing to change: pass --title \"…\" and/or --description \"…\""
+                );
+                let edit = EditIssue { title, description };
+                let issue = conn.client.edit_issue(&key, &edit).await?;
+                if ctx.json() {
+                    print_json(&issue)?;
+                } else {
+                    outln!("Edited {}: {}", issue.key, inline(&issue.title));
+                }
+            }
+            IssueCommand::Close { key, not_planned } => {
+                let status = if not_planned {
+                    IssueStatus::Closed
+                } else {
+                    IssueStatus::Done
+                };
+                set_status(ctx, &conn.client, &key, status).await?;
+            }
+            IssueCommand::Reopen { key } => {
+                set_status(ctx, &conn.client, &key, IssueStatus::Open).await?;
+            }
+            IssueCommand::Runs { key } => {
+                let runs = conn.client.issue_runs(&key).await?;
+                if ctx.json() {
+                    print_json(&runs)?;
+                } else if runs.is_empty() {
+                    outln!(
+                        "No runs yet. Start one with `wujie run {} -- <provider>`.",
+                        inline(&key)
+                    );
+                } else {
+                    outln!(
+                        "{:<38} {:<10} {:<16} {:>8}  started",
+                        "run",
+                        "status",
+                        "provider",
+                        "messages"
+                    );
+                    for r in runs {
+                        outln!(
+                            "{:<38} {:<10} {:<16} {:>8}  {}",
+                            r.id,
+                            r.status.as_str(),
+                            one_line(&r.provider, 16),
+                            r.message_count,
+                            r.started_at
+                        );
+                    }
+                }
+            }
+            IssueCommand::Watch { key } => watch(ctx, &conn.client, &key).await?,
         }
         Ok(())
     }
@@ -142,4 +228,189 @@ fn describe(m: &RunMessage) -> String {
             one_line(m.content.as_deref().unwrap_or(""), 90)
         ),
     }
+}
+
+async fn set_status(ctx: &Context, client: &Client, key: &str, status: IssueStatus) -> Result<()> {
+    let issue = client.set_issue_status(key, status).await?;
+    if ctx.json() {
+        print_json(&issue)?;
+    } else {
+        outln!("{} is now {}.", issue.key, issue.status.as_str());
+    }
+    Ok(())
+}
+
+/// The comment's text: the argument, stdin (`-`, or no argument with input piped in), or what
+/// the user writes in `$EDITOR`.
+fn comment_text(text: Option<String>) -> Result<String> {
+    let text = match text.as_deref() {
+        Some("-") => read_stdin()?,
+        Some(_) => text.unwrap_or_default(),
+        None if !std::io::stdin().is_terminal() => read_stdin()?,
+        None => edit_in_editor()?,
+    };
+    anyhow::ensure!(
+        !text.trim().is_empty(),
+        "the comment is empty: pass its text, pipe it in, or write it in $EDITOR"
+    );
+    Ok(text)
+}
+
+fn read_stdin() -> Result<String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the comment from stdin")?;
+    Ok(text)
+}
+
+fn edit_in_editor() -> Result<String> {
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .context("no comment text: pass it as an argument, pipe it in, or set $EDITOR")?;
+    let path = std::env::temp_dir().join(format!("wujie-comment-{}.md", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("cannot create {} to write the comment in", path.display()))?;
+    // Through the shell, so that an EDITOR with arguments (`code --wait`) works.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status();
+    let text = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    let status = status.with_context(|| format!("cannot start the editor {editor:?}"))?;
+    anyhow::ensure!(
+        status.success(),
+        "the editor {editor:?} exited with {status}; the comment was not sent"
+    );
+    text.context("cannot read the comment back from the editor's file")
+}
+
+/// How many times `watch` reconnects in a row after losing the feed before giving up.
+const WATCH_RECONNECTS: u32 = 5;
+
+/// Follows the issue's feed from its beginning, reconnecting with the last event id when the
+/// connection drops, until no run of the issue is running any more.
+async fn watch(ctx: &Context, client: &Client, key: &str) -> Result<()> {
+    let mut last_id: Option<String> = None;
+    let mut running: HashSet<String> = HashSet::new();
+    let mut live = false;
+    let mut failures = 0;
+    loop {
+        let mut feed = match client.follow_issue(key, last_id.as_deref()).await {
+            Ok(feed) => feed,
+            Err(e) if e.is_retryable() && failures < WATCH_RECONNECTS => {
+                failures += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(200 << failures)).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        loop {
+            let event = match feed.next().await {
+                None => break,
+                Some(Err(e)) if e.is_retryable() => break,
+                Some(event) => event?,
+            };
+            failures = 0;
+            if ctx.json() {
+                print_feed_json(&event)?;
+            }
+            match event {
+                FeedEvent::Live => live = true,
+                FeedEvent::Message { id, event } => {
+                    if !ctx.json() {
+                        outln!("{}", describe(&event.message));
+                    }
+                    last_id = Some(id);
+                }
+                FeedEvent::Issue { id, event } => {
+                    match &event.change {
+                        IssueChange::RunStarted { run_id, .. } => {
+                            running.insert(run_id.clone());
+                        }
+                        IssueChange::RunFinished { run_id, .. } => {
+                            running.remove(run_id);
+                        }
+                        _ => {}
+                    }
+                    if !ctx.json() {
+                        outln!("{}", describe_change(&event));
+                    }
+                    last_id = Some(id);
+                }
+            }
+            if live && running.is_empty() {
+                return Ok(());
+            }
+        }
+        failures += 1;
+        anyhow::ensure!(
+            failures <= WATCH_RECONNECTS,
+            "lost the connection to the server {WATCH_RECONNECTS} times in a row; run \
+             `wujie issue watch {key}` again to resume"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200 << failures)).await;
+    }
+}
+
+fn print_feed_json(event: &FeedEvent) -> Result<()> {
+    let line = match event {
+        FeedEvent::Message { id, event } => {
+            serde_json::json!({"event": "message", "id": id, "data": event})
+        }
+        FeedEvent::Issue { id, event } => {
+            serde_json::json!({"event": "issue", "id": id, "data": event})
+        }
+        FeedEvent::Live => serde_json::json!({"event": "live"}),
+    };
+    outln!("{}", serde_json::to_string(&line)?);
+    Ok(())
+}
+
+fn describe_change(event: &IssueEvent) -> String {
+    let who = match (&event.author.kind, &event.author.run_id) {
+        (AuthorKind::User, _) => "user",
+        (AuthorKind::Agent, _) => "agent",
+    };
+    let what = match &event.change {
+        IssueChange::Created { title } => format!("created: {}", one_line(title, 80)),
+        IssueChange::Edited { title, description } => match (title, description) {
+            (Some(t), _) => format!("edited, title now: {}", one_line(t, 70)),
+            (None, _) => "edited the description".to_owned(),
+        },
+        IssueChange::Status { status } => format!("status: {}", status.as_str()),
+        IssueChange::Comment { comment } => format!("comment: {}", one_line(&comment.body, 90)),
+        IssueChange::RunStarted { run_id, provider } => {
+            format!("run {run_id} started ({})", inline(provider))
+        }
+        IssueChange::RunFinished {
+            run_id,
+            status,
+            exit_code,
+            error,
+        } => {
+            let exit = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
+            let error = error
+                .as_deref()
+                .map(|e| format!(": {}", one_line(e, 80)))
+                .unwrap_or_default();
+            format!("run {run_id} {}{exit}{error}", status.as_str())
+        }
+        IssueChange::Usage { usage, .. } => format!(
+            "usage: {}/{} in {} out {}",
+            inline(&usage.provider),
+            inline(&usage.model),
+            usage.input_tokens,
+            usage.output_tokens
+        ),
+    };
+    format!("{:>11}: {who} {what}", event.issue_key)
 }

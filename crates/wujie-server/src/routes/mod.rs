@@ -12,6 +12,8 @@ use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+
+use crate::sse;
 use serde::de::DeserializeOwned;
 
 use crate::error::Failure;
@@ -26,9 +28,18 @@ pub(crate) fn router(state: AppState) -> Router {
             "/issues",
             post(issues::create_issue).get(issues::list_issues),
         )
-        .route("/issues/{key_or_id}", get(issues::get_issue))
+        .route(
+            "/issues/{key_or_id}",
+            get(issues::get_issue).patch(issues::edit_issue),
+        )
         .route("/issues/{key_or_id}/comments", post(issues::add_comment))
-        .route("/issues/{key_or_id}/runs", post(runs::create_run))
+        .route("/issues/{key_or_id}/status", post(issues::set_status))
+        .route(
+            "/issues/{key_or_id}/runs",
+            post(runs::create_run).get(issues::list_runs),
+        )
+        .route("/issues/{key_or_id}/events", get(sse::issue_feed))
+        .route("/events", get(sse::workspace_feed))
         .route("/runs/{id}", get(runs::get_run))
         .route("/runs/{id}/events", post(runs::ingest_events))
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))

@@ -1,0 +1,311 @@
+//! Live feeds over server-sent events: one issue's changes and its runs' messages, and every
+//! issue's changes across the workspace.
+//!
+//! A feed is read from the store, never from an in-memory fan-out: each client has a cursor
+//! into the stored order (message `seq`, activity `seq`), reads pages after it, and waits for the
+//! store's change signal when it has caught up. Event ids are that cursor, so a client that
+//! reconnects with `Last-Event-ID` replays exactly what it missed. What a client holds in the
+//! server is one bounded queue; a client that leaves it full for `slow_client_after` is dropped
+//! (it can reconnect and resume), so a slow reader never grows the server's memory.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::SendTimeoutError;
+use wujie_protocol::api::ApiError;
+use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
+
+use crate::auth::Caller;
+use crate::error::{ApiResult, Failure};
+use crate::{AppState, OpenFeed, OpenFeeds};
+
+/// How often a caught-up feed re-reads the store without a change signal: writes by another
+/// process on the same database do not signal this one.
+const REREAD_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Where a feed is in the stored order: the last message and activity `seq` it sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cursor {
+    message: i64,
+    activity: i64,
+}
+
+impl Cursor {
+    /// `Last-Event-ID` of the issue feed is `<message seq>.<activity seq>`, of the workspace
+    /// feed `<activity seq>`.
+    fn parse(value: &str, with_messages: bool) -> Option<Cursor> {
+        let number = |s: &str| s.parse::<i64>().ok().filter(|n| *n >= 0);
+        if with_messages {
+            let (m, a) = value.trim().split_once('.')?;
+            Some(Cursor {
+                message: number(m)?,
+                activity: number(a)?,
+            })
+        } else {
+            Some(Cursor {
+                message: 0,
+                activity: number(value.trim())?,
+            })
+        }
+    }
+
+    fn id(&self, with_messages: bool) -> String {
+        if with_messages {
+            format!("{}.{}", self.message, self.activity)
+        } else {
+            self.activity.to_string()
+        }
+    }
+}
+
+fn start_cursor(headers: &HeaderMap, with_messages: bool) -> Result<Cursor, Failure> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(Cursor::default());
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| Cursor::parse(v, with_messages))
+        .ok_or_else(|| {
+            let shape = if with_messages {
+                "<message seq>.<activity seq>, e.g. 12.3"
+            } else {
+                "an activity seq, e.g. 3"
+            };
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "Last-Event-ID is not an id this feed sent (expected {shape}); reconnect \
+                     with the id of the last event received, or without the header to start over"
+                ),
+            )
+        })
+}
+
+#[utoipa::path(get, path = "/api/v1/issues/{key_or_id}/events", tag = "live",
+    security(("bearer" = [])),
+    params(("key_or_id" = String, Path, description = "Issue key (any case) or id"),
+        ("Last-Event-ID" = Option<String>, Header,
+            description = "Resume after this event id (`<message seq>.<activity seq>`)")),
+    responses((status = 200, content_type = "text/event-stream",
+        description = "Server-sent events, oldest first. `message` (data: RunMessageEvent): a \
+            message stored on one of the issue's runs, in arrival order. `issue` (data: \
+            IssueEvent): a comment, edit, status change, run start or end, or usage. `live` \
+            (data: {}): sent once, when the replay has caught up with the store. Every `message` \
+            and `issue` event has an id to resume from. A client that does not read for a while \
+            is disconnected; reconnecting with Last-Event-ID misses nothing."),
+        (status = 400, body = ApiError), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn issue_feed(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(key_or_id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let issue_id = state.store.resolve_issue(&key_or_id).await?;
+    caller.require_issue_read(&issue_id, &key_or_id)?;
+    let cursor = start_cursor(&headers, true)?;
+    Ok(feed(state, Some(issue_id), cursor))
+}
+
+#[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
+    params(("Last-Event-ID" = Option<String>, Header,
+        description = "Resume after this event id (an activity seq)")),
+    responses((status = 200, content_type = "text/event-stream",
+        description = "Server-sent events of every issue of the workspace, oldest first: `issue` \
+            (data: IssueEvent) for each comment, edit, status change, run start or end, and \
+            usage; `live` (data: {}) once the replay has caught up. Run messages are on each \
+            issue's own feed. Resumable with Last-Event-ID; a client that does not read for a \
+            while is disconnected."),
+        (status = 400, body = ApiError), (status = 401, body = ApiError),
+        (status = 403, body = ApiError)))]
+pub(crate) async fn workspace_feed(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    caller.require_user("follow the workspace's changes")?;
+    let cursor = start_cursor(&headers, false)?;
+    Ok(feed(state, None, cursor))
+}
+
+/// Starts the task that reads the feed from the store into the client's bounded queue.
+fn feed(
+    state: AppState,
+    issue_id: Option<String>,
+    cursor: Cursor,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
+    let counted = state.config.open_feeds.open();
+    tokio::spawn(pump(
+        counted,
+        state.config.open_feeds.clone(),
+        state.store,
+        issue_id,
+        cursor,
+        tx,
+        state.config.slow_client_after,
+    ));
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|event| (Ok(event), rx))
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// Why a feed stopped.
+enum Stop {
+    /// The client went away, or was too slow and is dropped.
+    Client,
+    Store(StoreError),
+}
+
+async fn send(
+    tx: &mpsc::Sender<Event>,
+    event: Event,
+    slow_client_after: Duration,
+) -> Result<(), Stop> {
+    match tx.send_timeout(event, slow_client_after).await {
+        Ok(()) => Ok(()),
+        Err(SendTimeoutError::Timeout(_)) => {
+            tracing::info!(
+                after = ?slow_client_after,
+                "dropped a live-feed client that stopped reading; it can resume with Last-Event-ID"
+            );
+            Err(Stop::Client)
+        }
+        Err(SendTimeoutError::Closed(_)) => Err(Stop::Client),
+    }
+}
+
+fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Event {
+    let event = Event::default().event(name);
+    let event = match id {
+        Some(id) => event.id(id),
+        None => event,
+    };
+    // Serializing the API's own types cannot fail; an empty object keeps the stream valid.
+    event
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event(name).data("{}"))
+}
+
+async fn pump(
+    _counted: OpenFeed,
+    feeds: OpenFeeds,
+    store: Store,
+    issue_id: Option<String>,
+    cursor: Cursor,
+    tx: mpsc::Sender<Event>,
+    slow_client_after: Duration,
+) {
+    tokio::select! {
+        stopped = follow(&store, issue_id, cursor, &tx, slow_client_after) => {
+            if let Err(Stop::Store(e)) = stopped {
+                tracing::warn!(error = %e, "a live feed stopped on a store error");
+            }
+        }
+        // The client reconnects (to this server once it is back) with its Last-Event-ID.
+        () = feeds.closing() => {}
+    }
+}
+
+async fn follow(
+    store: &Store,
+    issue_id: Option<String>,
+    mut cursor: Cursor,
+    tx: &mpsc::Sender<Event>,
+    slow_client_after: Duration,
+) -> Result<(), Stop> {
+    let with_messages = issue_id.is_some();
+    let mut changes = store.changes();
+    let mut live = false;
+    loop {
+        // Marked seen before reading, so a write committed during the read wakes the next wait.
+        changes.borrow_and_update();
+        let messages = match &issue_id {
+            Some(id) => store
+                .issue_messages_after(id, cursor.message, MAX_FEED_PAGE)
+                .await
+                .map_err(Stop::Store)?,
+            None => Vec::new(),
+        };
+        let activity = store
+            .issue_activity_after(issue_id.as_deref(), cursor.activity, MAX_FEED_PAGE)
+            .await
+            .map_err(Stop::Store)?;
+        let more =
+            messages.len() == MAX_FEED_PAGE as usize || activity.len() == MAX_FEED_PAGE as usize;
+        // Both logs are in stored order; interleave them by time, messages first on a tie.
+        let mut messages = messages.into_iter().peekable();
+        let mut activity = activity.into_iter().peekable();
+        loop {
+            let take_message = match (messages.peek(), activity.peek()) {
+                (Some(m), Some(a)) => m.message.created_at <= a.created_at,
+                (m, _) => m.is_some(),
+            };
+            let next = if take_message {
+                messages.next().map(|m| {
+                    cursor.message = m.seq;
+                    event("message", &m, Some(cursor.id(with_messages)))
+                })
+            } else {
+                activity.next().map(|a| {
+                    cursor.activity = a.seq;
+                    event("issue", &a, Some(cursor.id(with_messages)))
+                })
+            };
+            let Some(next) = next else { break };
+            send(tx, next, slow_client_after).await?;
+        }
+        if more {
+            continue;
+        }
+        if !live {
+            live = true;
+            send(
+                tx,
+                event("live", &serde_json::json!({}), None),
+                slow_client_after,
+            )
+            .await?;
+        }
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+            () = tokio::time::sleep(REREAD_INTERVAL) => {}
+            () = tx.closed() => return Err(Stop::Client),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cursor;
+
+    #[test]
+    fn event_ids_round_trip_and_bad_ones_are_refused() {
+        let c = Cursor {
+            message: 12,
+            activity: 3,
+        };
+        assert_eq!(Cursor::parse(&c.id(true), true), Some(c));
+        let a = Cursor {
+            message: 0,
+            activity: 7,
+        };
+        assert_eq!(Cursor::parse(&a.id(false), false), Some(a));
+        for bad in ["", "x", "1", "1.", ".2", "-1.2", "1.2.3"] {
+            assert_eq!(Cursor::parse(bad, true), None, "{bad:?}");
+        }
+        assert_eq!(Cursor::parse("1.2", false), None);
+    }
+}

@@ -1,0 +1,169 @@
+//! The activity log: every change to an issue (what, by whom, from which run) in one ordered
+//! table, written in the transaction of the change itself, and the paged reads behind the live
+//! feeds. Feeds page by stored order (`seq`), so a follower that reconnects with the last `seq`
+//! it saw replays exactly what it missed.
+
+use sqlx::SqliteConnection;
+use wujie_protocol::api::{Author, AuthorKind, IssueChange, IssueEvent, RunMessageEvent};
+
+use crate::rows::{MESSAGE_COLUMNS, MessageRow, issue_key, message_from_row};
+use crate::{Store, StoreError, time};
+
+/// Most rows one feed read returns; a follower behind by more reads again.
+pub const MAX_FEED_PAGE: u32 = 500;
+
+pub(crate) fn author_kind_str(kind: AuthorKind) -> &'static str {
+    match kind {
+        AuthorKind::User => "user",
+        AuthorKind::Agent => "agent",
+    }
+}
+
+pub(crate) fn parse_author_kind(s: &str) -> AuthorKind {
+    // The schema's CHECK allows only these two.
+    if s == "agent" {
+        AuthorKind::Agent
+    } else {
+        AuthorKind::User
+    }
+}
+
+/// A user acting directly (not through a run).
+pub(crate) fn user() -> Author {
+    Author {
+        kind: AuthorKind::User,
+        run_id: None,
+    }
+}
+
+/// Appends a change of `issue_id` to the log, inside the caller's transaction.
+pub(crate) async fn record(
+    conn: &mut SqliteConnection,
+    issue_id: &str,
+    author: &Author,
+    change: &IssueChange,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, change, created_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(issue_id)
+    .bind(author_kind_str(author.kind))
+    .bind(&author.run_id)
+    .bind(serde_json::to_string(change)?)
+    .bind(time::now())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+type ActivityRow = (
+    i64,
+    String,
+    i64,
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+);
+
+const ACTIVITY_SELECT: &str = "SELECT a.seq, a.issue_id, i.seq, w.key_prefix, a.author_kind, \
+     a.author_run_id, a.change, a.created_at FROM issue_activity a \
+     JOIN issues i ON i.id = a.issue_id JOIN workspaces w ON w.id = i.workspace_id";
+
+fn event_from_row(row: ActivityRow) -> Result<IssueEvent, StoreError> {
+    let (seq, issue_id, issue_seq, prefix, author_kind, author_run_id, change, created_at) = row;
+    Ok(IssueEvent {
+        seq,
+        issue_id,
+        issue_key: issue_key(&prefix, issue_seq),
+        author: Author {
+            kind: parse_author_kind(&author_kind),
+            run_id: author_run_id,
+        },
+        change: serde_json::from_str(&change)?,
+        created_at,
+    })
+}
+
+fn page(limit: u32) -> i64 {
+    i64::from(limit.clamp(1, MAX_FEED_PAGE))
+}
+
+impl Store {
+    /// Changes recorded after `after` (a `seq`), oldest first, at most `limit`: of one issue,
+    /// or of every issue when `issue_id` is `None`.
+    pub async fn issue_activity_after(
+        &self,
+        issue_id: Option<&str>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<IssueEvent>, StoreError> {
+        let rows: Vec<ActivityRow> =
+            match issue_id {
+                Some(id) => sqlx::query_as(&format!(
+                    "{ACTIVITY_SELECT} WHERE a.issue_id = ? AND a.seq > ? ORDER BY a.seq LIMIT ?"
+                ))
+                .bind(id)
+                .bind(after)
+                .bind(page(limit))
+                .fetch_all(self.pool())
+                .await?,
+                None => {
+                    sqlx::query_as(&format!(
+                        "{ACTIVITY_SELECT} WHERE a.seq > ? ORDER BY a.seq LIMIT ?"
+                    ))
+                    .bind(after)
+                    .bind(page(limit))
+                    .fetch_all(self.pool())
+                    .await?
+                }
+            };
+        rows.into_iter().map(event_from_row).collect()
+    }
+
+    /// Messages stored on any run of `issue_id` after `after` (a message `seq`), in arrival
+    /// order, at most `limit`.
+    pub async fn issue_messages_after(
+        &self,
+        issue_id: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<RunMessageEvent>, StoreError> {
+        type Row = (
+            i64,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            String,
+            String,
+            String,
+        );
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT m.seq, m.run_id, {MESSAGE_COLUMNS} FROM run_messages m \
+             WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = ?) AND m.seq > ? \
+             ORDER BY m.seq LIMIT ?"
+        ))
+        .bind(issue_id)
+        .bind(after)
+        .bind(page(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.into_iter()
+            .map(
+                |(seq, run_id, kind, content, tool, input, output, source, key, at)| {
+                    let row: MessageRow = (kind, content, tool, input, output, source, key, at);
+                    Ok(RunMessageEvent {
+                        seq,
+                        run_id,
+                        message: message_from_row(row)?,
+                    })
+                },
+            )
+            .collect()
+    }
+}
