@@ -460,7 +460,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wujie_protocol::event::Message;
+    use crate::builtin::tui::testing::{self, messages};
 
     /// See tests/fixtures/README.md: a prompt, a `Bash` call of `echo hello` and its answer,
     /// then a resume of the same session whose request the mock refused.
@@ -468,20 +468,7 @@ mod tests {
     const SESSION: &str = "11111111-2222-4333-8444-555555555555";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Event> {
-        let mut reader = LogReader::new(ClaudeMapper::default());
-        let mut out: Vec<Event> = chunks.into_iter().flat_map(|c| reader.feed(c)).collect();
-        out.extend(reader.finish());
-        out
-    }
-
-    fn messages(events: &[Event]) -> Vec<Message> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Message(m) => Some(m.clone()),
-                _ => None,
-            })
-            .collect()
+        testing::map_chunks(ClaudeMapper::default(), chunks)
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {

@@ -409,27 +409,14 @@ pub fn rollout_sizes(sessions: &Path) -> HashMap<PathBuf, u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wujie_protocol::event::Message;
+    use crate::builtin::tui::testing::{self, messages};
 
     /// See tests/fixtures/README.md: Codex 0.171.0 running `echo hello` and answering `done`.
     const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/codex_echo_hello.jsonl");
     const SESSION: &str = "01a230e3-1954-7630-ad28-2d8826084e8d";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Event> {
-        let mut reader = LogReader::new(CodexMapper::default());
-        let mut out: Vec<Event> = chunks.into_iter().flat_map(|c| reader.feed(c)).collect();
-        out.extend(reader.finish());
-        out
-    }
-
-    fn messages(events: &[Event]) -> Vec<Message> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Message(m) => Some(m.clone()),
-                _ => None,
-            })
-            .collect()
+        testing::map_chunks(CodexMapper::default(), chunks)
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {

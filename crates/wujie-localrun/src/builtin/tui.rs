@@ -395,6 +395,33 @@ pub fn is_agent_markup(text: &str) -> bool {
     true
 }
 
+/// What the providers' mapping tests share: a log fed in chunks, and the messages it gave.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{LogMapper, LogReader};
+    use wujie_protocol::event::{Event, Message};
+
+    pub fn map_chunks<'a, M: LogMapper>(
+        mapper: M,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Vec<Event> {
+        let mut reader = LogReader::new(mapper);
+        let mut out: Vec<Event> = chunks.into_iter().flat_map(|c| reader.feed(c)).collect();
+        out.extend(reader.finish());
+        out
+    }
+
+    pub fn messages(events: &[Event]) -> Vec<Message> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
