@@ -416,18 +416,12 @@ fn usage_of(message: &Map<String, Value>) -> Option<Usage> {
 /// `wujie adapter claude [ARGS…]`: Claude Code in its terminal UI on our terminal, its session
 /// reported as events; exits with Claude Code's exit code.
 pub async fn run_claude_adapter(args: Vec<String>) -> i32 {
-    match run(args).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("wujie adapter claude: error: {e}");
-            e.exit_code()
-        }
-    }
+    super::adapter_exit("claude", run(args).await)
 }
 
 async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    let program = CLAUDE.locate_from_env()?;
     let env = |name| std::env::var(name).ok();
-    let program = CLAUDE.locate(env(CLAUDE.env_var).as_deref(), env("PATH").as_deref())?;
     let new_id = uuid::Uuid::new_v4().to_string();
     // Checked before the issue is fetched, so a bad argument fails at once.
     plan_launch(&args, &new_id, None)?;

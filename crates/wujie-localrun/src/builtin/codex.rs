@@ -334,18 +334,12 @@ fn texts_of(parts: Option<&Value>, field: &str) -> String {
 /// `wujie adapter codex [ARGS…]`: Codex in its terminal UI on our terminal, its session
 /// reported as events; exits with Codex's exit code.
 pub async fn run_codex_adapter(args: Vec<String>) -> i32 {
-    match run(args).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("wujie adapter codex: error: {e}");
-            e.exit_code()
-        }
-    }
+    super::adapter_exit("codex", run(args).await)
 }
 
 async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    let program = CODEX.locate_from_env()?;
     let env = |name| std::env::var(name).ok();
-    let program = CODEX.locate(env(CODEX.env_var).as_deref(), env("PATH").as_deref())?;
     launch_args(&args, Some(""))?;
     let context = issue_context(CODEX.name).await;
     let launch = launch_args(&args, context.as_deref())?;

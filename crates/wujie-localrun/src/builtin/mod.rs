@@ -60,6 +60,15 @@ pub enum BuiltinError {
     },
 }
 
+/// A built-in adapter's exit: the agent's own code, or the error said on stderr as
+/// `wujie adapter NAME: error: …` and its [`BuiltinError::exit_code`].
+pub fn adapter_exit(adapter: &str, outcome: Result<i32, BuiltinError>) -> i32 {
+    outcome.unwrap_or_else(|e| {
+        eprintln!("wujie adapter {adapter}: error: {e}");
+        e.exit_code()
+    })
+}
+
 impl BuiltinError {
     /// The adapter's exit code for this error: 2 for arguments it refuses, 127 when the agent
     /// cannot be started, 1 when its output cannot be read.
@@ -86,6 +95,12 @@ pub struct AgentProgram {
 }
 
 impl AgentProgram {
+    /// The executable to run, from this process's override variable and `PATH`.
+    pub fn locate_from_env(&self) -> Result<PathBuf, BuiltinError> {
+        let env = |name| std::env::var(name).ok();
+        self.locate(env(self.env_var).as_deref(), env("PATH").as_deref())
+    }
+
     /// The executable to run, given the override variable's value and `PATH`.
     pub fn locate(
         &self,

@@ -436,19 +436,12 @@ pub fn check_args(args: &[String]) -> Result<(), BuiltinError> {
 /// code.
 /// pi is `$WUJIE_PI_BIN`, else `pi` on `PATH`.
 pub async fn run_pi_adapter(args: Vec<String>) -> i32 {
-    match run(args).await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("wujie adapter pi: error: {e}");
-            e.exit_code()
-        }
-    }
+    super::adapter_exit("pi", run(args).await)
 }
 
 async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     check_args(&args)?;
-    let env = |name| std::env::var(name).ok();
-    let program = PI.locate(env(PI.env_var).as_deref(), env("PATH").as_deref())?;
+    let program = PI.locate_from_env()?;
     let mut child = tokio::process::Command::new(&program)
         .args(["--mode", "json"])
         .args(&args)
