@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use wujie_mockllm::Script;
-use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
+use wujie_mockllm::agents::{Agent, AgentHome};
 
 const COMPOSER: &str = "Ask Codex to do anything";
 const PROMPT: &str = "Run the shell command echo hello";
@@ -27,23 +27,14 @@ fn script() -> Script {
     .expect("the fixture script parses")
 }
 
+/// `wujie ARGS` in tmux, in the agent's work directory with its environment, then `EXIT=<code>`.
 fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
-    let vars: Vec<String> = home
-        .envs()
-        .iter()
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
-    let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
-         env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
-         {WUJIE} {wujie_args}; echo EXIT=$?; trap '' INT; sleep 600",
-        work = home.workdir().display(),
-        wujie_home = env.home.path().display(),
-        home = home.home().display(),
-        bin = agents_dir().join("bin").display(),
-        vars = vars.join(" "),
-    );
-    Tmux::start(name, &shell, 100, 30)
+    Tmux::start(
+        name,
+        &tui_agent::agent_shell(home, env, wujie_args),
+        100,
+        30,
+    )
 }
 
 /// Types `text`, then Enter a moment later (keys arriving with the text count as a paste).
