@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use common::Env;
+use common::run_output::{describe, messages_of, one};
 use serde_json::Value;
 
 const PROMPT: &str = "Run echo hello, then say done.";
@@ -42,30 +43,6 @@ fn run_fake(env: &Env, key: &str, mode: &str, options: &[&str]) -> (Output, Vec<
         .map(|l| serde_json::from_str(l).expect("the log holds JSON"))
         .collect();
     (out, received)
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn messages_of<'a>(run: &'a Value, kind: &str) -> Vec<&'a Value> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["type"] == kind)
-        .collect()
-}
-
-fn one<'a>(run: &'a Value, kind: &str) -> &'a Value {
-    let found = messages_of(run, kind);
-    assert_eq!(found.len(), 1, "exactly one {kind} in {run:#}");
-    found[0]
 }
 
 /// The client's answer to the agent's permission request.

@@ -9,31 +9,13 @@ mod common;
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::process::Output;
 
 use common::Env;
+use common::run_output::{describe, messages_of, one};
 use serde_json::Value;
 use wujie_mockllm::agents::{Agent, agents_dir};
 
 const PROMPT: &str = "Run the shell command echo hello, then say done.";
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn messages_of<'a>(run: &'a Value, kind: &str) -> Vec<&'a Value> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["type"] == kind)
-        .collect()
-}
 
 /// `wujie run KEY -- acp --allow once -p PROMPT -- AGENT ACP-ARGS…` in the agent's work
 /// directory and home; returns the run as the issue shows it.
@@ -102,12 +84,6 @@ fn run_agent(agent: Agent) -> Option<Value> {
         "{keys:?}"
     );
     Some(run)
-}
-
-fn one<'a>(run: &'a Value, kind: &str) -> &'a Value {
-    let found = messages_of(run, kind);
-    assert_eq!(found.len(), 1, "exactly one {kind} in {run:#}");
-    found[0]
 }
 
 /// The run's usage events as (model, input, output).

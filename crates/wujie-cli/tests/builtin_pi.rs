@@ -11,8 +11,9 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::run_output::{describe, messages_of};
 use common::{Env, V1};
 use serde_json::Value;
 use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
@@ -32,24 +33,6 @@ fn with_pi(env: &Env, home: &AgentHome, args: &[&str]) -> Command {
         .envs(home.envs().iter().map(|(k, v)| (k, v)))
         .args(args);
     cmd
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn messages_of<'a>(run: &'a Value, kind: &str) -> Vec<&'a Value> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["type"] == kind)
-        .collect()
 }
 
 /// The ids of pi's session files (`<timestamp>_<id>.jsonl`) under its home.

@@ -361,5 +361,6 @@ impl Drop for Tmux {
     }
 }
 
+pub mod run_output;
 pub mod spawned;
 pub mod tui_agent;
