@@ -36,10 +36,9 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::builtin::tui::{
-    FindLog, LogMapper, LogReader, bare_message, content_message, count_field, is_agent_markup,
-    issue_context, run_with_log, str_field,
+    FindLog, LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field,
 };
-use crate::builtin::{AgentProgram, BuiltinError};
+use crate::builtin::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
 
 /// The `source` of every message the codex provider reports.
 pub const SOURCE: &str = "codex";

@@ -13,6 +13,9 @@ pub mod tui;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use serde_json::{Map, Value};
+use wujie_protocol::event::{Event, Message, MessageKind};
+
 /// Why a built-in adapter could not start its agent.
 #[derive(Debug, thiserror::Error)]
 pub enum BuiltinError {
@@ -151,6 +154,41 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
+}
+
+// What every built-in's mapper builds its events from.
+
+/// A message of `kind` from `source` with its key and nothing else set.
+pub fn bare_message(source: &str, kind: MessageKind, source_key: String) -> Message {
+    Message {
+        kind,
+        content: None,
+        tool: None,
+        input: None,
+        output: None,
+        source: source.to_owned(),
+        source_key,
+    }
+}
+
+/// A message carrying text content.
+pub fn content_message(source: &str, kind: MessageKind, content: String, key: String) -> Event {
+    let mut message = bare_message(source, kind, key);
+    message.content = Some(content);
+    Event::Message(message)
+}
+
+/// A token count: a non-negative integer (a float is rounded), else 0.
+pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
+    match object.get(field) {
+        Some(Value::Number(n)) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map(|f| f.round() as u64)
+        }),
+        _ => None,
+    }
+    .unwrap_or(0)
 }
 
 #[cfg(test)]

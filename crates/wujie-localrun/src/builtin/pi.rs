@@ -367,38 +367,18 @@ fn join_texts(blocks: &[Value]) -> String {
 }
 
 fn bare_message(kind: MessageKind, source_key: String) -> Message {
-    Message {
-        kind,
-        content: None,
-        tool: None,
-        input: None,
-        output: None,
-        source: SOURCE.to_owned(),
-        source_key,
-    }
+    super::bare_message(SOURCE, kind, source_key)
 }
 
 fn content_message(kind: MessageKind, content: String, source_key: String) -> PiOutput {
-    let mut message = bare_message(kind, source_key);
-    message.content = Some(content);
-    PiOutput::Event(Event::Message(message))
+    PiOutput::Event(super::content_message(SOURCE, kind, content, source_key))
 }
 
 /// The message's token usage; `None` when it has none or every count is zero (pi's
 /// `message_start` placeholders, aborted requests).
 fn usage_of(message: &Map<String, Value>) -> Option<Usage> {
     let usage = message.get("usage")?.as_object()?;
-    let count = |field: &str| {
-        match usage.get(field) {
-            Some(Value::Number(n)) => n.as_u64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.is_finite() && *f >= 0.0)
-                    .map(|f| f.round() as u64)
-            }),
-            _ => None,
-        }
-        .unwrap_or(0)
-    };
+    let count = |field: &str| super::count_field(usage, field);
     let usage = Usage {
         provider: str_field(message, "provider")
             .unwrap_or("unknown")

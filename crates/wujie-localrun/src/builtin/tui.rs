@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::io::AsyncWriteExt;
-use wujie_protocol::event::{Event, Message, MessageKind};
+use wujie_protocol::event::Event;
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
 use crate::builtin::{AgentProgram, BuiltinError, hold_stop_signals};
@@ -328,41 +328,8 @@ fn wire_name(value: &impl serde::Serialize) -> String {
     }
 }
 
-/// A message of `kind` from `source` with its key and nothing else set.
-pub fn bare_message(source: &str, kind: MessageKind, source_key: String) -> Message {
-    Message {
-        kind,
-        content: None,
-        tool: None,
-        input: None,
-        output: None,
-        source: source.to_owned(),
-        source_key,
-    }
-}
-
-/// A message carrying text content.
-pub fn content_message(source: &str, kind: MessageKind, content: String, key: String) -> Event {
-    let mut message = bare_message(source, kind, key);
-    message.content = Some(content);
-    Event::Message(message)
-}
-
 pub fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
     object.get(field).and_then(Value::as_str)
-}
-
-/// A token count: a non-negative integer (a float is rounded), else 0.
-pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
-    match object.get(field) {
-        Some(Value::Number(n)) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.is_finite() && *f >= 0.0)
-                .map(|f| f.round() as u64)
-        }),
-        _ => None,
-    }
-    .unwrap_or(0)
 }
 
 /// Whether `text` is only markup the agent adds itself (`<tag>…</tag>`, possibly several):

@@ -443,21 +443,11 @@ fn plan_text(update: &Map<String, Value>) -> Option<String> {
 }
 
 fn bare(kind: MessageKind, source_key: String) -> Message {
-    Message {
-        kind,
-        content: None,
-        tool: None,
-        input: None,
-        output: None,
-        source: SOURCE.to_owned(),
-        source_key,
-    }
+    crate::builtin::bare_message(SOURCE, kind, source_key)
 }
 
 fn content(kind: MessageKind, text: String, source_key: String) -> Event {
-    let mut message = bare(kind, source_key);
-    message.content = Some(text);
-    Event::Message(message)
+    crate::builtin::content_message(SOURCE, kind, text, source_key)
 }
 
 #[cfg(test)]
