@@ -104,13 +104,7 @@ pub async fn sync(
             continue;
         };
         // What the previous owner left, read again now that nobody else can change it.
-        let Some(t) = outbox
-            .targets()
-            .await
-            .map_err(invalid)?
-            .into_iter()
-            .find(|t| t.id == listed.id)
-        else {
+        let Some(t) = outbox.target(&listed.id).await.map_err(invalid)? else {
             outbox.forget_lock_file(&listed.id);
             continue;
         };
