@@ -1,41 +1,13 @@
 //! What every command needs: the profile, the output format, and a way to reach a server.
 
 use anyhow::{Context as _, Result};
+use wujie_builtins::BUILTINS;
 use wujie_localrun::connection::Connection;
 use wujie_localrun::profile::{Profile, Roots};
-use wujie_localrun::registry::{Builtin, ProviderRegistry};
-use wujie_protocol::manifest::ProtocolVersion;
+use wujie_localrun::registry::ProviderRegistry;
 use wujie_store::outbox::Outbox;
 
 use crate::cli::{Global, Output};
-
-/// Providers compiled into `wujie` (their adapters are `wujie adapter <name>`).
-pub const BUILTINS: &[Builtin] = &[
-    Builtin {
-        name: "pi",
-        display_name: "pi (built in)",
-        protocol: ProtocolVersion::V1,
-        interactive_pty: false,
-    },
-    Builtin {
-        name: "claude",
-        display_name: "Claude Code (built in, its own terminal UI)",
-        protocol: ProtocolVersion::V2,
-        interactive_pty: true,
-    },
-    Builtin {
-        name: "codex",
-        display_name: "Codex (built in, its own terminal UI)",
-        protocol: ProtocolVersion::V2,
-        interactive_pty: true,
-    },
-    Builtin {
-        name: "acp",
-        display_name: "any ACP agent (built in)",
-        protocol: ProtocolVersion::V1,
-        interactive_pty: false,
-    },
-];
 
 pub struct Context {
     pub profile: Profile,

@@ -20,7 +20,7 @@ const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
 /// result thinking and the answer `done` (usage 20/2).
 fn script() -> Script {
     Script::from_json(include_str!(
-        "../../wujie-localrun/tests/fixtures/claude_echo_hello.script.json"
+        "../../wujie-builtins/tests/fixtures/claude_echo_hello.script.json"
     ))
     .expect("the fixture script parses")
 }

@@ -232,7 +232,7 @@ fn a_resize_while_the_menu_is_open_redraws_it_and_reaches_the_adapter_after() {
 
 #[test]
 fn output_waits_while_the_menu_is_open_and_past_the_cap_the_adapter_waits_too() {
-    use wujie_localrun::terminal::HOLD_CAP;
+    use wujie_host::HOLD_CAP;
     let env = Env::new();
     env.install_example("fake-tui-v2");
     let progress = env.work.path().join("flood");

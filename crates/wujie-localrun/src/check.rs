@@ -13,7 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
+use wujie_builtins::Builtin;
 use wujie_client::Client;
+use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, IngestBatch, IngestOutcome};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{DecodedLine, Event, HandoffMode, MessageKind, parse_line};
@@ -24,9 +26,9 @@ use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::profile::Roots;
-use crate::registry::{Builtin, Origin, Provider, load_manifest};
+use crate::registry::{Origin, Provider, load_manifest};
 use crate::session::{Binding, adapter_env};
-use crate::supervisor::{Adapter, SpawnSpec, exit_code_of};
+use crate::supervisor::{Adapter, SpawnSpec};
 
 /// The usage fields the specification lists; anything else is dropped by Wujie.
 const USAGE_FIELDS: [&str; 6] = [

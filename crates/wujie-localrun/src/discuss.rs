@@ -16,6 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
+use wujie_host::user_input::UserInput;
+use wujie_host::{AdapterStdin, HostEvent, InlineCard, TerminalHost};
+use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
@@ -27,17 +31,12 @@ use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::promotion::{self, IssueDraft};
 use crate::registry::{AdapterCommand, Provider};
-use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use crate::run::STOP_GRACE;
 use crate::session::{
-    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event,
-    next_input, pipe_input, revoke_adapter_token,
+    Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event, next_input,
+    pipe_input, revoke_adapter_token,
 };
-use crate::supervisor::{
-    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
-};
-use crate::terminal::{HostEvent, InlineCard, TerminalHost};
-use crate::user_input::UserInput;
+use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec};
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 

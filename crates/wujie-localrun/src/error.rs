@@ -63,6 +63,8 @@ pub enum LocalRunError {
     UnsafePlugin { path: PathBuf, reason: String },
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Host(#[from] wujie_host::HostError),
     #[error(
         "invalid provider name {name:?}: {reason}; a provider is named by one word such as `fake-provider` (see `wujie local-run provider list`)"
     )]

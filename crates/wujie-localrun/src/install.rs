@@ -7,9 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
+use wujie_builtins::Builtin;
+
 use crate::error::LocalRunError;
 use crate::profile::{Config, Profile, ProviderEntry};
-use crate::registry::{Builtin, Origin, Provider, ProviderRegistry, load_manifest, provider_name};
+use crate::registry::{Origin, Provider, ProviderRegistry, load_manifest, provider_name};
 
 /// Largest plugin we copy; a provider is an adapter and a manifest, not a data set.
 const MAX_PLUGIN_BYTES: u64 = 256 * 1024 * 1024;

@@ -6,39 +6,12 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use wujie_protocol::manifest::{self, Capabilities, Manifest, ProtocolVersion};
+use wujie_builtins::Builtin;
+use wujie_protocol::manifest::{self, Manifest};
 
 use crate::error::LocalRunError;
 use crate::profile::{Config, Profile, expand_path};
 use crate::small_file::read_small_file;
-
-/// A provider implemented inside the `wujie` binary: its adapter is `wujie adapter <name>`.
-#[derive(Debug, Clone, Copy)]
-pub struct Builtin {
-    pub name: &'static str,
-    pub display_name: &'static str,
-    pub protocol: ProtocolVersion,
-    pub interactive_pty: bool,
-}
-
-impl Builtin {
-    fn manifest(&self) -> Manifest {
-        Manifest {
-            schema_version: 1,
-            name: self.name.to_owned(),
-            display_name: Some(self.display_name.to_owned()),
-            command: self.name.to_owned(),
-            protocol: self.protocol,
-            capabilities: Capabilities {
-                interactive_pty: self.interactive_pty,
-                structured_events: true,
-                issue_context: Some("env".to_owned()),
-                usage: true,
-                native_plan_handoff: false,
-            },
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {

@@ -6,6 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef, refused_error};
+use wujie_host::AdapterStdin;
+use wujie_host::user_input::UserInput;
+use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateRun, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind};
@@ -15,15 +19,11 @@ use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::registry::Provider;
-use crate::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef, refused_error};
 use crate::session::{
-    AdapterStdin, Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
+    Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
     revoke_adapter_token,
 };
-use crate::supervisor::{
-    Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec, exit_code_of,
-};
-use crate::user_input::UserInput;
+use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec};
 
 /// How long a cancelled adapter gets between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);

@@ -1,19 +1,20 @@
 //! Plumbing shared by every way of driving an adapter (`run`, `discuss`): its environment, its
 //! stdout as decoded event lines, its stdin fed by one writer, and the user's stop signals.
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::AsyncReadExt;
+use tokio::process::ChildStdout;
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
-use tokio::sync::{mpsc, oneshot};
+use wujie_host::user_input::UserInput;
+use wujie_host::{
+    AdapterStdin, HostEvent, StdinSink, TerminalHost, sleep_until_opt, stdin_is_terminal,
+    terminal_size,
+};
 use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, DecodedLine, EventError, LineDecoder};
 use wujie_store::outbox::now_ms;
-use wujie_term::TermSize;
 
 use crate::error::LocalRunError;
 use crate::registry::Provider;
 use crate::supervisor::{Adapter, SpawnSpec};
-use crate::terminal::{HostEvent, PtyWriter, TerminalHost, stdin_is_terminal, terminal_size};
-use crate::user_input::UserInput;
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
 #[derive(Debug, Clone, Default)]
@@ -133,90 +134,6 @@ impl StdoutEvents {
     }
 }
 
-/// Where the adapter reads its input: a pipe, or the master side of its PTY.
-pub enum StdinSink {
-    Pipe(ChildStdin),
-    Pty(PtyWriter),
-}
-
-/// The single writer of the adapter's stdin: user input and control frames go through it in
-/// order, so a frame is never interleaved with other bytes.
-#[derive(Clone)]
-pub struct AdapterStdin {
-    tx: mpsc::Sender<StdinWrite>,
-}
-
-enum StdinWrite {
-    Bytes(Vec<u8>, Option<oneshot::Sender<()>>),
-    /// New window size for the adapter's PTY (ignored for a pipe).
-    Resize(TermSize),
-    /// Close the pipe: the adapter sees end of input.
-    Close,
-}
-
-impl AdapterStdin {
-    pub fn spawn(sink: Option<StdinSink>) -> AdapterStdin {
-        let (tx, mut rx) = mpsc::channel::<StdinWrite>(64);
-        tokio::spawn(async move {
-            let Some(mut sink) = sink else { return };
-            while let Some(write) = rx.recv().await {
-                let (bytes, done) = match write {
-                    StdinWrite::Bytes(bytes, done) => (bytes, done),
-                    StdinWrite::Resize(size) => {
-                        if let StdinSink::Pty(pty) = &sink {
-                            let _ = pty.resize(size);
-                        }
-                        continue;
-                    }
-                    StdinWrite::Close => break,
-                };
-                let ok = match &mut sink {
-                    StdinSink::Pipe(pipe) => {
-                        pipe.write_all(&bytes).await.is_ok() && pipe.flush().await.is_ok()
-                    }
-                    StdinSink::Pty(pty) => pty.write_all(&bytes).await.is_ok(),
-                };
-                if let Some(done) = done {
-                    let _ = done.send(());
-                }
-                if !ok {
-                    break;
-                }
-            }
-        });
-        AdapterStdin { tx }
-    }
-
-    /// Resize the adapter's PTY, in order with the bytes queued before.
-    pub async fn resize(&self, size: TermSize) {
-        let _ = self.tx.send(StdinWrite::Resize(size)).await;
-    }
-
-    /// Queue bytes for the adapter.
-    pub async fn send(&self, bytes: Vec<u8>) {
-        let _ = self.tx.send(StdinWrite::Bytes(bytes, None)).await;
-    }
-
-    /// Close the adapter's stdin after what was queued before.
-    pub async fn close(&self) {
-        let _ = self.tx.send(StdinWrite::Close).await;
-    }
-
-    /// Write bytes and wait until they are in the pipe (or the adapter's stdin is gone), e.g. a
-    /// decision frame that must arrive before a signal.
-    pub async fn send_flushed(&self, bytes: Vec<u8>) {
-        let (done, written) = oneshot::channel();
-        if self
-            .tx
-            .send(StdinWrite::Bytes(bytes, Some(done)))
-            .await
-            .is_ok()
-        {
-            let _ = written.await;
-        }
-    }
-}
-
 /// SIGINT, SIGTERM and SIGHUP to `wujie`: the user wants the adapter stopped.
 pub struct StopSignals {
     int: UnixSignal,
@@ -302,14 +219,6 @@ pub fn pipe_input(host: &Option<TerminalHost>) -> Option<UserInput> {
 pub async fn next_input(from_user: &mut Option<UserInput>) -> Option<Vec<u8>> {
     match from_user {
         Some(input) => input.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Sleeps until `at`; never resolves without a deadline (for optional `select!` timers).
-pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
 }

@@ -244,12 +244,3 @@ impl ExitWatch {
 
 /// What `wujie` tells the user when it stops reading an exited adapter's stdout.
 pub const STDOUT_ABANDONED: &str = "the adapter exited, but a process it started outside its process group still holds its output open; no longer reading it";
-
-/// The exit code a shell would report: the code, or 128 + the signal number.
-pub fn exit_code_of(status: ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
-}

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use wujie_delivery::reporter::{Reporter, ReporterNotice, TargetRef};
 use wujie_protocol::api::{FinishRun, RunStatus};
 use wujie_store::REPORTER_STOPPED;
 use wujie_store::outbox::{Outbox, TargetKind};
@@ -17,7 +18,6 @@ use wujie_store::outbox::{Outbox, TargetKind};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::profile::Profile;
-use crate::reporter::{Reporter, ReporterNotice, TargetRef};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetStatus {

@@ -169,6 +169,15 @@ pub fn die_with_parent(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// The exit code a shell would report: the code, or 128 + the signal number.
+pub fn exit_code_of(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,6 +66,49 @@ pub fn owned_dependency_violations(
     found
 }
 
+/// A workspace crate and the workspace crates it may not depend on: the seams along which
+/// local runs are split, so that each part keeps one concern.
+#[derive(Debug)]
+pub struct Seam {
+    pub package: &'static str,
+    pub not_on: &'static [&'static str],
+    pub why: &'static str,
+}
+
+pub const SEAMS: &[Seam] = &[
+    Seam {
+        package: "wujie-builtins",
+        not_on: &["wujie-localrun", "wujie-host", "wujie-delivery"],
+        why: "a built-in provider is an adapter like any plugin's: it knows no flow that runs it",
+    },
+    Seam {
+        package: "wujie-host",
+        not_on: &["wujie-localrun", "wujie-builtins", "wujie-delivery"],
+        why: "the terminal host relays a terminal: it knows no flow, provider or delivery",
+    },
+    Seam {
+        package: "wujie-delivery",
+        not_on: &["wujie-localrun", "wujie-builtins", "wujie-host"],
+        why: "delivery moves events to the server: it knows no flow, provider or terminal",
+    },
+];
+
+/// Violations of [`SEAMS`] by `package`, whose dependencies (of any kind) are `dependencies`.
+pub fn seam_violations(package: &str, dependencies: &[String]) -> Vec<Violation> {
+    let seams = SEAMS.iter().filter(|s| s.package == package);
+    seams
+        .flat_map(|seam| {
+            seam.not_on
+                .iter()
+                .filter(|d| dependencies.iter().any(|have| have == *d))
+                .map(move |d| Violation {
+                    place: format!("{package}/Cargo.toml"),
+                    message: format!("depends on `{d}`; {}", seam.why),
+                })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +138,16 @@ mod tests {
             "use sqlx::SqlitePool;".to_string(),
         )];
         assert!(owned_dependency_violations("wujie-store", &["sqlx".into()], &sources).is_empty());
+    }
+
+    #[test]
+    fn a_crate_across_a_seam_is_refused() {
+        let found = seam_violations(
+            "wujie-builtins",
+            &["wujie-protocol".into(), "wujie-localrun".into()],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("`wujie-localrun`"), "{found:?}");
+        assert!(seam_violations("wujie-localrun", &["wujie-builtins".into()]).is_empty());
     }
 }

@@ -2,7 +2,8 @@
 //! spirit of rust-analyzer's tidy tests:
 //!
 //! - a dependency that one crate owns (sqlx: the store, axum: the server, clap and anyhow: the
-//!   binary) is imported nowhere else ([`boundaries`]);
+//!   binary) is imported nowhere else, and the parts of local runs (built-in providers,
+//!   terminal host, delivery) do not depend on each other or on the flows ([`boundaries`]);
 //! - the pure crates do no I/O and do not `unwrap`/`expect` outside their tests ([`purity`]);
 //! - every declared dependency is used, and a `[dependencies]` entry only tests use is a
 //!   dev-dependency ([`usage`]).

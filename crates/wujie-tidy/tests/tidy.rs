@@ -84,3 +84,23 @@ fn every_workspace_dependency_is_used() {
     let found = usage::unused_workspace_dependency_violations(&declared, &packages());
     assert_none("the workspace declares a dependency no crate uses", found);
 }
+
+#[test]
+fn the_parts_of_local_runs_keep_to_their_seams() {
+    let packages = packages();
+    for seam in boundaries::SEAMS {
+        assert!(
+            packages.iter().any(|p| p.name == seam.package),
+            "no crate {} in the workspace",
+            seam.package
+        );
+    }
+    let found = packages
+        .iter()
+        .flat_map(|p| {
+            let all: Vec<String> = p.dependencies.iter().map(|d| d.package.clone()).collect();
+            boundaries::seam_violations(&p.name, &all)
+        })
+        .collect();
+    assert_none("a crate depends on one across its seam", found);
+}

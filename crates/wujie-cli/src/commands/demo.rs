@@ -4,13 +4,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
+use wujie_builtins::BUILTINS;
 use wujie_localrun::install;
 use wujie_localrun::run::{RunRequest, run as run_provider};
 use wujie_protocol::api::CreateIssue;
 
 use super::issue::print_issue;
 use super::run::StderrNotice;
-use crate::context::{BUILTINS, Context};
+use crate::context::Context;
 use crate::output::{outln, print_json};
 
 const FAKE_MANIFEST: &str = include_str!("../../../../examples/fake-provider/provider.json");

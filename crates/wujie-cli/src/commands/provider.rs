@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
+use wujie_builtins::BUILTINS;
 use wujie_localrun::check::{CheckOptions, CheckReport, Verdict};
 use wujie_localrun::install;
 
 use crate::cli::ProviderCommand;
-use crate::context::{BUILTINS, Context};
+use crate::context::Context;
 use crate::output::{inline, outln, print_json};
 
 #[derive(Serialize)]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use wujie_client::ClientError;
-use wujie_localrun::reporter::ReporterNotice;
+use wujie_delivery::reporter::ReporterNotice;
 use wujie_localrun::run::{RunRequest, run as run_provider};
 use wujie_localrun::sync;
 

@@ -35,10 +35,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::builtin::tui::{
+use crate::tui::{
     FindLog, LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field,
 };
-use crate::builtin::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
 
 /// The `source` of every message the codex provider reports.
 pub const SOURCE: &str = "codex";
@@ -402,10 +402,10 @@ pub fn rollout_sizes(sessions: &Path) -> HashMap<PathBuf, u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::tui::testing::{self, messages};
+    use crate::tui::testing::{self, messages};
 
     /// See tests/fixtures/README.md: Codex 0.171.0 running `echo hello` and answering `done`.
-    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/codex_echo_hello.jsonl");
+    const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/codex_echo_hello.jsonl");
     const SESSION: &str = "01a230e3-1954-7630-ad28-2d8826084e8d";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Event> {

@@ -443,11 +443,11 @@ fn plan_text(update: &Map<String, Value>) -> Option<String> {
 }
 
 fn bare(kind: MessageKind, source_key: String) -> Message {
-    crate::builtin::bare_message(SOURCE, kind, source_key)
+    crate::bare_message(SOURCE, kind, source_key)
 }
 
 fn content(kind: MessageKind, text: String, source_key: String) -> Event {
-    crate::builtin::content_message(SOURCE, kind, text, source_key)
+    crate::content_message(SOURCE, kind, text, source_key)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Built-in providers: adapters compiled into `wujie` and started as `wujie adapter <name>`.
 //!
 //! A built-in adapter runs an agent CLI in its machine-readable output mode, maps that output
-//! to our NDJSON events and prints them, exactly like an external plugin would. What every such
-//! adapter needs lives here: finding the agent's executable and splitting its stdout into lines.
+//! to our NDJSON events and prints them, exactly like an external plugin would. The table of
+//! built-in providers ([`BUILTINS`]) and the dispatch to their adapters ([`run_adapter`]) live
+//! here, next to what every such adapter needs: finding the agent's executable and building
+//! its events.
 
 pub mod acp;
 pub mod claude;
@@ -15,6 +17,95 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, Message, MessageKind};
+use wujie_protocol::manifest::{Capabilities, Manifest, ProtocolVersion};
+
+/// A provider implemented inside the `wujie` binary: its adapter is `wujie adapter <name>`.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub display_name: &'static str,
+    pub protocol: ProtocolVersion,
+    pub interactive_pty: bool,
+}
+
+impl Builtin {
+    /// The manifest a plugin with the same behaviour would ship.
+    pub fn manifest(&self) -> Manifest {
+        Manifest {
+            schema_version: 1,
+            name: self.name.to_owned(),
+            display_name: Some(self.display_name.to_owned()),
+            command: self.name.to_owned(),
+            protocol: self.protocol,
+            capabilities: Capabilities {
+                interactive_pty: self.interactive_pty,
+                structured_events: true,
+                issue_context: Some("env".to_owned()),
+                usage: true,
+                native_plan_handoff: false,
+            },
+        }
+    }
+}
+
+/// Providers compiled into `wujie` (their adapters are `wujie adapter <name>`, see
+/// [`run_adapter`]).
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "pi",
+        display_name: "pi (built in)",
+        protocol: ProtocolVersion::V1,
+        interactive_pty: false,
+    },
+    Builtin {
+        name: "claude",
+        display_name: "Claude Code (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
+        name: "codex",
+        display_name: "Codex (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
+        name: "acp",
+        display_name: "any ACP agent (built in)",
+        protocol: ProtocolVersion::V1,
+        interactive_pty: false,
+    },
+];
+
+/// `wujie adapter NAME` named no provider of [`BUILTINS`].
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no built-in provider named {name:?}; the built-in providers are: {}",
+    builtin_names()
+)]
+pub struct UnknownBuiltin {
+    pub name: String,
+}
+
+fn builtin_names() -> String {
+    let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
+    names.join(", ")
+}
+
+/// Runs the adapter of the built-in provider `name` with `args`; its exit code.
+pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBuiltin> {
+    Ok(match name {
+        "pi" => pi::run_pi_adapter(args).await,
+        "acp" => acp::run_acp_adapter(args).await,
+        "claude" => claude::run_claude_adapter(args).await,
+        "codex" => codex::run_codex_adapter(args).await,
+        other => {
+            return Err(UnknownBuiltin {
+                name: other.to_owned(),
+            });
+        }
+    })
+}
 
 /// Why a built-in adapter could not start its agent.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@ use wujie_term::{
     CARD_MAX_ROWS, CardChoice, CardUpdate, InlineArea, InputScanner, IssueCard, Key, TermSize,
 };
 
-use super::raw::{RawMode, terminal_size, write_to_terminal};
+use crate::raw::{RawMode, terminal_size, write_to_terminal};
 
 pub struct InlineCard {
     card: IssueCard,

@@ -4,15 +4,33 @@
 //! overlay drawn over the adapter's screen. Providers on pipes get the issue card where their
 //! output ends ([`InlineCard`]) when the user is at a terminal.
 
+//!
+//! Also here: the user's stdin read on a thread of its own ([`user_input`]) and the single
+//! writer of the adapter's stdin ([`AdapterStdin`]), which adapters on pipes use too.
+
+mod error;
 mod host;
 mod inline_card;
 mod master;
 mod output;
 mod raw;
 mod start;
+mod stdin;
+mod stop_pipe;
+pub mod user_input;
 
+pub use error::HostError;
 pub use host::{HostEvent, PreparedTerminal, TerminalHost};
 pub use inline_card::InlineCard;
 pub use master::PtyWriter;
 pub use output::HOLD_CAP;
 pub use raw::{RawMode, stdin_is_terminal, terminal_size};
+pub use stdin::{AdapterStdin, StdinSink};
+
+/// Sleeps until `at`; never resolves without a deadline (for optional `select!` timers).
+pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -19,8 +19,8 @@ use tokio::io::AsyncWriteExt;
 use wujie_protocol::event::Event;
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
-use crate::builtin::{AgentProgram, BuiltinError, hold_stop_signals};
-use crate::supervisor::exit_code_of;
+use crate::{AgentProgram, BuiltinError, hold_stop_signals};
+use wujie_process::exit_code_of;
 
 /// Longest session-log line read; longer ones (a huge pasted file, a runaway record) are
 /// skipped so a log can never exhaust memory.

@@ -2,7 +2,7 @@
 //! issue card drawn as an overlay.
 //!
 //! The adapter's output reaches the terminal through a thread of its own
-//! ([`super::output`]). One task owns the rest: it reads the user's input, scans it, forwards
+//! ([`crate::output`]). One task owns the rest: it reads the user's input, scans it, forwards
 //! it to the PTY (through the adapter's single stdin writer, so control frames never
 //! interleave), runs the trigger, draws the overlay (while the output thread holds the adapter's
 //! output back) and follows SIGWINCH. The pump that reads the adapter's events talks to it
@@ -28,13 +28,13 @@ use wujie_term::{
     promoted_commands,
 };
 
-use super::master;
-use super::output::{OutputThread, Screen};
-use super::raw::{RawMode, pause_raw_mode, resume_raw_mode, stdin_is_terminal, terminal_size};
-use super::start::{REPORT_WAIT, StartScreen, locate_cursor, to_bottom_row};
-use crate::error::LocalRunError;
-use crate::session::{AdapterStdin, StdinSink, sleep_until_opt};
+use crate::error::HostError;
+use crate::master;
+use crate::output::{OutputThread, Screen};
+use crate::raw::{RawMode, pause_raw_mode, resume_raw_mode, stdin_is_terminal, terminal_size};
+use crate::start::{REPORT_WAIT, StartScreen, locate_cursor, to_bottom_row};
 use crate::user_input::UserInput;
+use crate::{AdapterStdin, StdinSink, sleep_until_opt};
 
 /// How long an unfinished escape sequence from the user may wait for its next byte before the
 /// scanner hands it over as it is (a lone Esc key).
@@ -83,12 +83,10 @@ pub struct TerminalHost {
 impl TerminalHost {
     /// Gets the user's terminal ready before the adapter starts: raw mode when stdin is a
     /// terminal and, with the `/wujie` menu (`menu`, discussions), where its cursor is, so the
-    /// shadow screen starts there ([`super::start`]).
-    pub fn prepare(size: TermSize, menu: bool) -> Result<PreparedTerminal, LocalRunError> {
+    /// shadow screen starts there ([`crate::start`]).
+    pub fn prepare(size: TermSize, menu: bool) -> Result<PreparedTerminal, HostError> {
         let raw = if stdin_is_terminal() {
-            Some(RawMode::enable().map_err(|e| {
-                LocalRunError::Invalid(format!("could not switch the terminal to raw mode: {e}"))
-            })?)
+            Some(RawMode::enable().map_err(HostError::RawMode)?)
         } else {
             None
         };
@@ -101,13 +99,13 @@ impl TerminalHost {
         })
     }
 
-    /// Starts relaying for an adapter started with [`crate::supervisor::Adapter::spawn_pty`]
+    /// Starts relaying for an adapter started with `Adapter::spawn_pty` (wujie-localrun's supervisor)
     /// on the terminal made ready by [`TerminalHost::prepare`]. Returns the host and the
     /// adapter's stdin writer (the PTY master), for control frames.
     pub fn start(
         pty: pty_process::Pty,
         terminal: PreparedTerminal,
-    ) -> Result<(TerminalHost, AdapterStdin), LocalRunError> {
+    ) -> Result<(TerminalHost, AdapterStdin), HostError> {
         let PreparedTerminal {
             size,
             menu,
@@ -116,17 +114,14 @@ impl TerminalHost {
         } = terminal;
         let interactive = raw.is_some();
         let mut signals = HostSignals::install(interactive)?;
-        let failed = |e: std::io::Error| {
-            LocalRunError::Invalid(format!("could not relay the adapter's terminal: {e}"))
-        };
-        let (reader, writer) = master::split(pty).map_err(failed)?;
+        let (reader, writer) = master::split(pty).map_err(HostError::Relay)?;
         let shadow = menu.then(|| match &start {
             Some(start) => ScreenModel::starting_at(size, start.cursor),
             None => ScreenModel::new(size),
         });
         let screen = Screen::new(shadow);
-        let master = reader.try_clone().map_err(failed)?;
-        let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(failed)?;
+        let master = reader.try_clone().map_err(HostError::Relay)?;
+        let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(HostError::Relay)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
         let (requests, mut requests_rx) = mpsc::channel(8);
@@ -210,9 +205,8 @@ struct HostSignals {
 }
 
 impl HostSignals {
-    fn install(job_control: bool) -> Result<HostSignals, LocalRunError> {
-        let sig =
-            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+    fn install(job_control: bool) -> Result<HostSignals, HostError> {
+        let sig = |kind| signal(kind).map_err(HostError::Signal);
         let job = |number| {
             job_control
                 .then(|| sig(SignalKind::from_raw(number)))
@@ -374,7 +368,7 @@ impl Relay {
 
     /// Puts the cursor on a fresh line under everything the adapter drew (its margin rows
     /// included), for what the shell or `wujie` prints next.
-    fn leave_below(&self, lock: &mut super::output::ScreenLock<'_>) {
+    fn leave_below(&self, lock: &mut crate::output::ScreenLock<'_>) {
         let mut out = Vec::new();
         if let Some(place) = lock.placement(self.size) {
             let below = place.used_rows.saturating_sub(place.cursor.row + 1);

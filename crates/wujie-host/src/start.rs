@@ -17,7 +17,7 @@ use wujie_term::{
     CURSOR_POSITION_QUERY, CursorPos, InputKind, InputScanner, ReplyKind, TermSize, cursor_report,
 };
 
-use super::raw::write_to_terminal;
+use crate::raw::write_to_terminal;
 
 /// How long the terminal may take to answer. Local terminals answer within milliseconds; this
 /// leaves room for a slow ssh link, and is waited in full only by a terminal that never answers.

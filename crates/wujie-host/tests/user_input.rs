@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use wujie_localrun::user_input::UserInput;
+use wujie_host::user_input::UserInput;
 
 #[tokio::test]
 async fn input_typed_after_the_reader_is_dropped_stays_unread() {

@@ -16,7 +16,7 @@ use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
 use wujie_term::{CursorPos, Placement, ScreenModel, TermSize};
 
-use super::raw::write_to_terminal;
+use crate::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
 
 /// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the

@@ -34,10 +34,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::builtin::tui::{
-    LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field,
-};
-use crate::builtin::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
+use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
 
 /// The `source` of every message the claude provider reports.
 pub const SOURCE: &str = "claude";
@@ -453,11 +451,11 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::tui::testing::{self, messages};
+    use crate::tui::testing::{self, messages};
 
     /// See tests/fixtures/README.md: a prompt, a `Bash` call of `echo hello` and its answer,
     /// then a resume of the same session whose request the mock refused.
-    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/claude_echo_hello_resumed.jsonl");
+    const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/claude_echo_hello_resumed.jsonl");
     const SESSION: &str = "11111111-2222-4333-8444-555555555555";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Event> {

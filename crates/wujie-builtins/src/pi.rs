@@ -29,8 +29,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
-use crate::builtin::{AgentProgram, BuiltinError, hold_stop_signals};
-use crate::supervisor::exit_code_of;
+use crate::{AgentProgram, BuiltinError, hold_stop_signals};
+use wujie_process::exit_code_of;
 
 /// The `source` of every message the pi provider reports.
 pub const SOURCE: &str = "pi";
@@ -530,7 +530,7 @@ mod tests {
     /// shell command echo hello, then say done."`) against `wujie-mockllm` with
     /// `tests/fixtures/pi_echo_hello.script.json`: a text block and a `bash` call of
     /// `echo hello`, then thinking "It worked." and the answer "done" with usage 20/2.
-    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/pi_echo_hello.jsonl");
+    const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/pi_echo_hello.jsonl");
     const SESSION: &str = "01a22b26-ebca-7331-bf66-007cd1903c9b";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<PiOutput> {
