@@ -7,6 +7,7 @@
 pub mod acp;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod pi;
 pub mod tui;
 
