@@ -11,7 +11,8 @@
 //! issue goes in as read-only context the way Gemini CLI takes context: a context file
 //! (`GEMINI.md`, or the name the `context.fileName` setting gives) in a directory of its own,
 //! added with `--include-directories`, which Gemini CLI loads into its `<loaded_context>`;
-//! never as a user message.
+//! never as a user message. With folder trust on, Gemini CLI first asks whether to trust that
+//! directory; the context reaches the model once the user says yes.
 //!
 //! Gemini CLI appends a message again each time it changes (its tool calls and their results
 //! are added to the model message once they completed), so records are read by message id,
