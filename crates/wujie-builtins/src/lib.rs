@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 pub mod pi;
 pub mod tui;
 
@@ -70,6 +71,12 @@ pub const BUILTINS: &[Builtin] = &[
         interactive_pty: true,
     },
     Builtin {
+        name: "gemini",
+        display_name: "Gemini CLI (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
         name: "acp",
         display_name: "any ACP agent (built in)",
         protocol: ProtocolVersion::V1,
@@ -99,6 +106,7 @@ pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBu
         "acp" => acp::run_acp_adapter(args).await,
         "claude" => claude::run_claude_adapter(args).await,
         "codex" => codex::run_codex_adapter(args).await,
+        "gemini" => gemini::run_gemini_adapter(args).await,
         other => {
             return Err(UnknownBuiltin {
                 name: other.to_owned(),

@@ -39,6 +39,10 @@ pub trait LogMapper {
 
     /// The agent has exited and its log is read to the end.
     fn finish(&mut self, _out: &mut Vec<Event>) {}
+
+    /// The baseline is read: what the mapper still holds back from it was reported by the
+    /// run that wrote it, so it must not be reported now.
+    fn end_baseline(&mut self) {}
 }
 
 /// Reads a session log incrementally: whole lines only, numbered from 1, JSON objects handed to
@@ -212,6 +216,7 @@ fn read_baseline<M: LogMapper>(
     limit: u64,
 ) -> Vec<Event> {
     let mut events = reader.feed(&tail.read_new_upto(limit));
+    reader.mapper.end_baseline();
     events.retain(|event| matches!(event, Event::Session { .. }));
     events.truncate(1);
     events
