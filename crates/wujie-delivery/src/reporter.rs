@@ -115,6 +115,9 @@ struct Shared {
     /// Why the writer stopped, once it failed; what `record` and `flush` then answer.
     writer_failed: Mutex<Option<String>>,
     committed: Notify,
+    /// Woken at each pass of the deliverer (every settlement is followed by one), for
+    /// [`Reporter::wait_delivered`].
+    delivery_pass: Notify,
     closing: std::sync::atomic::AtomicBool,
 }
 
@@ -158,6 +161,7 @@ impl Reporter {
             }]),
             writer_failed: Mutex::new(None),
             committed: Notify::new(),
+            delivery_pass: Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(RECORD_QUEUE);
@@ -209,17 +213,31 @@ impl Reporter {
     /// Wait until every row committed for `target_id` was acknowledged (or refused); false when
     /// that did not happen within `timeout` (server unreachable).
     pub async fn wait_delivered(&self, target_id: &str, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            match self.outbox.pending(target_id, 1).await {
-                Ok(rows) if rows.is_empty() => return true,
-                Ok(_) => self.shared.committed.notify_one(),
-                Err(_) => {}
+            // Registered before the look at the outbox, so that a pass of the deliverer in
+            // between still wakes this.
+            let pass = self.shared.delivery_pass.notified();
+            tokio::pin!(pass);
+            pass.as_mut().enable();
+            if self.nothing_pending(target_id).await {
+                return true;
             }
-            if Instant::now() >= deadline {
-                return false;
+            if tokio::time::timeout_at(deadline, pass).await.is_err() {
+                return self.nothing_pending(target_id).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether no row of `target_id` waits any more; when some do, the deliverer is woken.
+    async fn nothing_pending(&self, target_id: &str) -> bool {
+        match self.outbox.pending(target_id, 1).await {
+            Ok(rows) if rows.is_empty() => true,
+            Ok(_) => {
+                self.shared.committed.notify_one();
+                false
+            }
+            Err(_) => false,
         }
     }
 
@@ -462,6 +480,8 @@ async fn deliver_loop(
     // The last batch the server answered for, settled in the outbox during the next request.
     let mut unsettled: Option<Settlement> = None;
     loop {
+        // What the last pass settled is in the outbox now.
+        shared.delivery_pass.notify_waiters();
         let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = shared
             .targets
             .lock()
@@ -559,6 +579,7 @@ async fn deliver_loop(
                         .iter()
                         .any(|t| t.finish.is_some() && !t.finish_sent);
                     if !unfinished {
+                        shared.delivery_pass.notify_waiters();
                         return stats;
                     }
                 }

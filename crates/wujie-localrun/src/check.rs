@@ -821,7 +821,7 @@ async fn ingest(scratch: &Scratch, capture: &Capture) -> Result<usize, LocalRunE
                 line_no: i as u64 + 1,
                 events,
             };
-            items.extend(items_for_line(&scratch.run_id, &decoded));
+            items.extend(items_for_line(&scratch.run_id, decoded));
         }
     }
     if items.is_empty() {

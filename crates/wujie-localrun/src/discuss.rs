@@ -443,7 +443,7 @@ impl Flow<'_> {
                             }
                         }
                         items.extend(
-                            items_for_line(&self.target.id, &line)
+                            items_for_line(&self.target.id, line)
                                 .into_iter()
                                 .map(|i| (i, read.read_at_ms)),
                         );

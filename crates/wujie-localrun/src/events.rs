@@ -9,16 +9,18 @@ pub const REPORTER_SOURCE: &str = "wujie-reporter";
 /// The items a line becomes. Messages keep the adapter's own (source, source_key). Usage carries
 /// no key, so it gets one from the target id and the line's ordinal in the adapter's stdout:
 /// stable across retries of the same run, so a re-sent batch never counts tokens twice.
-/// `handoff_ready` is a request to the parent, not something to store.
-pub fn items_for_line(target_id: &str, line: &DecodedLine) -> Vec<IngestItem> {
+/// `handoff_ready` is a request to the parent, not something to store. The line is taken by
+/// value: its events move into the items, none is copied.
+pub fn items_for_line(target_id: &str, line: DecodedLine) -> Vec<IngestItem> {
+    let line_no = line.line_no;
     line.events
-        .iter()
+        .into_iter()
         .filter_map(|event| {
-            let (source, source_key) = match event {
+            let (source, source_key) = match &event {
                 Event::Message(m) => (m.source.clone(), m.source_key.clone()),
                 Event::Usage(_) => (
                     REPORTER_SOURCE.to_owned(),
-                    format!("usage:{target_id}:line:{}", line.line_no),
+                    format!("usage:{target_id}:line:{line_no}"),
                 ),
                 Event::Session { session_id } => {
                     (REPORTER_SOURCE.to_owned(), format!("session:{session_id}"))
@@ -28,7 +30,7 @@ pub fn items_for_line(target_id: &str, line: &DecodedLine) -> Vec<IngestItem> {
             Some(IngestItem {
                 source,
                 source_key,
-                event: event.clone(),
+                event,
             })
         })
         .collect()

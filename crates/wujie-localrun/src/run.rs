@@ -279,7 +279,7 @@ async fn pump(
                                 }
                             }
                             items.extend(
-                                items_for_line(target_id, &line)
+                                items_for_line(target_id, line)
                                     .into_iter()
                                     .map(|i| (i, read.read_at_ms)),
                             );
