@@ -43,10 +43,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::builtin::tui::{
+use crate::tui::{
     LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field,
 };
-use crate::builtin::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
 
 /// The `source` of every message the gemini provider reports.
 pub const SOURCE: &str = "gemini";
@@ -548,11 +548,11 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::tui::testing::{self, messages};
+    use crate::tui::testing::{self, messages};
 
     /// See tests/fixtures/README.md: a prompt, a `run_shell_command` of `echo hello` and its
     /// answer, then a resume of the same session with a second prompt.
-    const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/gemini_echo_hello_resumed.jsonl");
+    const FIXTURE: &[u8] = include_bytes!("../tests/fixtures/gemini_echo_hello_resumed.jsonl");
     const SESSION: &str = "11111111-2222-4333-8444-555555555555";
 
     fn map_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<Event> {

@@ -23,7 +23,7 @@ const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
 /// thinking and the answer `done` (usage 20/2).
 fn script() -> Script {
     Script::from_json(include_str!(
-        "../../wujie-localrun/tests/fixtures/gemini_echo_hello.script.json"
+        "../../wujie-builtins/tests/fixtures/gemini_echo_hello.script.json"
     ))
     .expect("the fixture script parses")
 }
