@@ -78,9 +78,9 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "acp",
-        display_name: "any ACP agent (built in)",
+        display_name: "any ACP agent (built in, a conversation on the terminal)",
         protocol: ProtocolVersion::V1,
-        interactive_pty: false,
+        interactive_pty: true,
     },
 ];
 

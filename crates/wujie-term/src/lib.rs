@@ -63,6 +63,7 @@
 //! ```
 
 mod card;
+mod editor;
 mod inline;
 mod keys;
 mod line;
@@ -77,6 +78,7 @@ pub mod text;
 mod trigger;
 
 pub use card::{CARD_MAX_ROWS, CardChoice, CardKind, CardUpdate, IssueCard};
+pub use editor::{EditorAction, HISTORY_CAP, LineEditor, PROMPT_CAP};
 pub use inline::InlineArea;
 pub use keys::{Key, erase_chars};
 pub use line::{InputLine, LINE_CAP, TRIGGER};
