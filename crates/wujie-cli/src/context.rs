@@ -30,6 +30,12 @@ pub const BUILTINS: &[Builtin] = &[
         interactive_pty: true,
     },
     Builtin {
+        name: "opencode",
+        display_name: "opencode (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
         name: "acp",
         display_name: "any ACP agent (built in)",
         protocol: ProtocolVersion::V1,

@@ -5,6 +5,7 @@ use anyhow::{Result, bail};
 use wujie_localrun::builtin::acp::run_acp_adapter;
 use wujie_localrun::builtin::claude::run_claude_adapter;
 use wujie_localrun::builtin::codex::run_codex_adapter;
+use wujie_localrun::builtin::opencode::run_opencode_adapter;
 use wujie_localrun::builtin::pi::run_pi_adapter;
 
 use crate::cli::AdapterArgs;
@@ -19,6 +20,7 @@ pub async fn run(args: AdapterArgs) -> Result<i32> {
         "acp" => Ok(run_acp_adapter(args).await),
         "claude" => Ok(run_claude_adapter(args).await),
         "codex" => Ok(run_codex_adapter(args).await),
+        "opencode" => Ok(run_opencode_adapter(args).await),
         other => {
             let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
             bail!(

@@ -7,6 +7,7 @@
 pub mod acp;
 pub mod claude;
 pub mod codex;
+pub mod opencode;
 pub mod pi;
 pub mod tui;
 
@@ -189,6 +190,23 @@ pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
         _ => None,
     }
     .unwrap_or(0)
+}
+
+/// The value of `--flag VALUE` / `--flag=VALUE` (any of `names`) in `args`: `Some(None)` when
+/// the flag is there without a value.
+pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Option<&'a str>)> {
+    args.iter().enumerate().find_map(|(i, arg)| {
+        names.iter().find_map(|name| {
+            if arg == name {
+                let value = args.get(i + 1).map(String::as_str);
+                Some((i, value.filter(|v| !v.starts_with('-'))))
+            } else {
+                arg.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('='))
+                    .map(|value| (i, Some(value)))
+            }
+        })
+    })
 }
 
 #[cfg(test)]
