@@ -35,7 +35,9 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field};
-use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
+use crate::{
+    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value,
+};
 
 /// The `source` of every message the claude provider reports.
 pub const SOURCE: &str = "claude";
@@ -61,23 +63,6 @@ pub enum Transcript {
 pub struct Launch {
     pub args: Vec<String>,
     pub transcript: Transcript,
-}
-
-/// The value of `--flag VALUE` / `--flag=VALUE` (any of `names`) in `args`: `Some(None)` when
-/// the flag is there without a value.
-fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Option<&'a str>)> {
-    args.iter().enumerate().find_map(|(i, arg)| {
-        names.iter().find_map(|name| {
-            if arg == name {
-                let value = args.get(i + 1).map(String::as_str);
-                Some((i, value.filter(|v| !v.starts_with('-'))))
-            } else {
-                arg.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix('='))
-                    .map(|value| (i, Some(value)))
-            }
-        })
-    })
 }
 
 /// Plans the launch of `claude ARGS…`: which session it is and what the provider adds.

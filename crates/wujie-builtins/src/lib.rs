@@ -10,6 +10,7 @@ pub mod acp;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod opencode;
 pub mod pi;
 pub mod tui;
 
@@ -77,6 +78,12 @@ pub const BUILTINS: &[Builtin] = &[
         interactive_pty: true,
     },
     Builtin {
+        name: "opencode",
+        display_name: "opencode (built in, its own terminal UI)",
+        protocol: ProtocolVersion::V2,
+        interactive_pty: true,
+    },
+    Builtin {
         name: "acp",
         display_name: "any ACP agent (built in, a conversation on the terminal)",
         protocol: ProtocolVersion::V1,
@@ -107,6 +114,7 @@ pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBu
         "claude" => claude::run_claude_adapter(args).await,
         "codex" => codex::run_codex_adapter(args).await,
         "gemini" => gemini::run_gemini_adapter(args).await,
+        "opencode" => opencode::run_opencode_adapter(args).await,
         other => {
             return Err(UnknownBuiltin {
                 name: other.to_owned(),
@@ -288,6 +296,23 @@ pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
         _ => None,
     }
     .unwrap_or(0)
+}
+
+/// The value of `--flag VALUE` / `--flag=VALUE` (any of `names`) in `args`: `Some(None)` when
+/// the flag is there without a value.
+pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Option<&'a str>)> {
+    args.iter().enumerate().find_map(|(i, arg)| {
+        names.iter().find_map(|name| {
+            if arg == name {
+                let value = args.get(i + 1).map(String::as_str);
+                Some((i, value.filter(|v| !v.starts_with('-'))))
+            } else {
+                arg.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('='))
+                    .map(|value| (i, Some(value)))
+            }
+        })
+    })
 }
 
 #[cfg(test)]

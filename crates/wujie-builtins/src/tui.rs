@@ -145,6 +145,16 @@ impl<F: FnMut(Option<u32>) -> Option<PathBuf>> FindLog for F {
     }
 }
 
+/// What a hosted agent's session gives while the agent runs (its log tailed, or what its own
+/// server streams): asked on every poll while the agent runs, then once more when it exited.
+pub trait Observer {
+    /// What happened since the last poll; `agent_pid` is the running agent's process.
+    fn poll(&mut self, agent_pid: Option<u32>) -> impl Future<Output = Vec<Event>>;
+
+    /// The agent has exited: what is still to be reported.
+    fn finish(&mut self) -> impl Future<Output = Vec<Event>>;
+}
+
 /// Runs `program ARGS…` on our terminal until it exits, reporting its session log (found by
 /// `find`) through `reader`; returns the agent's exit code. A log that `find` already gives
 /// before the agent starts is the baseline (see the module comment).
@@ -160,6 +170,24 @@ pub async fn run_with_log<M: LogMapper>(
         Some(tail) => read_baseline(&mut reader, tail, u64::MAX),
         None => Vec::new(),
     };
+    let observer = LogTail {
+        find,
+        tail,
+        reader,
+        baseline,
+    };
+    run_hosted(program, path, args, &[], observer).await
+}
+
+/// Runs `program ARGS…` (with `envs` added to its environment) on our terminal until it
+/// exits, reporting what `observer` sees; returns the agent's exit code.
+pub async fn run_hosted(
+    program: &AgentProgram,
+    path: &Path,
+    args: &[String],
+    envs: &[(String, String)],
+    mut observer: impl Observer,
+) -> Result<i32, BuiltinError> {
     // The agent draws on our terminal: its stdout is our stderr, so our stdout stays events.
     let screen = std::io::stderr()
         .as_fd()
@@ -167,6 +195,7 @@ pub async fn run_with_log<M: LogMapper>(
         .map_err(|source| spawn_error(program, path, source))?;
     let mut child = tokio::process::Command::new(path)
         .args(args)
+        .envs(envs.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::inherit())
         .stdout(Stdio::from(screen))
         .stderr(Stdio::inherit())
@@ -176,27 +205,12 @@ pub async fn run_with_log<M: LogMapper>(
     // still writes while it winds down, and exit with its code.
     let _stop_signals = hold_stop_signals();
     let mut events = EventWriter::new(program.name);
-    events.send(baseline).await;
     let status = loop {
         let exited = tokio::select! {
             status = child.wait() => Some(status),
             () = tokio::time::sleep(POLL) => None,
         };
-        if tail.is_none() {
-            tail = find.find(child.id()).map(|path| Tail { path, offset: 0 });
-            // A log the agent picked itself (`codex resume --last`, its picker) holds an
-            // earlier conversation: what it held before the agent started is the baseline.
-            if let Some(found) = tail.as_mut() {
-                let earlier = find.earlier_bytes(&found.path);
-                if earlier > 0 {
-                    let session = read_baseline(&mut reader, found, earlier);
-                    events.send(session).await;
-                }
-            }
-        }
-        if let Some(tail) = tail.as_mut() {
-            events.send(reader.feed(&tail.read_new())).await;
-        }
+        events.send(observer.poll(child.id()).await).await;
         if let Some(status) = exited {
             break status.map_err(|source| BuiltinError::Read {
                 program: program.name,
@@ -204,8 +218,44 @@ pub async fn run_with_log<M: LogMapper>(
             })?;
         }
     };
-    events.send(reader.finish()).await;
+    events.send(observer.finish().await).await;
     Ok(exit_code_of(status))
+}
+
+/// The session log of [`run_with_log`]: its baseline first, then what is appended.
+struct LogTail<F, M> {
+    find: F,
+    tail: Option<Tail>,
+    reader: LogReader<M>,
+    baseline: Vec<Event>,
+}
+
+impl<F: FindLog, M: LogMapper> Observer for LogTail<F, M> {
+    async fn poll(&mut self, agent_pid: Option<u32>) -> Vec<Event> {
+        let mut events = std::mem::take(&mut self.baseline);
+        if self.tail.is_none() {
+            self.tail = self
+                .find
+                .find(agent_pid)
+                .map(|path| Tail { path, offset: 0 });
+            // A log the agent picked itself (`codex resume --last`, its picker) holds an
+            // earlier conversation: what it held before the agent started is the baseline.
+            if let Some(found) = self.tail.as_mut() {
+                let earlier = self.find.earlier_bytes(&found.path);
+                if earlier > 0 {
+                    events.extend(read_baseline(&mut self.reader, found, earlier));
+                }
+            }
+        }
+        if let Some(tail) = self.tail.as_mut() {
+            events.extend(self.reader.feed(&tail.read_new()));
+        }
+        events
+    }
+
+    async fn finish(&mut self) -> Vec<Event> {
+        self.reader.finish()
+    }
 }
 
 /// Reads up to `limit` bytes of the log (what it held before the agent started) without
