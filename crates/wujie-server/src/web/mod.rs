@@ -62,7 +62,9 @@ async fn security_headers(mut response: Response) -> Response {
         ("content-security-policy", CONTENT_SECURITY_POLICY),
         ("x-content-type-options", "nosniff"),
         ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` with a form post, and
+        // the origin check could not tell our own pages from any other.
+        ("referrer-policy", "same-origin"),
     ];
     for (name, value) in set {
         headers.insert(
