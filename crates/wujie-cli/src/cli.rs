@@ -68,6 +68,9 @@ pub enum Command {
     Mcp,
     /// Create an issue, install the bundled fake provider, run it and show the synced transcript.
     Demo,
+    /// Open the web UI: serves the profile's database on loopback, prints a one-time login
+    /// link and opens it in a browser when there is a display. Stays up until Ctrl+C.
+    Ui(UiArgs),
     /// Run a built-in provider's adapter (what `wujie run` starts; prints NDJSON events).
     #[command(hide = true)]
     Adapter(AdapterArgs),
@@ -268,4 +271,14 @@ pub struct LoginArgs {
     /// The token (or set WUJIE_LOGIN_TOKEN to keep it out of shell history).
     #[arg(long, env = "WUJIE_LOGIN_TOKEN", hide_env_values = true)]
     pub token: String,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Address to serve the UI on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: String,
+    /// Only print the login link; do not start a browser.
+    #[arg(long)]
+    pub no_browser: bool,
 }

@@ -5,6 +5,7 @@ use wujie_builtins::BUILTINS;
 use wujie_localrun::connection::Connection;
 use wujie_localrun::profile::{Profile, Roots};
 use wujie_localrun::registry::ProviderRegistry;
+use wujie_protocol::pricing::PriceTable;
 use wujie_store::outbox::Outbox;
 
 use crate::cli::{Global, Output};
@@ -53,5 +54,22 @@ impl Context {
             BUILTINS,
             &env_var,
         ))
+    }
+
+    /// The price table: the documented defaults with the profile config's `prices` over them.
+    pub fn prices(&self) -> Result<PriceTable> {
+        let config = self.profile.load_config()?;
+        let Some(prices) = config.other.get("prices") else {
+            return Ok(PriceTable::defaults());
+        };
+        let overrides: PriceTable = serde_json::from_value(prices.clone()).with_context(|| {
+            format!(
+                "the `prices` in {} are not a price table; write each as \"provider/model\" \
+                 (or \"model\"): {{\"input\": N, \"output\": N, \"cache_read\": N, \
+                 \"cache_write\": N}} in US dollars per million tokens",
+                self.profile.config_path().display()
+            )
+        })?;
+        Ok(PriceTable::with_overrides(overrides))
     }
 }

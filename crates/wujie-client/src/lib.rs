@@ -9,9 +9,9 @@ pub use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wujie_protocol::api::{
-    ApiError, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun, CreateToken,
-    CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun, FinishedRun,
-    IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
+    ApiError, BrowserLogin, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun,
+    CreateToken, CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun,
+    FinishedRun, IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
     PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, Workspace,
 };
 
@@ -507,6 +507,11 @@ impl Client {
     ) -> Result<Promoted, ClientError> {
         let path = format!("/discussions/{}/promote", segment(id));
         self.call(Method::POST, &path, Some(req)).await
+    }
+
+    /// A one-time link (path on this server) that logs a browser in as this client's user.
+    pub async fn create_browser_login(&self) -> Result<BrowserLogin, ClientError> {
+        self.call(Method::POST, "/browser-logins", None).await
     }
 }
 

@@ -470,3 +470,13 @@ pub struct RunMessageEvent {
     pub run_id: String,
     pub message: RunMessage,
 }
+
+/// `POST /browser-logins`: a one-time link that logs a browser in as the caller's user token.
+/// The link holds a code that works once, for `expires_in_seconds`; never the token.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrowserLogin {
+    /// Path and query to open on the server, e.g. `/login?code=…`.
+    pub path: String,
+    pub expires_in_seconds: u64,
+}

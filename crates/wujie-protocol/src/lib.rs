@@ -12,5 +12,6 @@ pub mod event;
 pub mod limits;
 pub mod lines;
 pub mod manifest;
+pub mod pricing;
 pub mod sidecar;
 pub mod sidecar_tools;

@@ -31,6 +31,11 @@ impl Failure {
     pub(crate) fn forbidden(message: impl Into<String>) -> Self {
         Failure::new(StatusCode::FORBIDDEN, message)
     }
+
+    /// Status and message, for an answer in another shape (the web UI's error page).
+    pub(crate) fn parts(self) -> (StatusCode, String) {
+        (self.status, self.message)
+    }
 }
 
 impl From<StoreError> for Failure {

@@ -7,6 +7,7 @@ mod openapi;
 mod request_log;
 mod routes;
 mod sse;
+mod web;
 
 use std::future::Future;
 use std::io;
@@ -55,6 +56,8 @@ pub struct ServerConfig {
     pub slow_client_after: Duration,
     /// Counts the live feeds being served; clones share the count, so the embedder can read it.
     pub open_feeds: OpenFeeds,
+    /// What usage costs, for the web UI (the profile's `prices` over the defaults).
+    pub prices: wujie_protocol::pricing::PriceTable,
 }
 
 /// The live feeds a server is serving: how many are open, and the signal that ends them all
@@ -104,6 +107,13 @@ impl OpenFeeds {
 
 pub(crate) struct OpenFeed(OpenFeeds);
 
+impl OpenFeed {
+    /// The feeds this one is counted among.
+    pub(crate) fn feeds(&self) -> &OpenFeeds {
+        &self.0
+    }
+}
+
 impl Drop for OpenFeed {
     fn drop(&mut self) {
         (self.0)
@@ -125,6 +135,7 @@ impl Default for ServerConfig {
             feed_queue: 256,
             slow_client_after: Duration::from_secs(10),
             open_feeds: OpenFeeds::default(),
+            prices: wujie_protocol::pricing::PriceTable::defaults(),
         }
     }
 }
@@ -133,12 +144,18 @@ impl Default for ServerConfig {
 pub(crate) struct AppState {
     pub(crate) store: Store,
     pub(crate) config: ServerConfig,
+    /// The web UI's login codes and browser sessions.
+    pub(crate) browser: web::BrowserAuth,
 }
 
 /// The whole API as a router (no sweeper; `serve` adds it).
 pub fn router(store: Store, config: ServerConfig) -> Router {
-    routes::router(AppState { store, config })
-        .layer(axum::middleware::from_fn(request_log::log_request))
+    routes::router(AppState {
+        store,
+        config,
+        browser: web::BrowserAuth::default(),
+    })
+    .layer(axum::middleware::from_fn(request_log::log_request))
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, running the stale-run sweeper

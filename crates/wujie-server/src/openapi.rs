@@ -5,7 +5,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use wujie_protocol::api;
 
-use crate::routes::{discussions, issues, meta, runs, tokens};
+use crate::routes::{browser_logins, discussions, issues, meta, runs, tokens};
 use crate::sse;
 
 #[derive(OpenApi)]
@@ -22,6 +22,7 @@ use crate::sse;
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
         discussions::create_token, discussions::delete_empty,
+        browser_logins::create_browser_login,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,
@@ -32,6 +33,7 @@ use crate::sse;
         api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,
         api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
         api::IssueChange, api::IssueEvent, api::RunMessageEvent,
+        api::BrowserLogin,
     )),
     modifiers(&BearerAuth),
 )]

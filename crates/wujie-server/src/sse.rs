@@ -9,6 +9,7 @@
 //! (it can reconnect and resume), so a slow reader never grows the server's memory.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -18,12 +19,12 @@ use futures::Stream;
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::SendTimeoutError;
-use wujie_protocol::api::ApiError;
+use wujie_protocol::api::{ApiError, IssueEvent, RunMessageEvent};
 use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
-use crate::{AppState, OpenFeed, OpenFeeds};
+use crate::{AppState, OpenFeed};
 
 /// How often a caught-up feed re-reads the store without a change signal: writes by another
 /// process on the same database do not signal this one.
@@ -31,15 +32,15 @@ const REREAD_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Where a feed is in the stored order: the last message and activity `seq` it sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Cursor {
-    message: i64,
-    activity: i64,
+pub(crate) struct Cursor {
+    pub(crate) message: i64,
+    pub(crate) activity: i64,
 }
 
 impl Cursor {
     /// `Last-Event-ID` of the issue feed is `<message seq>.<activity seq>`, of the workspace
     /// feed `<activity seq>`.
-    fn parse(value: &str, with_messages: bool) -> Option<Cursor> {
+    pub(crate) fn parse(value: &str, with_messages: bool) -> Option<Cursor> {
         let number = |s: &str| s.parse::<i64>().ok().filter(|n| *n >= 0);
         if with_messages {
             let (m, a) = value.trim().split_once('.')?;
@@ -55,7 +56,7 @@ impl Cursor {
         }
     }
 
-    fn id(&self, with_messages: bool) -> String {
+    pub(crate) fn id(&self, with_messages: bool) -> String {
         if with_messages {
             format!("{}.{}", self.message, self.activity)
         } else {
@@ -64,7 +65,7 @@ impl Cursor {
     }
 }
 
-fn start_cursor(headers: &HeaderMap, with_messages: bool) -> Result<Cursor, Failure> {
+pub(crate) fn start_cursor(headers: &HeaderMap, with_messages: bool) -> Result<Cursor, Failure> {
     let Some(value) = headers.get("last-event-id") else {
         return Ok(Cursor::default());
     };
@@ -111,7 +112,7 @@ pub(crate) async fn issue_feed(
     let issue_id = state.store.resolve_issue(&key_or_id).await?;
     caller.require_issue_read(&issue_id, &key_or_id)?;
     let cursor = start_cursor(&headers, true)?;
-    Ok(feed(state, Some(issue_id), cursor))
+    Ok(feed(state, Some(issue_id), cursor, Json))
 }
 
 #[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
@@ -132,23 +133,44 @@ pub(crate) async fn workspace_feed(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     caller.require_user("follow the workspace's changes")?;
     let cursor = start_cursor(&headers, false)?;
-    Ok(feed(state, None, cursor))
+    Ok(feed(state, None, cursor, Json))
+}
+
+/// How a feed's items become events: the API sends them as JSON, the web page as HTML it can
+/// insert (`web::live`). `id` is the cursor to resume after the item.
+pub(crate) trait FeedFormat: Send + Sync + 'static {
+    fn message(&self, message: RunMessageEvent, id: String) -> impl Future<Output = Event> + Send;
+    fn issue(&self, change: IssueEvent, id: String) -> impl Future<Output = Event> + Send;
+}
+
+/// The API's format: `message` and `issue` events whose data is the JSON of the item.
+struct Json;
+
+impl FeedFormat for Json {
+    async fn message(&self, message: RunMessageEvent, id: String) -> Event {
+        event("message", &message, Some(id))
+    }
+
+    async fn issue(&self, change: IssueEvent, id: String) -> Event {
+        event("issue", &change, Some(id))
+    }
 }
 
 /// Starts the task that reads the feed from the store into the client's bounded queue.
-fn feed(
+pub(crate) fn feed(
     state: AppState,
     issue_id: Option<String>,
     cursor: Cursor,
+    format: impl FeedFormat,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
     let counted = state.config.open_feeds.open();
     tokio::spawn(pump(
         counted,
-        state.config.open_feeds.clone(),
         state.store,
         issue_id,
         cursor,
+        format,
         tx,
         state.config.slow_client_after,
     ));
@@ -183,7 +205,7 @@ async fn send(
     }
 }
 
-fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Event {
+pub(crate) fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Event {
     let event = Event::default().event(name);
     let event = match id {
         Some(id) => event.id(id),
@@ -195,23 +217,24 @@ fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Event {
         .unwrap_or_else(|_| Event::default().event(name).data("{}"))
 }
 
+/// Runs a feed until it stops or the server shuts down; `counted` counts it meanwhile.
 async fn pump(
-    _counted: OpenFeed,
-    feeds: OpenFeeds,
+    counted: OpenFeed,
     store: Store,
     issue_id: Option<String>,
     cursor: Cursor,
+    format: impl FeedFormat,
     tx: mpsc::Sender<Event>,
     slow_client_after: Duration,
 ) {
     tokio::select! {
-        stopped = follow(&store, issue_id, cursor, &tx, slow_client_after) => {
+        stopped = follow(&store, issue_id, cursor, &format, &tx, slow_client_after) => {
             if let Err(Stop::Store(e)) = stopped {
                 tracing::warn!(error = %e, "a live feed stopped on a store error");
             }
         }
         // The client reconnects (to this server once it is back) with its Last-Event-ID.
-        () = feeds.closing() => {}
+        () = counted.feeds().closing() => {}
     }
 }
 
@@ -219,6 +242,7 @@ async fn follow(
     store: &Store,
     issue_id: Option<String>,
     mut cursor: Cursor,
+    format: &impl FeedFormat,
     tx: &mpsc::Sender<Event>,
     slow_client_after: Duration,
 ) -> Result<(), Stop> {
@@ -250,17 +274,22 @@ async fn follow(
                 (m, _) => m.is_some(),
             };
             let next = if take_message {
-                messages.next().map(|m| {
-                    cursor.message = m.seq;
-                    event("message", &m, Some(cursor.id(with_messages)))
-                })
+                match messages.next() {
+                    Some(m) => {
+                        cursor.message = m.seq;
+                        format.message(m, cursor.id(with_messages)).await
+                    }
+                    None => break,
+                }
             } else {
-                activity.next().map(|a| {
-                    cursor.activity = a.seq;
-                    event("issue", &a, Some(cursor.id(with_messages)))
-                })
+                match activity.next() {
+                    Some(a) => {
+                        cursor.activity = a.seq;
+                        format.issue(a, cursor.id(with_messages)).await
+                    }
+                    None => break,
+                }
             };
-            let Some(next) = next else { break };
             send(tx, next, slow_client_after).await?;
         }
         if more {

@@ -8,13 +8,16 @@ mod activity;
 mod db_file;
 mod discussions;
 mod error;
+mod feed_head;
 mod ingest;
 mod issues;
 pub mod outbox;
 mod rows;
 mod runs;
 mod time;
+mod token_state;
 mod tokens;
+mod usage_totals;
 
 use std::path::Path;
 use std::str::FromStr;

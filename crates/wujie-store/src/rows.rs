@@ -48,9 +48,9 @@ fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-type UsageRow = (String, String, i64, i64, i64, i64);
+pub(crate) type UsageRow = (String, String, i64, i64, i64, i64);
 
-fn usage_from_row((provider, model, i, o, cr, cw): UsageRow) -> Usage {
+pub(crate) fn usage_from_row((provider, model, i, o, cr, cw): UsageRow) -> Usage {
     Usage {
         provider,
         model,

@@ -77,8 +77,9 @@ pub async fn run(ctx: &Context) -> Result<i32> {
         )
         .await?;
         let issue = conn.client.get_issue(&issue.key).await?;
+        let prices = ctx.prices()?;
         if ctx.json() {
-            print_json(&issue)?;
+            print_json(&super::cost::priced_issue(&issue, &prices)?)?;
         } else {
             outln!(
                 "4. The run {} and {} events were synced into {}:\n",
@@ -86,7 +87,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 outcome.summary.stats.delivered,
                 issue.key
             );
-            print_issue(&issue)?;
+            print_issue(&issue, &prices)?;
             outln!(
                 "\nSee it again with `wujie issue show {}` (add `--output json` for JSON).",
                 issue.key

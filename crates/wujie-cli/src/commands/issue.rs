@@ -10,7 +10,9 @@ use wujie_protocol::api::{
     IssueQuery, IssueStatus, RunMessage,
 };
 use wujie_protocol::event::MessageKind;
+use wujie_protocol::pricing::PriceTable;
 
+use super::cost::{cost_text, priced_issue};
 use crate::cli::IssueCommand;
 use crate::context::Context;
 use crate::output::{block, inline, one_line, outln, print_json};
@@ -66,10 +68,11 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             }
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
+                let prices = ctx.prices()?;
                 if ctx.json() {
-                    print_json(&issue)?;
+                    print_json(&priced_issue(&issue, &prices)?)?;
                 } else {
-                    print_issue(&issue)?;
+                    print_issue(&issue, &prices)?;
                 }
             }
             IssueCommand::Comment { key, text } => {
@@ -150,7 +153,7 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     result
 }
 
-pub fn print_issue(issue: &IssueDetail) -> Result<()> {
+pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
     let status = serde_json::to_value(issue.status).unwrap_or_default();
     outln!(
         "{}  {}  [{}]",
@@ -199,6 +202,13 @@ pub fn print_issue(issue: &IssueDetail) -> Result<()> {
                 u.cache_write_tokens
             );
         }
+        if !run.usage.is_empty() {
+            outln!("  cost: {}", inline(&cost_text(&prices.cost(&run.usage))));
+        }
+    }
+    let usage: Vec<_> = issue.runs.iter().flat_map(|r| &r.usage).collect();
+    if !usage.is_empty() {
+        outln!("\nCost: {}", inline(&cost_text(&prices.cost(usage))));
     }
     Ok(())
 }

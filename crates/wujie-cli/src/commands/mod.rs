@@ -4,6 +4,7 @@ mod adapter;
 mod auth;
 pub mod branch;
 mod branch_issue;
+mod cost;
 mod demo;
 mod discuss;
 mod issue;
@@ -13,6 +14,7 @@ mod provider;
 mod run;
 mod server;
 mod stop_signals;
+mod ui;
 
 use anyhow::Result;
 
@@ -55,5 +57,6 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Discuss(args) => discuss::discuss(&ctx, args).await,
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
         Command::Adapter(args) => adapter::run(args).await,
+        Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
     }
 }

@@ -47,6 +47,7 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     let config = ServerConfig {
         stale_after: Duration::from_secs(args.stale_after),
         max_event_bytes: args.max_event_bytes,
+        prices: ctx.prices()?,
         ..ServerConfig::default()
     };
     let shutdown = async {

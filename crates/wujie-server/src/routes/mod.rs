@@ -1,5 +1,6 @@
 //! Route table of `/api/v1` and the JSON body extractor shared by the handlers.
 
+pub(crate) mod browser_logins;
 pub(crate) mod discussions;
 pub(crate) mod issues;
 pub(crate) mod meta;
@@ -56,9 +57,14 @@ pub(crate) fn router(state: AppState) -> Router {
         )
         .route("/discussions/{id}/events", post(discussions::ingest_events))
         .route("/discussions/{id}/tokens", post(discussions::create_token))
-        .route("/discussions/{id}/promote", post(discussions::promote));
+        .route("/discussions/{id}/promote", post(discussions::promote))
+        .route(
+            "/browser-logins",
+            post(browser_logins::create_browser_login),
+        );
     Router::new()
         .nest("/api/v1", api)
+        .merge(crate::web::router())
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(run_to_completion))
@@ -99,16 +105,25 @@ where
     /// A body that does not arrive within `body_read_timeout` is answered with 408, so a
     /// client trickling it cannot hold the connection.
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Failure> {
-        let limit = state.config.body_read_timeout;
-        match tokio::time::timeout(limit, axum::Json::<T>::from_request(req, state)).await {
-            Ok(json) => Ok(Body(json?.0)),
-            Err(_) => Err(Failure::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the request body did not arrive within {} s; send it at once",
-                    limit.as_secs()
-                ),
-            )),
-        }
+        let json = within_body_timeout(state, axum::Json::<T>::from_request(req, state)).await?;
+        Ok(Body(json?.0))
     }
+}
+
+/// Reads a request's body (`read`), or answers 408 when it does not arrive within
+/// `body_read_timeout`.
+pub(crate) async fn within_body_timeout<T>(
+    state: &AppState,
+    read: impl std::future::Future<Output = T>,
+) -> Result<T, Failure> {
+    let limit = state.config.body_read_timeout;
+    tokio::time::timeout(limit, read).await.map_err(|_| {
+        Failure::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s; send it at once",
+                limit.as_secs()
+            ),
+        )
+    })
 }

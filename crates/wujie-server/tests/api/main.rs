@@ -12,3 +12,4 @@ mod limits;
 mod live_feed;
 mod runs;
 mod tokens;
+mod web_ui;

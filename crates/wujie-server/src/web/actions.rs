@@ -1,0 +1,141 @@
+//! What the pages' forms do: create an issue, comment, close or reopen, promote a discussion.
+//! Each takes a [`CsrfForm`] (same origin, the session's CSRF token) and answers with a
+//! redirect to the page that shows the result.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use wujie_protocol::api::{
+    Author, AuthorKind, CreateIssue, FinishRun, IssueStatus, PromoteDiscussion, RunStatus,
+};
+
+use super::auth::CsrfForm;
+use super::{WebError, see_other};
+use crate::AppState;
+
+/// Changes made from a page are the user's.
+fn user() -> Author {
+    Author {
+        kind: AuthorKind::User,
+        run_id: None,
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NewIssue {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    description: String,
+}
+
+pub(crate) async fn create_issue(
+    State(state): State<AppState>,
+    CsrfForm(form): CsrfForm<NewIssue>,
+) -> Result<Response, WebError> {
+    let issue = state
+        .store
+        .create_issue(&CreateIssue {
+            title: form.title,
+            description: form.description,
+            discussion_id: None,
+        })
+        .await?;
+    Ok(see_other(&format!("/issues/{}", issue.key)))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NewComment {
+    #[serde(default)]
+    body: String,
+}
+
+pub(crate) async fn comment(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    CsrfForm(form): CsrfForm<NewComment>,
+) -> Result<Response, WebError> {
+    let issue_id = state.store.resolve_issue(&key).await?;
+    let comment = state
+        .store
+        .add_comment(&issue_id, &form.body, &user())
+        .await?;
+    Ok(see_other(&format!(
+        "/issues/{}#comment-{}",
+        key.to_ascii_uppercase(),
+        comment.id
+    )))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NewStatus {
+    #[serde(default)]
+    status: String,
+}
+
+pub(crate) async fn set_status(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    CsrfForm(form): CsrfForm<NewStatus>,
+) -> Result<Response, WebError> {
+    let status = IssueStatus::from_name(&form.status).ok_or_else(|| {
+        WebError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "unknown status {:?}; a page may set open, done or closed",
+                form.status
+            ),
+        )
+    })?;
+    let issue = state.store.set_issue_status(&key, status, &user()).await?;
+    Ok(see_other(&format!("/issues/{}", issue.key)))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Promotion {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// Turns an open discussion into an issue, as `wujie discussion promote` does: no adapter is
+/// attached here, so the promotion's run records the promotion and ends at once.
+pub(crate) async fn promote(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    CsrfForm(form): CsrfForm<Promotion>,
+) -> Result<Response, WebError> {
+    if form.title.trim().is_empty() {
+        return Err(WebError::new(
+            StatusCode::BAD_REQUEST,
+            "the issue needs a title; go back and give one",
+        ));
+    }
+    let d = state.store.discussion(&id).await?;
+    let promoted = state
+        .store
+        .promote_discussion(
+            &id,
+            &PromoteDiscussion {
+                title: form.title,
+                description: form.description,
+                provider: d.provider,
+                cwd: d.cwd,
+            },
+        )
+        .await?;
+    state
+        .store
+        .finish_run(
+            &promoted.run.id,
+            &FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: None,
+                error: None,
+            },
+        )
+        .await?;
+    Ok(see_other(&format!("/issues/{}", promoted.issue.key)))
+}

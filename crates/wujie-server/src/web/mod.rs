@@ -1,0 +1,190 @@
+//! The web UI: server-rendered pages at `/` over the same store as the API, with a little
+//! JavaScript (`assets/app.js`) that follows an issue's live feed. Every page works without
+//! JavaScript; the assets are compiled into the binary.
+//!
+//! Agent text never runs in the page: templates escape every value (maud), Markdown is
+//! rendered with raw HTML turned into text and links limited to safe schemes (`markdown`), and
+//! the Content-Security-Policy allows scripts from this server's own files only.
+
+mod actions;
+mod auth;
+mod live;
+mod markdown;
+mod pages;
+mod time;
+mod view;
+
+use axum::Router;
+use axum::extract::{FromRequest, Request};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::middleware;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::de::DeserializeOwned;
+use wujie_store::StoreError;
+
+pub(crate) use auth::{BrowserAuth, LOGIN_CODE_TTL};
+
+use crate::AppState;
+use crate::request_log::AnsweredError;
+
+pub(crate) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(pages::issues))
+        .route("/issues", post(actions::create_issue))
+        .route("/issues/{key}", get(pages::issue))
+        .route("/issues/{key}/comments", post(actions::comment))
+        .route("/issues/{key}/status", post(actions::set_status))
+        .route("/issues/{key}/live", get(live::issue_feed))
+        .route("/discussions", get(pages::discussions))
+        .route("/discussions/{id}", get(pages::discussion))
+        .route("/discussions/{id}/promote", post(actions::promote))
+        .route(
+            "/login",
+            get(auth::handlers::login_page).post(auth::handlers::login_with_token),
+        )
+        .route("/logout", post(auth::handlers::logout))
+        .route("/assets/style.css", get(style))
+        .route("/assets/app.js", get(script))
+        .layer(middleware::map_response(security_headers))
+}
+
+/// Scripts and styles only from this server's files; no frames, no plugins, forms post only
+/// here. With this, even markup that slipped through could not run a script.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+async fn security_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    let set = [
+        ("content-security-policy", CONTENT_SECURITY_POLICY),
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` with a form post, and
+        // the origin check could not tell our own pages from any other.
+        ("referrer-policy", "same-origin"),
+    ];
+    for (name, value) in set {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    if !headers.contains_key(CACHE_CONTROL) {
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+async fn style() -> Response {
+    asset("text/css; charset=utf-8", include_str!("assets/style.css"))
+}
+
+async fn script() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/app.js"),
+    )
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (CACHE_CONTROL, HeaderValue::from_static("max-age=300")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// An answer other than the page asked for: to the login page, or an error page.
+#[derive(Debug)]
+pub(crate) enum WebError {
+    LoginNeeded,
+    Page { status: StatusCode, message: String },
+}
+
+impl WebError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> WebError {
+        WebError::Page {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<StoreError> for WebError {
+    fn from(e: StoreError) -> Self {
+        let status = match &e {
+            StoreError::NotFound(_) => StatusCode::NOT_FOUND,
+            StoreError::Conflict(_) => StatusCode::CONFLICT,
+            StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
+            _ => {
+                return WebError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!(
+                        "the server could not complete the request: {e}; retry later or check the server log"
+                    ),
+                );
+            }
+        };
+        WebError::new(status, e.to_string())
+    }
+}
+
+impl From<crate::error::Failure> for WebError {
+    fn from(f: crate::error::Failure) -> Self {
+        let (status, message) = f.parts();
+        WebError::new(status, message)
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        match self {
+            WebError::LoginNeeded => (
+                StatusCode::SEE_OTHER,
+                [(LOCATION, HeaderValue::from_static("/login"))],
+            )
+                .into_response(),
+            WebError::Page { status, message } => {
+                let mut response =
+                    (status, html(view::error_page(status.as_u16(), &message))).into_response();
+                response.extensions_mut().insert(AnsweredError(message));
+                response
+            }
+        }
+    }
+}
+
+/// Reads an `application/x-www-form-urlencoded` body within the server's body timeout.
+pub(crate) async fn read_form<T: DeserializeOwned>(
+    req: Request,
+    state: &AppState,
+) -> Result<T, WebError> {
+    let form = crate::routes::within_body_timeout(state, axum::Form::<T>::from_request(req, state))
+        .await?;
+    match form {
+        Ok(axum::Form(value)) => Ok(value),
+        Err(rejection) => Err(WebError::new(
+            rejection.status(),
+            format!("the form could not be read: {}", rejection.body_text()),
+        )),
+    }
+}
+
+/// A rendered page as a response.
+pub(crate) fn html(markup: maud::Markup) -> Html<String> {
+    Html(markup.into_string())
+}
+
+/// After a form is handled: back to a page (303, so a reload does not post again).
+pub(crate) fn see_other(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(value) => (StatusCode::SEE_OTHER, [(LOCATION, value)]).into_response(),
+        Err(_) => WebError::new(StatusCode::BAD_REQUEST, "not a valid address").into_response(),
+    }
+}

@@ -1,0 +1,107 @@
+//! The pages people read: the issue list, an issue, the discussions.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use serde::Deserialize;
+use wujie_protocol::api::{IssueQuery, IssueStatus};
+use wujie_protocol::event::MessageKind;
+
+use super::auth::Viewer;
+use super::view::{self, ListFilter};
+use super::{WebError, html};
+use crate::AppState;
+use crate::sse::Cursor;
+
+#[derive(Deserialize)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    search: String,
+    #[serde(default)]
+    status: String,
+}
+
+/// Issues shown on the list page at most.
+const LIST_LIMIT: u32 = 200;
+
+pub(crate) async fn issues(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Query(q): Query<ListQuery>,
+) -> Result<Html<String>, WebError> {
+    let status = match q.status.as_str() {
+        "" => None,
+        name => Some(IssueStatus::from_name(name).ok_or_else(|| {
+            WebError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                format!("unknown status {name:?}; choose open, in_progress, done or closed"),
+            )
+        })?),
+    };
+    let search = q.search.trim();
+    let query = IssueQuery {
+        status,
+        search: (!search.is_empty()).then(|| search.to_owned()),
+        limit: Some(LIST_LIMIT),
+    };
+    let issues = state.store.list_issues(&query).await?;
+    let cost = state
+        .config
+        .prices
+        .cost(&state.store.workspace_usage().await?)
+        .text();
+    Ok(html(view::issue_list(
+        &viewer,
+        &issues,
+        &ListFilter { search, status },
+        &cost,
+    )))
+}
+
+pub(crate) async fn issue(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(key): Path<String>,
+) -> Result<Html<String>, WebError> {
+    let issue_id = state.store.resolve_issue(&key).await?;
+    // Read before the issue: the live feed starts here, so nothing stored while the page is
+    // read is missed (something may come twice; the page skips what it shows).
+    let (message, activity) = state.store.issue_feed_head(&issue_id).await?;
+    let issue = state.store.issue(&issue_id).await?;
+    let after = Cursor { message, activity }.id(true);
+    Ok(html(view::issue_page(
+        &viewer,
+        &issue,
+        &after,
+        &state.config.prices,
+    )))
+}
+
+pub(crate) async fn discussions(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> Result<Html<String>, WebError> {
+    let discussions = state.store.list_discussions().await?;
+    Ok(html(view::discussion_list(&viewer, &discussions)))
+}
+
+pub(crate) async fn discussion(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Html<String>, WebError> {
+    let d = state.store.discussion(&id).await?;
+    // The promotion form starts from the latest plan, as `wujie discussion promote` does.
+    let plan = d
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.kind == MessageKind::Plan)
+        .map(|e| e.content.as_str())
+        .unwrap_or("");
+    Ok(html(view::discussion_page(
+        &viewer,
+        &d,
+        plan,
+        &state.config.prices,
+    )))
+}

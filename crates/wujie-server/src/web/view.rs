@@ -1,0 +1,439 @@
+//! The pages' HTML (maud: every `(value)` is escaped; Markdown goes through `markdown::to_html`
+//! and is the only `PreEscaped` content besides JSON encoded by serde).
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use wujie_protocol::api::{
+    AuthorKind, Comment, Discussion, DiscussionStatus, IssueDetail, IssueStatus, IssueSummary, Run,
+    RunMessage, RunStatus,
+};
+use wujie_protocol::event::{MessageKind, Usage};
+use wujie_protocol::pricing::PriceTable;
+
+use super::auth::Viewer;
+use super::markdown;
+use super::time::{duration_between, elapsed_since, short_time};
+
+fn markdown(source: &str) -> Markup {
+    PreEscaped(markdown::to_html(source))
+}
+
+pub(crate) fn csrf_field(viewer: &Viewer) -> Markup {
+    html! { input type="hidden" name="csrf" value=(viewer.csrf_token()); }
+}
+
+fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · Wujie" }
+                link rel="stylesheet" href="/assets/style.css";
+                script src="/assets/app.js" defer {}
+            }
+            body {
+                header.top {
+                    a.brand href="/" { "Wujie" }
+                    @if let Some(viewer) = viewer {
+                        nav {
+                            a href="/" { "Issues" }
+                            a href="/discussions" { "Discussions" }
+                        }
+                        form.logout method="post" action="/logout" {
+                            (csrf_field(viewer))
+                            button type="submit" { "Log out" }
+                        }
+                    }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+pub(crate) fn error_page(status: u16, message: &str) -> Markup {
+    layout(
+        "Error",
+        None,
+        html! {
+            h1 { "Error " (status) }
+            p.error-text { (message) }
+            p { a href="/" { "Back to the issues" } }
+        },
+    )
+}
+
+pub(crate) fn login(problem: Option<&str>) -> Markup {
+    layout(
+        "Log in",
+        None,
+        html! {
+            h1 { "Log in" }
+            @if let Some(problem) = problem { p.error-text role="alert" { (problem) } }
+            p { "Open the link " code { "wujie ui" } " prints, or paste a user token (" code { "wujie token create" } ")." }
+            form.card method="post" action="/login" {
+                label for="token" { "Token" }
+                input #token type="password" name="token" autocomplete="off" required;
+                button type="submit" { "Log in" }
+            }
+        },
+    )
+}
+
+fn status_name(status: IssueStatus) -> &'static str {
+    match status {
+        IssueStatus::Open => "open",
+        IssueStatus::InProgress => "in progress",
+        IssueStatus::Done => "done",
+        IssueStatus::Closed => "closed",
+    }
+}
+
+pub(crate) fn status_badge(status: IssueStatus) -> Markup {
+    html! { span #issue-status class={"badge status-" (status.as_str())} { (status_name(status)) } }
+}
+
+/// The list's filters as given, to show them back in the form.
+pub(crate) struct ListFilter<'a> {
+    pub(crate) search: &'a str,
+    pub(crate) status: Option<IssueStatus>,
+}
+
+pub(crate) fn issue_list(
+    viewer: &Viewer,
+    issues: &[IssueSummary],
+    filter: &ListFilter<'_>,
+    cost: &str,
+) -> Markup {
+    let statuses = [
+        IssueStatus::Open,
+        IssueStatus::InProgress,
+        IssueStatus::Done,
+        IssueStatus::Closed,
+    ];
+    layout(
+        "Issues",
+        Some(viewer),
+        html! {
+            h1 { "Issues" }
+            p.muted #workspace-cost { "Workspace cost: " (cost) }
+            form.filters method="get" action="/" role="search" {
+                input type="search" name="search" value=(filter.search) placeholder="Search titles, descriptions, comments" aria-label="Search";
+                select name="status" aria-label="Status" {
+                    option value="" selected[filter.status.is_none()] { "any status" }
+                    @for s in statuses {
+                        option value=(s.as_str()) selected[filter.status == Some(s)] { (status_name(s)) }
+                    }
+                }
+                button type="submit" { "Filter" }
+            }
+            @if issues.is_empty() {
+                p.muted { "No issues match." }
+            } @else {
+                ul.issues {
+                    @for issue in issues {
+                        li {
+                            a href={"/issues/" (issue.key)} {
+                                span.key { (issue.key) }
+                                " "
+                                span.title { (issue.title) }
+                            }
+                            " "
+                            span class={"badge status-" (issue.status.as_str())} { (status_name(issue.status)) }
+                            span.when { (short_time(&issue.created_at)) }
+                        }
+                    }
+                }
+            }
+            details.card.new-issue {
+                summary { "New issue" }
+                form method="post" action="/issues" {
+                    (csrf_field(viewer))
+                    label for="new-title" { "Title" }
+                    input #new-title type="text" name="title" required maxlength="500";
+                    label for="new-description" { "Description (Markdown)" }
+                    textarea #new-description name="description" rows="5" {}
+                    button type="submit" { "Create issue" }
+                }
+            }
+        },
+    )
+}
+
+pub(crate) fn issue_actions(viewer: &Viewer, key: &str, status: IssueStatus) -> Markup {
+    let closed = matches!(status, IssueStatus::Done | IssueStatus::Closed);
+    html! {
+        div #issue-actions .actions {
+            @if closed {
+                form method="post" action={"/issues/" (key) "/status"} {
+                    (csrf_field(viewer))
+                    input type="hidden" name="status" value="open";
+                    button type="submit" { "Reopen" }
+                }
+            } @else {
+                form method="post" action={"/issues/" (key) "/status"} {
+                    (csrf_field(viewer))
+                    input type="hidden" name="status" value="done";
+                    button type="submit" { "Close as done" }
+                }
+                form method="post" action={"/issues/" (key) "/status"} {
+                    (csrf_field(viewer))
+                    input type="hidden" name="status" value="closed";
+                    button.secondary type="submit" { "Close as not planned" }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn issue_page(
+    viewer: &Viewer,
+    issue: &IssueDetail,
+    feed_after: &str,
+    prices: &PriceTable,
+) -> Markup {
+    let all_usage: Vec<Usage> = issue.runs.iter().flat_map(|r| r.usage.clone()).collect();
+    layout(
+        &issue.key,
+        Some(viewer),
+        html! {
+            article #issue data-key=(issue.key) data-feed-after=(feed_after) {
+                h1 {
+                    span.key { (issue.key) } " "
+                    span #issue-title { (issue.title) } " "
+                    (status_badge(issue.status))
+                }
+                p.muted {
+                    "Opened " (short_time(&issue.created_at))
+                    " · " (issue_usage(&all_usage, prices))
+                    @if let Some(d) = &issue.discussion_id {
+                        " · from " a href={"/discussions/" (d)} { "a discussion" }
+                    }
+                }
+                div #issue-description .prose { (markdown(&issue.description)) }
+                (issue_actions(viewer, &issue.key, issue.status))
+                h2 { "Comments" }
+                div #comments {
+                    @for comment in &issue.comments { (comment_view(comment)) }
+                }
+                form.card #comment-form method="post" action={"/issues/" (issue.key) "/comments"} {
+                    (csrf_field(viewer))
+                    label for="comment-body" { "Comment (Markdown)" }
+                    textarea #comment-body name="body" rows="4" required {}
+                    button type="submit" { "Comment" }
+                }
+                h2 { "Runs" }
+                div #runs {
+                    @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
+                    @for run in &issue.runs { (run_section(run, prices)) }
+                }
+                p.muted #live-state aria-live="polite" {}
+            }
+        },
+    )
+}
+
+pub(crate) fn comment_view(comment: &Comment) -> Markup {
+    let who = match comment.author_kind {
+        AuthorKind::User => "user",
+        AuthorKind::Agent => "agent",
+    };
+    html! {
+        article.comment id={"comment-" (comment.id)} {
+            header {
+                span class={"author " (who)} { (who) }
+                @if let Some(run) = &comment.run_id { span.muted { " in run " (short_id(run)) } }
+                span.when { (short_time(&comment.created_at)) }
+            }
+            div.prose { (markdown(&comment.body)) }
+        }
+    }
+}
+
+fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn run_status_name(status: RunStatus) -> &'static str {
+    status.as_str()
+}
+
+pub(crate) fn issue_usage(usage: &[Usage], prices: &PriceTable) -> Markup {
+    html! { span #issue-usage { (usage_text(usage)) " · cost " (prices.cost(usage).text()) } }
+}
+
+fn usage_text(usage: &[Usage]) -> String {
+    let sum = |f: fn(&Usage) -> u64| usage.iter().map(f).fold(0u64, u64::saturating_add);
+    format!(
+        "tokens in {} · out {} · cache read {} · cache write {}",
+        sum(|u| u.input_tokens),
+        sum(|u| u.output_tokens),
+        sum(|u| u.cache_read_tokens),
+        sum(|u| u.cache_write_tokens)
+    )
+}
+
+/// A run's status line: status, duration, exit code, error, usage and cost.
+pub(crate) fn run_head(run: &Run, prices: &PriceTable) -> Markup {
+    html! {
+        div.run-head id={"run-head-" (run.id)} {
+            span class={"badge run-" (run.status.as_str())} { (run_status_name(run.status)) }
+            " " strong { (run.provider) }
+            " " span.muted { "run " (short_id(&run.id)) }
+            " · started " (short_time(&run.started_at))
+            @match &run.ended_at {
+                Some(end) => { " · took " (duration_between(&run.started_at, end)) }
+                None => { " · running for " span.elapsed data-started=(run.started_at) { (elapsed_since(&run.started_at)) } }
+            }
+            @if let Some(code) = run.exit_code { " · exit " (code) }
+            @if let Some(error) = &run.error { p.error-text role="alert" { "Error: " (error) } }
+            p.muted.usage { (usage_text(&run.usage)) " · cost " (prices.cost(&run.usage).text()) }
+        }
+    }
+}
+
+pub(crate) fn run_section(run: &Run, prices: &PriceTable) -> Markup {
+    html! {
+        section.run id={"run-" (run.id)} data-run=(run.id) {
+            (run_head(run, prices))
+            ol.transcript {
+                @for message in &run.messages { (message_view(message)) }
+            }
+        }
+    }
+}
+
+fn pretty_json(input: &serde_json::Map<String, serde_json::Value>) -> String {
+    serde_json::to_string_pretty(input).unwrap_or_default()
+}
+
+/// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
+/// updates skip an entry the page already shows.
+pub(crate) fn message_view(message: &RunMessage) -> Markup {
+    let key = format!("{}/{}", message.source, message.source_key);
+    let content = message.content.as_deref().unwrap_or("");
+    html! {
+        li class={"msg " (message.kind.as_str())} data-key=(key) {
+            @match message.kind {
+                MessageKind::UserInput => {
+                    div.label { "User" }
+                    div.prose { (markdown(content)) }
+                }
+                MessageKind::Final => {
+                    div.label { "Final reply" }
+                    div.prose { (markdown(content)) }
+                }
+                MessageKind::Text => { div.prose { (markdown(content)) } }
+                MessageKind::Thinking => {
+                    div.label { "Thinking" }
+                    div.prose { (markdown(content)) }
+                }
+                MessageKind::Question | MessageKind::Plan => {
+                    div.label { @if message.kind == MessageKind::Plan { "Plan" } @else { "Question" } }
+                    div.prose { (markdown(content)) }
+                }
+                MessageKind::ToolUse | MessageKind::ToolResult => {
+                    details {
+                        summary {
+                            @if message.kind == MessageKind::ToolResult { "Result of " }
+                            @else { "Tool " }
+                            code { (message.tool.as_deref().unwrap_or("tool")) }
+                        }
+                        @if let Some(input) = &message.input {
+                            div.label { "Input" }
+                            pre { (pretty_json(input)) }
+                        }
+                        @if !content.is_empty() { pre { (content) } }
+                        @if let Some(output) = &message.output {
+                            div.label { "Output" }
+                            pre { (output) }
+                        }
+                    }
+                }
+                MessageKind::Error => {
+                    div.label role="alert" { "Error" }
+                    pre { (content) }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn discussion_list(viewer: &Viewer, discussions: &[Discussion]) -> Markup {
+    layout(
+        "Discussions",
+        Some(viewer),
+        html! {
+            h1 { "Discussions" }
+            @if discussions.is_empty() {
+                p.muted { "No discussions yet. Start one with " code { "wujie discuss -- PROVIDER" } "." }
+            } @else {
+                ul.issues {
+                    @for d in discussions {
+                        li {
+                            a href={"/discussions/" (d.id)} {
+                                span.key { (short_id(&d.id)) } " "
+                                span.title { (d.provider) " in " (d.cwd) }
+                            }
+                            " " (discussion_badge(d))
+                            span.when { (short_time(&d.created_at)) }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+fn discussion_badge(d: &Discussion) -> Markup {
+    match (&d.status, &d.issue_key) {
+        (DiscussionStatus::Promoted, Some(key)) => {
+            html! { span.badge.status-done { "promoted to " (key) } }
+        }
+        (DiscussionStatus::Promoted, None) => html! { span.badge.status-done { "promoted" } },
+        (DiscussionStatus::Open, _) => html! { span.badge.status-open { "open" } },
+    }
+}
+
+pub(crate) fn discussion_page(
+    viewer: &Viewer,
+    d: &Discussion,
+    draft_description: &str,
+    prices: &PriceTable,
+) -> Markup {
+    layout(
+        "Discussion",
+        Some(viewer),
+        html! {
+            h1 { "Discussion " span.key { (short_id(&d.id)) } " " (discussion_badge(d)) }
+            p.muted {
+                (d.provider) " in " code { (d.cwd) } " · started " (short_time(&d.created_at))
+                " · " (usage_text(&d.usage)) " · cost " (prices.cost(&d.usage).text())
+            }
+            @if let Some(key) = &d.issue_key {
+                p { "Continued as issue " a href={"/issues/" (key)} { (key) } "." }
+            }
+            ol.transcript {
+                @for e in &d.entries {
+                    li class={"msg " (e.kind.as_str())} {
+                        div.label { (e.kind.as_str()) }
+                        div.prose { (markdown(&e.content)) }
+                    }
+                }
+            }
+            @if d.status == DiscussionStatus::Open {
+                form.card #promote-form method="post" action={"/discussions/" (d.id) "/promote"} {
+                    h2 { "Promote to an issue" }
+                    p.muted { "Creates the issue with this discussion attached. Continue the work with " code { "wujie run KEY -- " (d.provider) } "." }
+                    (csrf_field(viewer))
+                    label for="promote-title" { "Title" }
+                    input #promote-title type="text" name="title" required maxlength="500";
+                    label for="promote-description" { "Description (Markdown)" }
+                    textarea #promote-description name="description" rows="8" { (draft_description) }
+                    button type="submit" { "Promote" }
+                }
+            }
+        },
+    )
+}

@@ -1,0 +1,294 @@
+//! The web UI over HTTP: login links, session cookies, CSRF and Origin checks, and agent text
+//! escaped in the served HTML. (The browser itself is in wujie-cli's web_ui_browser test.)
+
+use reqwest::StatusCode;
+use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
+use wujie_protocol::api::IngestBatch;
+use wujie_protocol::event::MessageKind;
+
+use crate::harness::{Harness, message};
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// Logs in through a fresh one-time link; returns the `Cookie` header value.
+async fn log_in(h: &Harness) -> String {
+    let login = h.admin.create_browser_login().await.expect("login link");
+    let answer = browser()
+        .get(format!("{}{}", h.url(), login.path))
+        .send()
+        .await
+        .expect("GET login link");
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let cookie = answer.headers()[SET_COOKIE]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    cookie.split(';').next().expect("name=value").to_owned()
+}
+
+async fn page(h: &Harness, path: &str, cookie: &str) -> (StatusCode, String) {
+    let answer = browser()
+        .get(format!("{}{path}", h.url()))
+        .header(COOKIE, cookie)
+        .send()
+        .await
+        .expect("GET page");
+    (answer.status(), answer.text().await.expect("body"))
+}
+
+fn csrf_of(html: &str) -> String {
+    let at = html.find(r#"name="csrf" value=""#).expect("a CSRF field") + 19;
+    html[at..at + 64].to_owned()
+}
+
+/// Posts a form the way a browser on the page would (its Origin), with the fields given.
+async fn post(
+    h: &Harness,
+    path: &str,
+    cookie: &str,
+    origin: Option<&str>,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = browser()
+        .post(format!("{}{path}", h.url()))
+        .header(COOKIE, cookie)
+        .form(fields);
+    if let Some(origin) = origin {
+        req = req.header(ORIGIN, origin);
+    }
+    req.send().await.expect("POST form")
+}
+
+#[tokio::test]
+async fn pages_need_a_login_and_a_login_link_works_once() {
+    let h = Harness::start().await;
+    h.issue("Visible after login").await;
+    let anonymous = browser().get(format!("{}/", h.url())).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
+    assert_eq!(anonymous.headers()[LOCATION], "/login");
+
+    let login = h.admin.create_browser_login().await.expect("login link");
+    assert!(
+        !login.path.contains(&h.admin_token),
+        "the link never holds the token"
+    );
+    let link = format!("{}{}", h.url(), login.path);
+    let first = browser().get(&link).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let set_cookie = first.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set_cookie.contains(flag), "{set_cookie}");
+    }
+    assert!(!set_cookie.contains("Secure"), "plain HTTP: {set_cookie}");
+    let again = browser().get(&link).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST, "a link works once");
+    assert!(
+        again
+            .text()
+            .await
+            .unwrap()
+            .contains("already used or has expired")
+    );
+
+    let cookie = set_cookie.split(';').next().unwrap();
+    let (status, html) = page(&h, "/", cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("Visible after login"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn behind_tls_the_cookie_is_secure() {
+    let h = Harness::start().await;
+    let login = h.admin.create_browser_login().await.expect("login link");
+    let answer = browser()
+        .get(format!("{}{}", h.url(), login.path))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let set_cookie = answer.headers()[SET_COOKIE].to_str().unwrap();
+    assert!(set_cookie.ends_with("; Secure"), "{set_cookie}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_ends_when_its_token_is_revoked() {
+    let h = Harness::start().await;
+    let minted = h.store.create_user_token("browser").await.unwrap();
+    let client = h.client(&minted.token);
+    let login = client.create_browser_login().await.unwrap();
+    let answer = browser()
+        .get(format!("{}{}", h.url(), login.path))
+        .send()
+        .await
+        .unwrap();
+    let cookie = answer.headers()[SET_COOKIE].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(page(&h, "/", &cookie).await.0, StatusCode::OK);
+    h.store.revoke_token(&minted.id).await.unwrap();
+    assert_eq!(page(&h, "/", &cookie).await.0, StatusCode::SEE_OTHER);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_pasted_user_token_logs_in_and_a_run_token_does_not() {
+    let h = Harness::start().await;
+    let origin = h.url();
+    let ok = browser()
+        .post(format!("{}/login", h.url()))
+        .header(ORIGIN, &origin)
+        .form(&[("token", h.admin_token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), StatusCode::SEE_OTHER);
+    assert!(ok.headers().contains_key(SET_COOKIE));
+    let issue = h.issue("Run token").await;
+    let run = h.run_on(&issue.key).await;
+    let refused = browser()
+        .post(format!("{}/login", h.url()))
+        .header(ORIGIN, &origin)
+        .form(&[("token", run.token.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(!refused.headers().contains_key(SET_COOKIE));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn forms_need_the_session_csrf_token_and_this_origin() {
+    let h = Harness::start().await;
+    let issue = h.issue("CSRF").await;
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let csrf = csrf_of(&html);
+    let path = format!("/issues/{}/comments", issue.key);
+    let origin = h.url();
+
+    let no_token = post(&h, &path, &cookie, Some(&origin), &[("body", "x")]).await;
+    assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
+    let wrong_token = post(
+        &h,
+        &path,
+        &cookie,
+        Some(&origin),
+        &[("body", "x"), ("csrf", &"0".repeat(64))],
+    )
+    .await;
+    assert_eq!(wrong_token.status(), StatusCode::FORBIDDEN);
+    let other_site = post(
+        &h,
+        &path,
+        &cookie,
+        Some("http://evil.test"),
+        &[("body", "x"), ("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(other_site.status(), StatusCode::FORBIDDEN);
+    let no_origin = post(&h, &path, &cookie, None, &[("body", "x"), ("csrf", &csrf)]).await;
+    assert_eq!(no_origin.status(), StatusCode::FORBIDDEN);
+    assert!(
+        h.admin
+            .get_issue(&issue.key)
+            .await
+            .unwrap()
+            .comments
+            .is_empty()
+    );
+
+    let from_page = post(
+        &h,
+        &path,
+        &cookie,
+        Some(&origin),
+        &[("body", "from the page"), ("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(from_page.status(), StatusCode::SEE_OTHER);
+    let comments = h.admin.get_issue(&issue.key).await.unwrap().comments;
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0].body, "from the page");
+
+    // Another browser's session has another token.
+    let other_cookie = log_in(&h).await;
+    let crossed = post(
+        &h,
+        &path,
+        &other_cookie,
+        Some(&origin),
+        &[("body", "x"), ("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(crossed.status(), StatusCode::FORBIDDEN);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_cookie_alone_does_not_open_the_api_and_bearer_tokens_still_work() {
+    let h = Harness::start().await;
+    let cookie = log_in(&h).await;
+    let api = browser()
+        .get(format!("{}/api/v1/issues", h.url()))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+    assert!(h.admin.list_issues().await.is_ok());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn agent_text_is_escaped_and_scripts_come_only_from_the_server() {
+    let h = Harness::start().await;
+    let issue = h.issue("XSS").await;
+    let run = h.run_on(&issue.key).await;
+    let hostile = "<script>alert(1)</script> [x](javascript:alert(2)) <img src=x onerror=alert(3)>";
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::Text, "1", hostile),
+                    message(MessageKind::Error, "2", hostile),
+                ],
+            },
+        )
+        .await
+        .unwrap();
+    let cookie = log_in(&h).await;
+    let answer = browser()
+        .get(format!("{}/issues/{}", h.url(), issue.key))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    let csp = answer.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let html = answer.text().await.unwrap();
+    assert!(!html.contains("<script>alert"), "{html}");
+    assert!(!html.contains("<img"), "{html}");
+    assert!(
+        !html.to_ascii_lowercase().contains("href=\"javascript"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    // The page's only script is the server's own file.
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+    assert!(html.contains(r#"<script src="/assets/app.js" defer></script>"#));
+    h.stop().await;
+}
