@@ -3,7 +3,7 @@
 //! feeds. Feeds page by stored order (`seq`), so a follower that reconnects with the last `seq`
 //! it saw replays exactly what it missed.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use wujie_protocol::api::{Author, AuthorKind, IssueChange, IssueEvent, RunMessageEvent};
 
 use crate::rows::{MESSAGE_COLUMNS, MessageRow, issue_key, message_from_row};
@@ -38,14 +38,14 @@ pub(crate) fn user() -> Author {
 
 /// Appends a change of `issue_id` to the log, inside the caller's transaction.
 pub(crate) async fn record(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     issue_id: &str,
     author: &Author,
     change: &IssueChange,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, change, created_at) \
-         VALUES (?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(issue_id)
     .bind(author_kind_str(author.kind))
@@ -103,7 +103,7 @@ impl Store {
         let rows: Vec<ActivityRow> =
             match issue_id {
                 Some(id) => sqlx::query_as(&format!(
-                    "{ACTIVITY_SELECT} WHERE a.issue_id = ? AND a.seq > ? ORDER BY a.seq LIMIT ?"
+                    "{ACTIVITY_SELECT} WHERE a.issue_id = $1 AND a.seq > $2 ORDER BY a.seq LIMIT $3"
                 ))
                 .bind(id)
                 .bind(after)
@@ -112,7 +112,7 @@ impl Store {
                 .await?,
                 None => {
                     sqlx::query_as(&format!(
-                        "{ACTIVITY_SELECT} WHERE a.seq > ? ORDER BY a.seq LIMIT ?"
+                        "{ACTIVITY_SELECT} WHERE a.seq > $1 ORDER BY a.seq LIMIT $2"
                     ))
                     .bind(after)
                     .bind(page(limit))
@@ -145,8 +145,8 @@ impl Store {
         );
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT m.seq, m.run_id, {MESSAGE_COLUMNS} FROM run_messages m \
-             WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = ?) AND m.seq > ? \
-             ORDER BY m.seq LIMIT ?"
+             WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = $1) AND m.seq > $2 \
+             ORDER BY m.seq LIMIT $3"
         ))
         .bind(issue_id)
         .bind(after)

@@ -3,7 +3,7 @@
 //! order so a later native resume finds the discussion; promotion turns it into an issue with a
 //! run in one transaction.
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use wujie_protocol::api::{
     CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, CreatedToken, Discussion,
     DiscussionEntry, DiscussionStatus, IngestItem, IngestOutcome, IngestResult, PromoteDiscussion,
@@ -40,19 +40,19 @@ const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.iss
      LEFT JOIN issues i ON i.id = d.issue_id LEFT JOIN workspaces w ON w.id = i.workspace_id";
 
 async fn discussion_from_row(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     row: DiscussionRow,
 ) -> Result<Discussion, StoreError> {
     let (id, status, provider, cwd, issue_id, seq, prefix, created_at) = row;
     let native: Vec<(String,)> = sqlx::query_as(
-        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = ? ORDER BY seq",
+        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = $1 ORDER BY seq",
     )
     .bind(&id)
     .fetch_all(&mut *conn)
     .await?;
     let entries: Vec<(String, String, String, String, String)> = sqlx::query_as(
         "SELECT kind, content, source, source_key, created_at FROM discussion_entries \
-         WHERE discussion_id = ? ORDER BY seq",
+         WHERE discussion_id = $1 ORDER BY seq",
     )
     .bind(&id)
     .fetch_all(&mut *conn)
@@ -91,17 +91,18 @@ async fn discussion_from_row(
     })
 }
 
-async fn load_discussion(conn: &mut SqliteConnection, id: &str) -> Result<Discussion, StoreError> {
-    let row: Option<DiscussionRow> = sqlx::query_as(&format!("{DISCUSSION_SELECT} WHERE d.id = ?"))
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?;
+async fn load_discussion(conn: &mut AnyConnection, id: &str) -> Result<Discussion, StoreError> {
+    let row: Option<DiscussionRow> =
+        sqlx::query_as(&format!("{DISCUSSION_SELECT} WHERE d.id = $1"))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
     let row = row.ok_or_else(|| discussion_not_found(id))?;
     discussion_from_row(conn, row).await
 }
 
 async fn load_discussions(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     rows: Vec<DiscussionRow>,
 ) -> Result<Vec<Discussion>, StoreError> {
     let mut out = Vec::with_capacity(rows.len());
@@ -126,7 +127,7 @@ impl Store {
         let id = new_id();
         sqlx::query(
             "INSERT INTO discussions (id, workspace_id, provider, cwd, status, created_at) \
-             SELECT ?, id, ?, ?, 'open', ? FROM workspaces WHERE key_prefix = ?",
+             SELECT $1, id, $2, $3, 'open', $4 FROM workspaces WHERE key_prefix = $5",
         )
         .bind(&id)
         .bind(&req.provider)
@@ -194,8 +195,8 @@ impl Store {
     ) -> Result<Vec<Discussion>, StoreError> {
         let mut conn = self.pool().acquire().await?;
         let rows: Vec<DiscussionRow> = sqlx::query_as(&format!(
-            "{DISCUSSION_SELECT} WHERE d.provider = ? AND d.id IN \
-             (SELECT discussion_id FROM discussion_sessions WHERE native_session_id = ?) \
+            "{DISCUSSION_SELECT} WHERE d.provider = $1 AND d.id IN \
+             (SELECT discussion_id FROM discussion_sessions WHERE native_session_id = $2) \
              ORDER BY d.created_at DESC, d.id DESC"
         ))
         .bind(provider)
@@ -215,7 +216,7 @@ impl Store {
     ) -> Result<IngestResult, StoreError> {
         let now = time::now();
         let mut w = self.write().await?;
-        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM discussions WHERE id = ?")
+        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM discussions WHERE id = $1")
             .bind(discussion_id)
             .fetch_optional(&mut *w.tx)
             .await?;
@@ -239,7 +240,7 @@ impl Store {
                     };
                     sqlx::query(
                         "INSERT INTO discussion_entries (discussion_id, kind, content, source, \
-                         source_key, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                         source_key, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
                     )
                     .bind(discussion_id)
                     .bind(m.kind.as_str())
@@ -296,11 +297,11 @@ impl Store {
                  discussion can be deleted"
             )));
         }
-        sqlx::query("DELETE FROM tokens WHERE kind = 'discussion' AND subject_id = ?")
+        sqlx::query("DELETE FROM tokens WHERE kind = 'discussion' AND subject_id = $1")
             .bind(id)
             .execute(&mut *w.tx)
             .await?;
-        sqlx::query("DELETE FROM discussions WHERE id = ?")
+        sqlx::query("DELETE FROM discussions WHERE id = $1")
             .bind(id)
             .execute(&mut *w.tx)
             .await?;
@@ -340,7 +341,7 @@ impl Store {
             },
         )
         .await?;
-        sqlx::query("UPDATE discussions SET status = 'promoted', issue_id = ? WHERE id = ?")
+        sqlx::query("UPDATE discussions SET status = 'promoted', issue_id = $1 WHERE id = $2")
             .bind(&issue_id)
             .bind(discussion_id)
             .execute(&mut *w.tx)
@@ -358,14 +359,14 @@ impl Store {
 /// Appends a native session id unless this item was stored before or the id is already the
 /// latest one (an adapter may repeat it after a resume); true when appended.
 async fn append_native_session(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     discussion_id: &str,
     item: &IngestItem,
     session_id: &str,
     now: &str,
 ) -> Result<bool, StoreError> {
     let latest: Option<(String,)> = sqlx::query_as(
-        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = ? \
+        "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = $1 \
          ORDER BY seq DESC LIMIT 1",
     )
     .bind(discussion_id)
@@ -376,7 +377,7 @@ async fn append_native_session(
     }
     let done = sqlx::query(
         "INSERT INTO discussion_sessions (discussion_id, native_session_id, source, source_key, \
-         created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+         created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
     )
     .bind(discussion_id)
     .bind(session_id)

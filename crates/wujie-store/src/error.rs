@@ -22,6 +22,14 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    #[error(
+        "cannot connect to the database {database}: {source}; check the URL, that the server runs and that the user may log in"
+    )]
+    Connect {
+        database: String,
+        #[source]
+        source: sqlx::Error,
+    },
     #[error(transparent)]
     Empty(#[from] crate::db_file::EmptyDatabase),
     #[error("cannot make {path} readable by its owner only: {source}")]

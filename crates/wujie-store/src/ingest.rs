@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult, IssueChange,
 };
@@ -12,8 +12,10 @@ use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
 
 use crate::activity;
+use crate::dialect::SerialLock;
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
+use crate::sql::{push_placeholders, push_value_rows};
 use crate::{REPORTER_STOPPED, Store, StoreError, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
@@ -85,7 +87,7 @@ fn usage_out_of_range(usage: &Usage) -> Option<String> {
 
 /// Inserts one usage row unless (owner, source, source_key) exists; true when stored now.
 pub(crate) async fn insert_usage(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     sql: &'static str,
     owner_id: &str,
     item: &IngestItem,
@@ -110,16 +112,16 @@ pub(crate) async fn insert_usage(
 
 const RUN_USAGE_INSERT: &str = "INSERT INTO run_usage (run_id, source, source_key, provider, \
      model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at) \
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING";
 
 pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (discussion_id, \
      source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
-     cache_write_tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING";
+     cache_write_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING";
 
 /// Keys of `messages` already stored on the run. Batches normally share one source, so this is
 /// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
 async fn existing_message_keys<'a>(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     run_id: &str,
     messages: &[PendingMessage<'a>],
 ) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
@@ -133,18 +135,17 @@ async fn existing_message_keys<'a>(
     let mut existing = HashSet::new();
     for (source, keys) in by_source {
         for chunk in keys.chunks(KEY_LOOKUP_CHUNK) {
-            let mut select =
-                QueryBuilder::<Sqlite>::new("SELECT source_key FROM run_messages WHERE run_id = ");
-            select.push_bind(run_id);
-            select.push(" AND source = ");
-            select.push_bind(source);
-            select.push(" AND source_key IN (");
-            let mut list = select.separated(", ");
+            let mut sql = String::from(
+                "SELECT source_key FROM run_messages WHERE run_id = $1 AND source = $2 \
+                 AND source_key IN (",
+            );
+            push_placeholders(&mut sql, 3, chunk.len());
+            sql.push(')');
+            let mut select = sqlx::query_as(&sql).bind(run_id).bind(source);
             for key in chunk {
-                list.push_bind(*key);
+                select = select.bind(*key);
             }
-            select.push(")");
-            let found: Vec<(String,)> = select.build_query_as().fetch_all(&mut *conn).await?;
+            let found: Vec<(String,)> = select.fetch_all(&mut *conn).await?;
             let found: HashSet<String> = found.into_iter().map(|(k,)| k).collect();
             existing.extend(
                 chunk
@@ -166,12 +167,12 @@ fn after_end(run_id: &str, status: &str) -> String {
 }
 
 async fn usage_exists(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     run_id: &str,
     item: &IngestItem,
 ) -> Result<bool, StoreError> {
     let found: Option<(i64,)> = sqlx::query_as(
-        "SELECT 1 FROM run_usage WHERE run_id = ? AND source = ? AND source_key = ?",
+        "SELECT 1 FROM run_usage WHERE run_id = $1 AND source = $2 AND source_key = $3",
     )
     .bind(run_id)
     .bind(&item.source)
@@ -179,6 +180,18 @@ async fn usage_exists(
     .fetch_optional(conn)
     .await?;
     Ok(found.is_some())
+}
+
+/// Whether storing these may record activity: usage does, and so do the message kinds that
+/// become comments.
+fn records_activity(
+    messages: &[PendingMessage<'_>],
+    usages: &[(usize, &IngestItem, &Usage)],
+) -> bool {
+    !usages.is_empty()
+        || messages
+            .iter()
+            .any(|p| matches!(p.message.kind, MessageKind::UserInput | MessageKind::Final))
 }
 
 struct PendingMessage<'a> {
@@ -227,13 +240,20 @@ impl Store {
         }
 
         let now = time::now();
-        let mut w = self.write().await?;
+        // Ingest is the hot path: it takes the activity lock only when this batch may record
+        // activity (a comment or usage), and otherwise only its issue's lock, so that
+        // reporters of different issues write side by side on PostgreSQL.
+        let mut w = self.write_unserialized().await?;
+        if records_activity(&messages, &usages) {
+            w.serialize(SerialLock::Activity).await?;
+        }
         let run: Option<(String, String, Option<String>)> =
-            sqlx::query_as("SELECT issue_id, status, error FROM runs WHERE id = ?")
+            sqlx::query_as("SELECT issue_id, status, error FROM runs WHERE id = $1")
                 .bind(run_id)
                 .fetch_optional(&mut *w.tx)
                 .await?;
         let (issue_id, status, error) = run.ok_or_else(|| run_not_found(run_id))?;
+        w.serialize(SerialLock::Issue(&issue_id)).await?;
         // The reporter finishes a run only once every row it read was delivered, so nothing
         // new may follow a recorded end. A failure by the stale-run rule is no end: the paused
         // reporter may still deliver what it read.
@@ -241,8 +261,9 @@ impl Store {
             .then(|| after_end(run_id, &status));
 
         // A message is stored now when its key is neither in the database nor earlier in this
-        // batch. The write transaction is IMMEDIATE, so nothing can slip in between this check
-        // and the insert; the UNIQUE key would turn any such bug into an error, not a double.
+        // batch. Nothing can slip in between this check and the insert (SQLite's transaction is
+        // IMMEDIATE; on PostgreSQL the issue's lock is held); the UNIQUE key would turn any such
+        // bug into an error, not a double.
         let existing = existing_message_keys(&mut w.tx, run_id, &messages).await?;
         let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
         let mut stored_now = vec![false; items.len()];
@@ -262,23 +283,26 @@ impl Store {
             }
         }
         for chunk in new_messages.chunks(MESSAGE_CHUNK) {
-            let mut insert = QueryBuilder::<Sqlite>::new(
+            let mut sql = String::from(
                 "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
-                 source_key, created_at) ",
+                 source_key, created_at) VALUES ",
             );
-            insert.push_values(chunk, |mut row, p| {
-                row.push_bind(run_id)
-                    .push_bind(p.message.kind.as_str())
-                    .push_bind(p.message.content.as_deref())
-                    .push_bind(p.message.tool.as_deref())
-                    .push_bind(p.input_json.as_deref())
-                    .push_bind(p.message.output.as_deref())
-                    .push_bind(p.item.source.as_str())
-                    .push_bind(p.item.source_key.as_str())
-                    .push_bind(now.as_str());
-            });
+            push_value_rows(&mut sql, chunk.len(), 9);
+            let mut insert = sqlx::query(&sql);
+            for p in chunk {
+                insert = insert
+                    .bind(run_id)
+                    .bind(p.message.kind.as_str())
+                    .bind(p.message.content.as_deref())
+                    .bind(p.message.tool.as_deref())
+                    .bind(p.input_json.as_deref())
+                    .bind(p.message.output.as_deref())
+                    .bind(p.item.source.as_str())
+                    .bind(p.item.source_key.as_str())
+                    .bind(now.as_str());
+            }
             // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
-            insert.build().execute(&mut *w.tx).await?;
+            insert.execute(&mut *w.tx).await?;
         }
         for pending in &messages {
             if results[pending.index].is_some() {

@@ -1,6 +1,6 @@
 //! Issues and user comments. Keys are `<prefix>-<n>` with a per-workspace sequence.
 
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, Comment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueQuery, IssueStatus,
     IssueSummary, MAX_ISSUE_LIST, RunSummary,
@@ -12,7 +12,7 @@ use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 /// Creates an issue in the default workspace inside the caller's transaction; returns its id.
 pub(crate) async fn insert_issue(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     req: &CreateIssue,
 ) -> Result<String, StoreError> {
     let title = req.title.trim();
@@ -23,7 +23,7 @@ pub(crate) async fn insert_issue(
     }
     // Taking the next number and bumping it in one statement keeps keys unique and gap-free.
     let (workspace_id, seq): (String, i64) = sqlx::query_as(
-        "UPDATE workspaces SET next_issue_seq = next_issue_seq + 1 WHERE key_prefix = ? \
+        "UPDATE workspaces SET next_issue_seq = next_issue_seq + 1 WHERE key_prefix = $1 \
          RETURNING id, next_issue_seq - 1",
     )
     .bind(DEFAULT_KEY_PREFIX)
@@ -32,7 +32,7 @@ pub(crate) async fn insert_issue(
     let id = new_id();
     sqlx::query(
         "INSERT INTO issues (id, workspace_id, seq, title, description, status, discussion_id, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&id)
     .bind(workspace_id)
@@ -53,7 +53,7 @@ pub(crate) async fn insert_issue(
 
 /// Adds a comment (and its activity entry) inside the caller's transaction.
 pub(crate) async fn insert_comment(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     issue_id: &str,
     author: &Author,
     body: &str,
@@ -66,7 +66,7 @@ pub(crate) async fn insert_comment(
         created_at: time::now(),
     };
     sqlx::query(
-        "INSERT INTO comments (id, issue_id, author_kind, body, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO comments (id, issue_id, author_kind, body, run_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(&comment.id)
     .bind(issue_id)
@@ -85,7 +85,7 @@ pub(crate) async fn insert_comment(
 
 /// Finds an issue by key (`WUJ-3`, any case) or by id; returns its id.
 pub(crate) async fn resolve_issue(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     key_or_id: &str,
 ) -> Result<String, StoreError> {
     let wanted = key_or_id.trim();
@@ -96,8 +96,8 @@ pub(crate) async fn resolve_issue(
         Some((prefix, seq)) => {
             sqlx::query_as(
                 "SELECT i.id FROM issues i JOIN workspaces w ON w.id = i.workspace_id \
-                 WHERE w.key_prefix = ? AND i.seq = ? \
-                 UNION ALL SELECT id FROM issues WHERE id = ? LIMIT 1",
+                 WHERE w.key_prefix = $1 AND i.seq = $2 \
+                 UNION ALL SELECT id FROM issues WHERE id = $3 LIMIT 1",
             )
             .bind(prefix)
             .bind(seq)
@@ -106,7 +106,7 @@ pub(crate) async fn resolve_issue(
             .await?
         }
         None => {
-            sqlx::query_as("SELECT id FROM issues WHERE id = ?")
+            sqlx::query_as("SELECT id FROM issues WHERE id = $1")
                 .bind(wanted)
                 .fetch_optional(conn)
                 .await?
@@ -136,13 +136,14 @@ impl Store {
                 "limit {limit} is out of range; ask for 1 to {MAX_ISSUE_LIST} issues"
             )));
         }
-        let mut select = QueryBuilder::<Sqlite>::new(
+        let mut sql = String::from(
             "SELECT i.id, i.seq, w.key_prefix, i.title, i.status, i.created_at FROM issues i \
-             JOIN workspaces w ON w.id = i.workspace_id WHERE w.key_prefix = ",
+             JOIN workspaces w ON w.id = i.workspace_id WHERE w.key_prefix = $1",
         );
-        select.push_bind(DEFAULT_KEY_PREFIX);
+        let mut binds: Vec<String> = vec![DEFAULT_KEY_PREFIX.to_owned()];
         if let Some(status) = query.status {
-            select.push(" AND i.status = ").push_bind(status.as_str());
+            binds.push(status.as_str().to_owned());
+            sql.push_str(&format!(" AND i.status = ${}", binds.len()));
         }
         if let Some(text) = query
             .search
@@ -151,22 +152,23 @@ impl Store {
             .filter(|t| !t.is_empty())
         {
             // SQLite's lower() folds ASCII only; folding the needle the same way keeps both
-            // sides comparable (and instr, unlike LIKE, has no wildcards to escape).
-            let needle = text.to_ascii_lowercase();
-            select
-                .push(" AND (instr(lower(i.title), ")
-                .push_bind(needle.clone())
-                .push(") > 0 OR instr(lower(i.description), ")
-                .push_bind(needle.clone())
-                .push(") > 0 OR EXISTS (SELECT 1 FROM comments c WHERE c.issue_id = i.id AND instr(lower(c.body), ")
-                .push_bind(needle)
-                .push(") > 0))");
+            // sides comparable (and a position function, unlike LIKE, has no wildcards to
+            // escape).
+            binds.push(text.to_ascii_lowercase());
+            let (pos, n) = (self.backend.position_fn(), binds.len());
+            sql.push_str(&format!(
+                " AND ({pos}(lower(i.title), ${n}) > 0 OR {pos}(lower(i.description), ${n}) > 0 \
+                 OR EXISTS (SELECT 1 FROM comments c WHERE c.issue_id = i.id \
+                 AND {pos}(lower(c.body), ${n}) > 0))"
+            ));
         }
-        select
-            .push(" ORDER BY i.seq DESC LIMIT ")
-            .push_bind(i64::from(limit));
+        sql.push_str(&format!(" ORDER BY i.seq DESC LIMIT ${}", binds.len() + 1));
+        let mut select = sqlx::query_as(&sql);
+        for value in &binds {
+            select = select.bind(value);
+        }
         let rows: Vec<(String, i64, String, String, String, String)> =
-            select.build_query_as().fetch_all(self.pool()).await?;
+            select.bind(i64::from(limit)).fetch_all(self.pool()).await?;
         Ok(rows
             .into_iter()
             .map(
@@ -235,7 +237,7 @@ impl Store {
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
         let (old_title, old_description): (String, String) =
-            sqlx::query_as("SELECT title, description FROM issues WHERE id = ?")
+            sqlx::query_as("SELECT title, description FROM issues WHERE id = $1")
                 .bind(&issue_id)
                 .fetch_one(&mut *w.tx)
                 .await?;
@@ -250,8 +252,8 @@ impl Store {
             && (new_title.is_some() || new_description.is_some())
         {
             sqlx::query(
-                "UPDATE issues SET title = COALESCE(?, title), description = COALESCE(?, description) \
-                 WHERE id = ?",
+                "UPDATE issues SET title = COALESCE($1, title), description = COALESCE($2, description) \
+                 WHERE id = $3",
             )
             .bind(new_title)
             .bind(new_description)
@@ -281,7 +283,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
-        let changed = sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status <> ?")
+        let changed = sqlx::query("UPDATE issues SET status = $1 WHERE id = $2 AND status <> $3")
             .bind(status.as_str())
             .bind(&issue_id)
             .bind(status.as_str())
@@ -324,7 +326,7 @@ impl Store {
                  (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) \
              FROM runs r JOIN issues i ON i.id = r.issue_id \
              JOIN workspaces w ON w.id = i.workspace_id \
-             WHERE r.issue_id = ? ORDER BY r.started_at, r.id",
+             WHERE r.issue_id = $1 ORDER BY r.started_at, r.id",
         )
         .bind(&issue_id)
         .fetch_all(&mut *conn)

@@ -1,19 +1,26 @@
-//! Persistence behind one API (sqlx, SQLite). This is the only crate that knows SQL.
+//! Persistence behind one API (sqlx; SQLite, or PostgreSQL for a team server with replicas).
+//! This is the only crate that knows SQL. Both backends run the same statements through sqlx's
+//! Any driver (numbered `$n` placeholders read by both); what differs between the dialects is
+//! in `dialect`, and each backend has its own migrations.
 //!
 //! Idempotency lives in the schema as UNIQUE keys: a message or usage row is stored once per
 //! (run, source, source_key), a discussion entry, usage row or session id once per
 //! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
 
 mod activity;
+mod database;
 mod db_file;
+mod dialect;
 mod discussions;
 mod error;
 mod feed_head;
 mod ingest;
 mod issues;
+mod notify;
 pub mod outbox;
 mod rows;
 mod runs;
+mod sql;
 mod time;
 mod token_state;
 mod tokens;
@@ -24,14 +31,18 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
+use sqlx::{Any, AnyPool, ConnectOptions, Executor, Transaction};
 use tokio::sync::{Mutex, MutexGuard, watch};
 
 pub use activity::MAX_FEED_PAGE;
+pub use database::Database;
 pub use db_file::EmptyDatabase;
 pub use error::StoreError;
 pub use tokens::{Principal, mint_token_secret};
+
+use dialect::{Backend, SerialLock};
 
 /// Name and issue-key prefix of the workspace created on first open.
 pub const DEFAULT_WORKSPACE_NAME: &str = "Wujie";
@@ -43,12 +54,17 @@ pub const REPORTER_STOPPED: &str = "reporter stopped";
 /// Handle on the database; cheap to clone, share it between tasks.
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    backend: Backend,
     /// SQLite has one writer. Serialising writers here (instead of letting deferred transactions
     /// race for the write lock) avoids SQLITE_BUSY on lock upgrades under concurrent ingest.
+    /// PostgreSQL serialises what needs it with advisory locks instead (see `dialect`).
     writer: Arc<Mutex<()>>,
-    /// Bumped after every committed write, so the live feeds wake up instead of polling.
+    /// Bumped after every committed write, so the live feeds wake up instead of polling; on
+    /// PostgreSQL also on every write another server process commits (LISTEN/NOTIFY).
     changes: Arc<watch::Sender<u64>>,
+    /// The PostgreSQL listener task; it ends when the last handle is dropped.
+    _listener: Option<Arc<notify::Listener>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -57,15 +73,26 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// A write transaction holding the writer lock for its whole life.
+/// A write transaction: on SQLite it holds the writer lock for its whole life.
 pub(crate) struct WriteTx<'a> {
-    pub(crate) tx: Transaction<'static, Sqlite>,
-    _guard: MutexGuard<'a, ()>,
+    pub(crate) tx: Transaction<'static, Any>,
+    pub(crate) backend: Backend,
+    _guard: Option<MutexGuard<'a, ()>>,
     changes: &'a watch::Sender<u64>,
 }
 
 impl WriteTx<'_> {
-    pub(crate) async fn commit(self) -> Result<(), StoreError> {
+    /// Takes one of the transaction-scoped serialisation locks (a no-op on SQLite, whose
+    /// writes are serialised already).
+    pub(crate) async fn serialize(&mut self, lock: SerialLock<'_>) -> Result<(), StoreError> {
+        self.backend.serialize(&mut self.tx, lock).await
+    }
+
+    pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
+        if self.backend == Backend::Postgres {
+            // Delivered to every listening server process when (and only if) this commits.
+            self.tx.execute(notify::NOTIFY).await?;
+        }
         self.tx.commit().await?;
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
         Ok(())
@@ -111,6 +138,8 @@ pub(crate) fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
 pub struct StoreOptions {
     /// SQLite's page cache per connection, in KiB.
     pub page_cache_kib: u32,
+    /// Connections to a PostgreSQL server (each is a server process there).
+    pub pg_connections: u32,
 }
 
 impl StoreOptions {
@@ -118,11 +147,13 @@ impl StoreOptions {
     /// ingests from many runs.
     pub const SERVER: StoreOptions = StoreOptions {
         page_cache_kib: 32 * 1024,
+        pg_connections: 16,
     };
     /// The server embedded in a `wujie` command: it serves one user's runs, and its memory is
     /// that command's memory.
     pub const EMBEDDED: StoreOptions = StoreOptions {
         page_cache_kib: 4 * 1024,
+        pg_connections: 4,
     };
 }
 
@@ -143,73 +174,146 @@ impl Store {
         }
         let options = SqliteConnectOptions::from_str("sqlite:")?
             .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true)
-            // Negative: a size in KiB rather than in pages.
-            .pragma("cache_size", format!("-{}", tuning.page_cache_kib));
+            .create_if_missing(true);
         // Processes open the database one after the other: two would both try to create the
         // schema, and a connection opening a WAL database while another one sets it up can get
         // SQLITE_BUSY without the busy timeout being asked.
         let setup = setup_lock(path).await?;
         db_file::refuse_empty(path)?;
-        migrate(path, &options).await?;
-        let pool = SqlitePoolOptions::new()
+        migrate_sqlite(path, &options).await?;
+        sqlx::any::install_default_drivers();
+        let open_error = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let any = AnyConnectOptions::from_url(&options.to_url_lossy()).map_err(open_error)?;
+        // The Any driver connects by URL, which carries no pragmas: every connection sets them
+        // itself before it is used. Negative cache size: KiB rather than pages.
+        let pragmas = format!(
+            "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+             PRAGMA foreign_keys = ON; PRAGMA cache_size = -{}",
+            tuning.page_cache_kib
+        );
+        let pool = AnyPoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .after_connect(move |conn, _| {
+                let pragmas = pragmas.clone();
+                Box::pin(async move { conn.execute(pragmas.as_str()).await.map(drop) })
+            })
+            .connect_with(any)
             .await
-            .map_err(|source| StoreError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            .map_err(open_error)?;
         db_file::restrict_to_owner(path).map_err(|source| StoreError::Protect {
             path: path.to_path_buf(),
             source,
         })?;
-        let store = Store {
-            pool,
-            writer: Arc::new(Mutex::new(())),
-            changes: Arc::new(watch::channel(0).0),
-        };
+        let changes = Arc::new(watch::channel(0).0);
+        let store = Store::new(pool, Backend::Sqlite, changes, None);
         store.ensure_default_workspace().await?;
         drop(setup);
         Ok(store)
     }
 
-    /// Closes every connection (checkpointing the WAL); further calls fail.
+    /// Connects to the PostgreSQL database at `url` (`postgres://user@host:port/db`), applies
+    /// its migrations (one server process at a time: sqlx holds an advisory lock meanwhile),
+    /// creates the default workspace and starts listening for other processes' writes.
+    pub async fn connect_postgres(url: &str, tuning: StoreOptions) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let where_ = Database::Postgres(url.to_owned()).describe();
+        let connect_error = |source| StoreError::Connect {
+            database: where_.clone(),
+            source,
+        };
+        let options = AnyConnectOptions::from_str(url).map_err(connect_error)?;
+        let pool = AnyPoolOptions::new()
+            .max_connections(tuning.pg_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(connect_error)?;
+        sqlx::migrate!("./migrations_postgres").run(&pool).await?;
+        let changes = Arc::new(watch::channel(0).0);
+        let listener = notify::Listener::start(url, changes.clone())
+            .await
+            .map_err(connect_error)?;
+        let store = Store::new(pool, Backend::Postgres, changes, Some(Arc::new(listener)));
+        store.ensure_default_workspace().await?;
+        Ok(store)
+    }
+
+    /// Opens `database`: a SQLite file or a PostgreSQL server.
+    pub async fn open_database(
+        database: &Database,
+        tuning: StoreOptions,
+    ) -> Result<Store, StoreError> {
+        match database {
+            Database::Sqlite(path) => Store::open_with(path, tuning).await,
+            Database::Postgres(url) => Store::connect_postgres(url, tuning).await,
+        }
+    }
+
+    fn new(
+        pool: AnyPool,
+        backend: Backend,
+        changes: Arc<watch::Sender<u64>>,
+        listener: Option<Arc<notify::Listener>>,
+    ) -> Store {
+        Store {
+            pool,
+            backend,
+            writer: Arc::new(Mutex::new(())),
+            changes,
+            _listener: listener,
+        }
+    }
+
+    /// Closes every connection (checkpointing SQLite's WAL); further calls fail.
     pub async fn close(&self) {
         self.pool.close().await;
     }
 
+    /// A write transaction. On SQLite, IMMEDIATE takes the write lock up front (waiting up to
+    /// the busy timeout), so a transaction never fails later on upgrading a read snapshot that
+    /// another process made stale. On PostgreSQL it first takes the activity lock (see
+    /// [`SerialLock::Activity`]): only ingest, the hot path, goes without it.
     pub(crate) async fn write(&self) -> Result<WriteTx<'_>, StoreError> {
-        let guard = self.writer.lock().await;
-        // IMMEDIATE takes SQLite's write lock up front (waiting up to the busy timeout), so a
-        // transaction never fails later on upgrading a read snapshot that another process made
-        // stale.
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut w = self.write_unserialized().await?;
+        w.serialize(SerialLock::Activity).await?;
+        Ok(w)
+    }
+
+    /// A write transaction that takes the locks it needs itself (`WriteTx::serialize`).
+    pub(crate) async fn write_unserialized(&self) -> Result<WriteTx<'_>, StoreError> {
+        let (tx, guard) = match self.backend {
+            Backend::Sqlite => {
+                let guard = self.writer.lock().await;
+                (self.pool.begin_with("BEGIN IMMEDIATE").await?, Some(guard))
+            }
+            Backend::Postgres => (self.pool.begin().await?, None),
+        };
         Ok(WriteTx {
             tx,
+            backend: self.backend,
             _guard: guard,
             changes: &self.changes,
         })
     }
 
-    /// Changes whenever a write of this process commits. Writes by other processes on the same
-    /// database are not signalled: a follower also re-reads now and then.
+    /// Changes whenever a write commits: on SQLite a write of this process (a follower also
+    /// re-reads now and then for other processes' writes), on PostgreSQL a write of any server
+    /// process on the database.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
-    pub(crate) fn pool(&self) -> &SqlitePool {
+    pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
     async fn ensure_default_workspace(&self) -> Result<(), StoreError> {
         let mut w = self.write().await?;
         sqlx::query(
-            "INSERT INTO workspaces (id, name, key_prefix, created_at) VALUES (?, ?, ?, ?) \
+            "INSERT INTO workspaces (id, name, key_prefix, created_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (key_prefix) DO NOTHING",
         )
         .bind(new_id())
@@ -224,7 +328,7 @@ impl Store {
     /// The default workspace.
     pub async fn workspace(&self) -> Result<wujie_protocol::api::Workspace, StoreError> {
         let (id, name, key_prefix): (String, String, String) =
-            sqlx::query_as("SELECT id, name, key_prefix FROM workspaces WHERE key_prefix = ?")
+            sqlx::query_as("SELECT id, name, key_prefix FROM workspaces WHERE key_prefix = $1")
                 .bind(DEFAULT_KEY_PREFIX)
                 .fetch_one(&self.pool)
                 .await?;
@@ -236,13 +340,18 @@ impl Store {
     }
 }
 
-/// Applies the embedded migrations through a one-connection pool with foreign keys off: a
-/// migration that rebuilds a table others point at needs that, and SQLite cannot switch it
+/// Applies the embedded SQLite migrations through a one-connection pool with foreign keys off:
+/// a migration that rebuilds a table others point at needs that, and SQLite cannot switch it
 /// inside the migration's transaction. Every reference is checked afterwards.
-async fn migrate(path: &Path, options: &SqliteConnectOptions) -> Result<(), StoreError> {
+async fn migrate_sqlite(path: &Path, options: &SqliteConnectOptions) -> Result<(), StoreError> {
     let pool = SqlitePoolOptions::new()
         .max_connections(1)
-        .connect_with(options.clone().foreign_keys(false))
+        .connect_with(
+            options
+                .clone()
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                .foreign_keys(false),
+        )
         .await
         .map_err(|source| StoreError::Open {
             path: path.to_path_buf(),

@@ -2,7 +2,7 @@
 //! on a pooled read connection and inside a write transaction.
 
 use serde_json::{Map, Value};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use wujie_protocol::api::{
     AuthorKind, Comment, IssueDetail, IssueStatus, Run, RunMessage, RunStatus,
 };
@@ -63,7 +63,7 @@ pub(crate) fn usage_from_row((provider, model, i, o, cr, cw): UsageRow) -> Usage
 
 /// Usage rows of a run (`table` = run_usage, `owner` = run_id) or a discussion, in arrival order.
 pub(crate) async fn load_usage(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     sql: &'static str,
     owner_id: &str,
 ) -> Result<Vec<Usage>, StoreError> {
@@ -72,11 +72,11 @@ pub(crate) async fn load_usage(
 }
 
 pub(crate) const RUN_USAGE_SQL: &str = "SELECT provider, model, input_tokens, output_tokens, \
-     cache_read_tokens, cache_write_tokens FROM run_usage WHERE run_id = ? ORDER BY seq";
+     cache_read_tokens, cache_write_tokens FROM run_usage WHERE run_id = $1 ORDER BY seq";
 
 pub(crate) const DISCUSSION_USAGE_SQL: &str = "SELECT provider, model, input_tokens, \
      output_tokens, cache_read_tokens, cache_write_tokens FROM discussion_usage \
-     WHERE discussion_id = ? ORDER BY seq";
+     WHERE discussion_id = $1 ORDER BY seq";
 
 pub(crate) type MessageRow = (
     String,
@@ -112,11 +112,11 @@ pub(crate) fn message_from_row(row: MessageRow) -> Result<RunMessage, StoreError
 }
 
 async fn load_messages(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     run_id: &str,
 ) -> Result<Vec<RunMessage>, StoreError> {
     let rows: Vec<MessageRow> = sqlx::query_as(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM run_messages WHERE run_id = ? ORDER BY seq"
+        "SELECT {MESSAGE_COLUMNS} FROM run_messages WHERE run_id = $1 ORDER BY seq"
     ))
     .bind(run_id)
     .fetch_all(conn)
@@ -142,7 +142,7 @@ const RUN_SELECT: &str = "SELECT r.id, r.issue_id, i.seq, w.key_prefix, r.provid
      r.exit_code, r.error, r.started_at, r.ended_at FROM runs r \
      JOIN issues i ON i.id = r.issue_id JOIN workspaces w ON w.id = i.workspace_id";
 
-async fn run_from_row(conn: &mut SqliteConnection, row: RunRow) -> Result<Run, StoreError> {
+async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, StoreError> {
     let (id, issue_id, seq, prefix, provider, cwd, status, exit_code, error, started_at, ended_at) =
         row;
     let messages = load_messages(conn, &id).await?;
@@ -163,8 +163,8 @@ async fn run_from_row(conn: &mut SqliteConnection, row: RunRow) -> Result<Run, S
     })
 }
 
-pub(crate) async fn load_run(conn: &mut SqliteConnection, run_id: &str) -> Result<Run, StoreError> {
-    let row: Option<RunRow> = sqlx::query_as(&format!("{RUN_SELECT} WHERE r.id = ?"))
+pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Run, StoreError> {
+    let row: Option<RunRow> = sqlx::query_as(&format!("{RUN_SELECT} WHERE r.id = $1"))
         .bind(run_id)
         .fetch_optional(&mut *conn)
         .await?;
@@ -179,11 +179,11 @@ pub(crate) fn run_not_found(run_id: &str) -> StoreError {
 }
 
 async fn load_comments(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     issue_id: &str,
 ) -> Result<Vec<Comment>, StoreError> {
     let rows: Vec<(String, String, String, Option<String>, String)> = sqlx::query_as(
-        "SELECT id, author_kind, body, run_id, created_at FROM comments WHERE issue_id = ? ORDER BY seq",
+        "SELECT id, author_kind, body, run_id, created_at FROM comments WHERE issue_id = $1 ORDER BY seq",
     )
     .bind(issue_id)
     .fetch_all(conn)
@@ -216,12 +216,12 @@ type IssueRow = (
 );
 
 pub(crate) async fn load_issue(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     issue_id: &str,
 ) -> Result<IssueDetail, StoreError> {
     let row: Option<IssueRow> = sqlx::query_as(
         "SELECT i.id, i.seq, w.key_prefix, i.title, i.description, i.status, i.discussion_id, \
-             i.created_at FROM issues i JOIN workspaces w ON w.id = i.workspace_id WHERE i.id = ?",
+             i.created_at FROM issues i JOIN workspaces w ON w.id = i.workspace_id WHERE i.id = $1",
     )
     .bind(issue_id)
     .fetch_optional(&mut *conn)
@@ -230,7 +230,7 @@ pub(crate) async fn load_issue(
         row.ok_or_else(|| StoreError::NotFound(format!("issue {issue_id} not found")))?;
     let comments = load_comments(conn, &id).await?;
     let run_rows: Vec<RunRow> = sqlx::query_as(&format!(
-        "{RUN_SELECT} WHERE r.issue_id = ? ORDER BY r.started_at, r.id"
+        "{RUN_SELECT} WHERE r.issue_id = $1 ORDER BY r.started_at, r.id"
     ))
     .bind(&id)
     .fetch_all(&mut *conn)

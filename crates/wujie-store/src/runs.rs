@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, AuthorKind, CreateRun, CreatedRun, FinishRun, FinishedRun, IssueChange, IssueStatus,
     Run, RunStatus,
@@ -17,7 +17,7 @@ use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
 /// Creates a running run on `issue_id` and its token inside the caller's transaction.
 pub(crate) async fn insert_run(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     issue_id: &str,
     req: &CreateRun,
 ) -> Result<CreatedRun, StoreError> {
@@ -28,7 +28,7 @@ pub(crate) async fn insert_run(
     let now = time::now();
     sqlx::query(
         "INSERT INTO runs (id, issue_id, provider, cwd, status, started_at, last_heartbeat) \
-         VALUES (?, ?, ?, ?, 'running', ?, ?)",
+         VALUES ($1, $2, $3, $4, 'running', $5, $6)",
     )
     .bind(&id)
     .bind(issue_id)
@@ -43,11 +43,12 @@ pub(crate) async fn insert_run(
         provider: req.provider.clone(),
     };
     activity::record(conn, issue_id, &activity::user(), &started).await?;
-    let in_progress = sqlx::query("UPDATE issues SET status = ? WHERE id = ? AND status = 'open'")
-        .bind(IssueStatus::InProgress.as_str())
-        .bind(issue_id)
-        .execute(&mut *conn)
-        .await?;
+    let in_progress =
+        sqlx::query("UPDATE issues SET status = $1 WHERE id = $2 AND status = 'open'")
+            .bind(IssueStatus::InProgress.as_str())
+            .bind(issue_id)
+            .execute(&mut *conn)
+            .await?;
     if in_progress.rows_affected() == 1 {
         let status = IssueChange::Status {
             status: IssueStatus::InProgress,
@@ -84,11 +85,11 @@ impl Store {
     pub async fn heartbeat(&self, run_id: &str) -> Result<(), StoreError> {
         let mut w = self.write().await?;
         let done = sqlx::query(
-            "UPDATE runs SET last_heartbeat = ?1, \
-               status = CASE WHEN status = 'failed' AND error = ?2 THEN 'running' ELSE status END, \
-               ended_at = CASE WHEN status = 'failed' AND error = ?2 THEN NULL ELSE ended_at END, \
-               error = CASE WHEN status = 'failed' AND error = ?2 THEN NULL ELSE error END \
-             WHERE id = ?3",
+            "UPDATE runs SET last_heartbeat = $1, \
+               status = CASE WHEN status = 'failed' AND error = $2 THEN 'running' ELSE status END, \
+               ended_at = CASE WHEN status = 'failed' AND error = $2 THEN NULL ELSE ended_at END, \
+               error = CASE WHEN status = 'failed' AND error = $2 THEN NULL ELSE error END \
+             WHERE id = $3",
         )
         .bind(time::now())
         .bind(REPORTER_STOPPED)
@@ -117,7 +118,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let row: Option<(String, Option<i64>, Option<String>, String)> =
-            sqlx::query_as("SELECT status, exit_code, error, issue_id FROM runs WHERE id = ?")
+            sqlx::query_as("SELECT status, exit_code, error, issue_id FROM runs WHERE id = $1")
                 .bind(run_id)
                 .fetch_optional(&mut *w.tx)
                 .await?;
@@ -127,7 +128,7 @@ impl Store {
             status == RunStatus::Failed && error.as_deref() == Some(REPORTER_STOPPED);
         if status == RunStatus::Running || stale_failure {
             sqlx::query(
-                "UPDATE runs SET status = ?, exit_code = ?, error = ?, ended_at = ? WHERE id = ?",
+                "UPDATE runs SET status = $1, exit_code = $2, error = $3, ended_at = $4 WHERE id = $5",
             )
             .bind(req.status.as_str())
             .bind(req.exit_code)
@@ -164,7 +165,7 @@ impl Store {
             Option<i64>,
             Option<String>,
             Option<String>,
-        ) = sqlx::query_as("SELECT status, exit_code, error, ended_at FROM runs WHERE id = ?")
+        ) = sqlx::query_as("SELECT status, exit_code, error, ended_at FROM runs WHERE id = $1")
             .bind(run_id)
             .fetch_one(&mut *w.tx)
             .await?;
@@ -179,32 +180,39 @@ impl Store {
     }
 
     /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,
-    /// with error "reporter stopped". Returns how many runs it failed.
+    /// with error "reporter stopped". Returns how many runs it failed. On PostgreSQL only one
+    /// server process sweeps at a time: while one does, the others' calls return 0.
     pub async fn mark_stale_runs(&self, older_than: Duration) -> Result<u64, StoreError> {
         let cutoff = time::before_now(older_than);
         let mut w = self.write().await?;
-        // The same change `finish_run` records, built in SQL for every run failed here.
-        sqlx::query(
-            "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, change, created_at) \
-             SELECT issue_id, 'agent', id, json_object('type', 'run_finished', 'run_id', id, \
-                 'status', 'failed', 'exit_code', NULL, 'error', ?1), ?2 \
-             FROM runs WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < ?3",
-        )
-        .bind(REPORTER_STOPPED)
-        .bind(time::now())
-        .bind(&cutoff)
-        .execute(&mut *w.tx)
-        .await?;
-        let done = sqlx::query(
-            "UPDATE runs SET status = 'failed', error = ?, ended_at = ? \
-             WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < ?",
+        if !w.backend.try_lock_sweeper(&mut w.tx).await? {
+            return Ok(0);
+        }
+        let failed: Vec<(String, String)> = sqlx::query_as(
+            "UPDATE runs SET status = 'failed', error = $1, ended_at = $2 \
+             WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < $3 \
+             RETURNING id, issue_id",
         )
         .bind(REPORTER_STOPPED)
         .bind(time::now())
         .bind(cutoff)
-        .execute(&mut *w.tx)
+        .fetch_all(&mut *w.tx)
         .await?;
+        for (run_id, issue_id) in &failed {
+            // The same change `finish_run` records.
+            let finished = IssueChange::RunFinished {
+                run_id: run_id.clone(),
+                status: RunStatus::Failed,
+                exit_code: None,
+                error: Some(REPORTER_STOPPED.to_owned()),
+            };
+            let reporter = Author {
+                kind: AuthorKind::Agent,
+                run_id: Some(run_id.clone()),
+            };
+            activity::record(&mut w.tx, issue_id, &reporter, &finished).await?;
+        }
         w.commit().await?;
-        Ok(done.rows_affected())
+        Ok(failed.len() as u64)
     }
 }

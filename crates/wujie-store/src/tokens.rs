@@ -2,7 +2,7 @@
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use wujie_protocol::api::{CreatedToken, TOKEN_PREFIX};
 
 use crate::{Store, StoreError, new_id, time};
@@ -55,7 +55,7 @@ fn hash(secret: &str) -> String {
 
 /// Mints a token inside the caller's transaction; returns (token id, secret).
 pub(crate) async fn insert_token(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     kind: TokenKind,
     name: &str,
     subject_id: Option<&str>,
@@ -63,7 +63,7 @@ pub(crate) async fn insert_token(
     let id = new_id();
     let secret = mint_token_secret();
     sqlx::query(
-        "INSERT INTO tokens (id, hash, name, kind, subject_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tokens (id, hash, name, kind, subject_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(&id)
     .bind(hash(&secret))
@@ -103,7 +103,7 @@ impl Store {
             "SELECT t.id, t.kind, t.subject_id, r.issue_id FROM tokens t \
              LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id AND r.status = 'running' \
              LEFT JOIN discussions d ON t.kind = 'discussion' AND d.id = t.subject_id \
-             WHERE t.hash = ? AND t.revoked = 0 \
+             WHERE t.hash = $1 AND t.revoked = 0 \
                AND (t.kind = 'user' OR r.id IS NOT NULL OR d.status = 'open')",
         )
         .bind(hash(secret))
@@ -130,7 +130,7 @@ impl Store {
     /// Revokes a token by id; later verifications fail.
     pub async fn revoke_token(&self, token_id: &str) -> Result<(), StoreError> {
         let mut w = self.write().await?;
-        let done = sqlx::query("UPDATE tokens SET revoked = 1 WHERE id = ?")
+        let done = sqlx::query("UPDATE tokens SET revoked = 1 WHERE id = $1")
             .bind(token_id)
             .execute(&mut *w.tx)
             .await?;

@@ -1,6 +1,11 @@
-//! The store on a real SQLite file in a temp dir.
+//! The store on a real SQLite file in a temp dir, or (WUJIE_TEST_DATABASE=postgres) on a real
+//! PostgreSQL database.
+
+mod common;
 
 use std::time::Duration;
+
+use common::TestStore;
 
 use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, FinishRun, RunStatus};
 use wujie_store::{Principal, Store, StoreError};
@@ -47,8 +52,8 @@ async fn open_creates_directories_and_reopening_keeps_data_and_one_workspace() {
 
 #[tokio::test]
 async fn tokens_verify_to_their_principal_until_revoked() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+    let t = TestStore::open().await;
+    let store = &t.store;
     let user = store.create_user_token("me").await.expect("user token");
     assert_eq!(
         store.verify_token(&user.token).await.expect("verify"),
@@ -92,8 +97,8 @@ async fn tokens_verify_to_their_principal_until_revoked() {
 
 #[tokio::test]
 async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+    let t = TestStore::open().await;
+    let store = &t.store;
     let i = store.create_issue(&issue("x")).await.expect("issue");
     let finished = store.create_run(&i.key, &run_req()).await.expect("run").run;
     store
@@ -133,4 +138,61 @@ async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
         store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
         0
     );
+}
+
+#[tokio::test]
+async fn reconnecting_keeps_data_and_one_workspace() {
+    let t = TestStore::open().await;
+    let ws = t.store.workspace().await.expect("workspace");
+    t.store.create_issue(&issue("kept")).await.expect("issue");
+    t.store.close().await;
+    let again = TestStore::connect(&t.database).await;
+    assert_eq!(again.workspace().await.expect("workspace").id, ws.id);
+    assert_eq!(
+        again.create_issue(&issue("next")).await.expect("issue").key,
+        "WUJ-2"
+    );
+}
+
+#[tokio::test]
+async fn issue_search_finds_title_description_and_comment_text_in_any_ascii_case() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let a = store
+        .create_issue(&issue("Parser Crash"))
+        .await
+        .expect("issue");
+    let b = store
+        .create_issue(&CreateIssue {
+            title: "other".into(),
+            description: "the PARSER again".into(),
+            discussion_id: None,
+        })
+        .await
+        .expect("issue");
+    let c = store.create_issue(&issue("third")).await.expect("issue");
+    store
+        .add_comment(
+            &c.key,
+            "seen in the parser too",
+            &wujie_protocol::api::Author {
+                kind: wujie_protocol::api::AuthorKind::User,
+                run_id: None,
+            },
+        )
+        .await
+        .expect("comment");
+    store
+        .create_issue(&issue("unrelated"))
+        .await
+        .expect("issue");
+    let found = store
+        .list_issues(&wujie_protocol::api::IssueQuery {
+            search: Some("parser".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("search");
+    let keys: Vec<&str> = found.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, [c.key.as_str(), b.key.as_str(), a.key.as_str()]);
 }

@@ -134,10 +134,7 @@ async fn tokens_are_stored_hashed() {
         assert_eq!(secret.len(), 4 + 64);
     }
     h.store.close().await;
-    let mut haystack = Vec::new();
-    for entry in std::fs::read_dir(h.db_path.parent().expect("dir")).expect("read dir") {
-        haystack.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
-    }
+    let haystack = h.database_bytes().await;
     assert!(haystack.len() > 1000, "database files were read");
     for secret in [&h.admin_token, &run.token, &user.token] {
         let plain = secret.trim_start_matches("wjt_");
@@ -147,16 +144,12 @@ async fn tokens_are_stored_hashed() {
         );
     }
     // What is stored instead: the SHA-256 hex of each token.
-    let pool = h.db().await;
-    let hashes: Vec<(String,)> = sqlx::query_as("SELECT hash FROM tokens")
-        .fetch_all(&pool)
-        .await
-        .expect("hashes");
+    let hashes = h.strings("SELECT hash FROM tokens").await;
     assert_eq!(hashes.len(), 3);
     assert!(
         hashes
             .iter()
-            .all(|(h,)| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()))
+            .all(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit()))
     );
 }
 

@@ -1,19 +1,30 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{Row, SqlitePool};
 use tempfile::TempDir;
 use wujie_client::{Client, ClientError, Token};
+use wujie_pgtest::Cluster;
 use wujie_protocol::api::{CreateIssue, CreateRun, CreatedRun, IngestItem, IssueDetail};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_server::{EmbeddedServer, ServerConfig};
-use wujie_store::Store;
+use wujie_store::{Database, Store, StoreOptions};
+
+/// The database a harness's server runs on: the backend the suite runs on (see
+/// `wujie_pgtest::postgres_requested`).
+pub enum Backing {
+    Sqlite(PathBuf),
+    Postgres {
+        cluster: &'static Cluster,
+        name: String,
+    },
+}
 
 pub struct Harness {
     /// Keeps the temp dir (and the database in it) alive for the test.
     _dir: TempDir,
-    pub db_path: PathBuf,
+    pub backing: Backing,
     pub store: Store,
     pub server: Option<EmbeddedServer>,
     pub admin_token: String,
@@ -27,8 +38,19 @@ impl Harness {
 
     pub async fn with_config(config: ServerConfig) -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
-        let db_path = dir.path().join("data").join("wujie.db");
-        let store = Store::open(&db_path).await.expect("open store");
+        let (backing, database) = if wujie_pgtest::postgres_requested() {
+            let cluster = wujie_pgtest::cluster()
+                .expect("WUJIE_TEST_DATABASE=postgres asks for PostgreSQL, which is not installed");
+            let url = cluster.create_database();
+            let name = url.rsplit('/').next().expect("database name").to_owned();
+            (Backing::Postgres { cluster, name }, Database::Postgres(url))
+        } else {
+            let path = dir.path().join("data").join("wujie.db");
+            (Backing::Sqlite(path.clone()), Database::Sqlite(path))
+        };
+        let store = Store::open_database(&database, StoreOptions::SERVER)
+            .await
+            .expect("open store");
         let admin_token = store
             .create_user_token("test admin")
             .await
@@ -40,7 +62,7 @@ impl Harness {
         let admin = Client::new(&server.url(), Token::new(admin_token.clone())).expect("client");
         Harness {
             _dir: dir,
-            db_path,
+            backing,
             store,
             server: Some(server),
             admin_token,
@@ -80,18 +102,59 @@ impl Harness {
             .expect("create run")
     }
 
-    /// A second, independent connection to the database file, for checking rows directly.
-    pub async fn db(&self) -> SqlitePool {
-        SqlitePool::connect_with(SqliteConnectOptions::new().filename(&self.db_path))
-            .await
-            .expect("open db")
+    /// The first column of every row `sql` selects, as text, read over a second, independent
+    /// connection to the database.
+    pub async fn strings(&self, sql: &str) -> Vec<String> {
+        match &self.backing {
+            Backing::Sqlite(path) => {
+                let pool = SqlitePool::connect_with(SqliteConnectOptions::new().filename(path))
+                    .await
+                    .expect("open db");
+                let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
+                pool.close().await;
+                rows.iter()
+                    .map(|row| {
+                        row.try_get::<String, _>(0)
+                            .or_else(|_| row.try_get::<i64, _>(0).map(|n| n.to_string()))
+                            .expect("a text or integer column")
+                    })
+                    .collect()
+            }
+            Backing::Postgres { cluster, name } => {
+                cluster.psql(name, sql).lines().map(str::to_owned).collect()
+            }
+        }
     }
 
     pub async fn count(&self, sql: &str) -> i64 {
-        let pool = self.db().await;
-        let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&pool).await.expect("count");
-        pool.close().await;
-        n
+        let rows = self.strings(sql).await;
+        assert_eq!(rows.len(), 1, "{sql} returns one row");
+        rows[0].parse().expect("a count")
+    }
+
+    /// Every byte the database keeps on disk (after the store is closed, or on PostgreSQL a
+    /// checkpoint), for checks that something is never stored in plain text.
+    pub async fn database_bytes(&self) -> Vec<u8> {
+        let dir = match &self.backing {
+            Backing::Sqlite(path) => path.parent().expect("dir").to_path_buf(),
+            Backing::Postgres { cluster, name } => {
+                cluster.psql(name, "CHECKPOINT");
+                cluster.data_dir()
+            }
+        };
+        let mut bytes = Vec::new();
+        let mut pending = vec![dir];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).expect("read dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if let Ok(content) = std::fs::read(&path) {
+                    bytes.extend(content);
+                }
+            }
+        }
+        bytes
     }
 
     pub async fn stop(mut self) {

@@ -29,3 +29,37 @@ pub async fn outbox_with_run_1(db: &Path) -> (Outbox, TargetLock) {
         .unwrap();
     (outbox, owner)
 }
+
+/// A store on the backend the suite runs on (see `wujie_pgtest::postgres_requested`): a SQLite
+/// file in a temp dir, or a fresh database on the test process's PostgreSQL cluster.
+pub struct TestStore {
+    pub store: wujie_store::Store,
+    pub database: wujie_store::Database,
+    _dir: tempfile::TempDir,
+}
+
+impl TestStore {
+    pub async fn open() -> TestStore {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let database = if wujie_pgtest::postgres_requested() {
+            let cluster = wujie_pgtest::cluster()
+                .expect("WUJIE_TEST_DATABASE=postgres asks for PostgreSQL, which is not installed");
+            wujie_store::Database::Postgres(cluster.create_database())
+        } else {
+            wujie_store::Database::Sqlite(dir.path().join("w.db"))
+        };
+        let store = TestStore::connect(&database).await;
+        TestStore {
+            store,
+            database,
+            _dir: dir,
+        }
+    }
+
+    /// Another handle on the same database, as a second server process would open it.
+    pub async fn connect(database: &wujie_store::Database) -> wujie_store::Store {
+        wujie_store::Store::open_database(database, wujie_store::StoreOptions::SERVER)
+            .await
+            .expect("open store")
+    }
+}

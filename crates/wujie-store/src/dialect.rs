@@ -1,0 +1,88 @@
+//! What differs between SQLite and PostgreSQL beyond the schema: text search, and how
+//! concurrent writers are kept apart. Everything else is one statement for both.
+//!
+//! SQLite has one writer at a time (`BEGIN IMMEDIATE` behind the store's mutex), so ordering
+//! comes for free. PostgreSQL runs writers concurrently, possibly from several server
+//! processes, and two things need them kept apart:
+//! - the live feeds page by `seq` and take "after the last seq I saw" as "everything new". A
+//!   sequence number is taken at insert time but becomes visible at commit, so a transaction
+//!   that took a lower number and commits later would be skipped. Writers of the activity log
+//!   and of one issue's messages therefore hold a transaction-scoped advisory lock until they
+//!   commit, which makes seq order commit order;
+//! - ingest checks which keys are stored before inserting, which is only sound while no other
+//!   transaction ingests into the same issue (a reporter retrying against another replica).
+
+use sqlx::{Any, Transaction};
+
+use crate::StoreError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Advisory lock keys (any 64-bit numbers no other application on the database uses).
+const ACTIVITY_LOCK: i64 = 0x5775_6a69_6501;
+const SWEEPER_LOCK: i64 = 0x5775_6a69_6502;
+
+/// A lock held until the transaction ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SerialLock<'a> {
+    /// Every write that records activity (all writes but ingest take it first, so no lock is
+    /// ever taken in two orders).
+    Activity,
+    /// Writes of one issue's run messages.
+    Issue(&'a str),
+}
+
+impl Backend {
+    pub(crate) async fn serialize(
+        self,
+        tx: &mut Transaction<'static, Any>,
+        lock: SerialLock<'_>,
+    ) -> Result<(), StoreError> {
+        if self == Backend::Sqlite {
+            return Ok(());
+        }
+        match lock {
+            SerialLock::Activity => {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(ACTIVITY_LOCK)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            SerialLock::Issue(issue_id) => {
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                    .bind(issue_id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this transaction may run the stale-run sweep: on PostgreSQL only one server
+    /// process at a time does (the others skip this round); SQLite's single writer is enough.
+    pub(crate) async fn try_lock_sweeper(
+        self,
+        tx: &mut Transaction<'static, Any>,
+    ) -> Result<bool, StoreError> {
+        if self == Backend::Sqlite {
+            return Ok(true);
+        }
+        let (locked,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_xact_lock($1)")
+            .bind(SWEEPER_LOCK)
+            .fetch_one(&mut **tx)
+            .await?;
+        Ok(locked)
+    }
+
+    /// The function that finds a needle in a text: `f(haystack, needle) > 0` when it is there.
+    pub(crate) fn position_fn(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "instr",
+            Backend::Postgres => "strpos",
+        }
+    }
+}

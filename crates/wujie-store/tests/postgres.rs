@@ -1,0 +1,193 @@
+//! What only PostgreSQL has to get right: several server processes (here: several store
+//! handles, each with its own connection pool, as each replica has) writing to one database at
+//! once. Skipped with a message when PostgreSQL is not installed, failed when
+//! WUJIE_REQUIRE_POSTGRES is set.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::future::join_all;
+use wujie_protocol::api::{CreateIssue, CreateRun, IngestItem, IngestOutcome, RunStatus};
+use wujie_protocol::event::{Event, Message, MessageKind, Usage};
+use wujie_store::{Database, Store, StoreOptions};
+
+/// `n` handles on one fresh database, or None when PostgreSQL is not there (and not required).
+async fn replicas(n: usize) -> Option<(Vec<Store>, String)> {
+    let url = wujie_pgtest::cluster()?.create_database();
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        let store = Store::open_database(&Database::Postgres(url.clone()), StoreOptions::SERVER)
+            .await
+            .expect("connect");
+        stores.push(store);
+    }
+    Some((stores, url))
+}
+
+fn issue(title: &str) -> CreateIssue {
+    CreateIssue {
+        title: title.into(),
+        description: String::new(),
+        discussion_id: None,
+    }
+}
+
+fn run_req() -> CreateRun {
+    CreateRun {
+        provider: "fake".into(),
+        cwd: "/tmp".into(),
+    }
+}
+
+fn message(key: &str, kind: MessageKind) -> IngestItem {
+    IngestItem {
+        source: "fake".into(),
+        source_key: key.into(),
+        event: Event::Message(Message {
+            kind,
+            content: Some(format!("text of {key}")),
+            tool: None,
+            input: None,
+            output: None,
+            source: "fake".into(),
+            source_key: key.into(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn issue_numbers_from_concurrent_replicas_are_unique_and_gap_free() {
+    let Some((stores, _)) = replicas(3).await else {
+        return;
+    };
+    let creations = (0..60).map(|i| {
+        let store = stores[i % stores.len()].clone();
+        async move { store.create_issue(&issue(&format!("issue {i}"))).await }
+    });
+    let keys: HashSet<String> = join_all(creations)
+        .await
+        .into_iter()
+        .map(|r| r.expect("create issue").key)
+        .collect();
+    let expected: HashSet<String> = (1..=60).map(|n| format!("WUJ-{n}")).collect();
+    assert_eq!(keys, expected);
+}
+
+#[tokio::test]
+async fn the_same_batch_delivered_to_two_replicas_at_once_is_stored_once() {
+    let Some((stores, _)) = replicas(2).await else {
+        return;
+    };
+    let i = stores[0].create_issue(&issue("x")).await.expect("issue");
+    let run = stores[0]
+        .create_run(&i.key, &run_req())
+        .await
+        .expect("run")
+        .run;
+    // Finals become comments and take the activity lock; the rest only the issue's lock.
+    let mut batch: Vec<IngestItem> = (0..200)
+        .map(|n| {
+            let kind = if n % 50 == 0 {
+                MessageKind::Final
+            } else {
+                MessageKind::Text
+            };
+            message(&format!("k{n}"), kind)
+        })
+        .collect();
+    batch.push(IngestItem {
+        source: "fake".into(),
+        source_key: "u1".into(),
+        event: Event::Usage(Usage {
+            provider: "fake".into(),
+            model: "m".into(),
+            input_tokens: 5,
+            output_tokens: 6,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }),
+    });
+    for round in 0..5 {
+        let deliveries = (0..4).map(|n| {
+            let store = stores[n % 2].clone();
+            let (batch, run_id) = (batch.clone(), run.id.clone());
+            async move { store.ingest_run_events(&run_id, &batch, 1 << 20).await }
+        });
+        let results: Vec<_> = join_all(deliveries)
+            .await
+            .into_iter()
+            .map(|r| r.expect("ingest"))
+            .collect();
+        for index in 0..batch.len() {
+            let stored = results
+                .iter()
+                .filter(|r| r.results[index].outcome == IngestOutcome::Stored)
+                .count();
+            let duplicates = results
+                .iter()
+                .filter(|r| r.results[index].outcome == IngestOutcome::Duplicate)
+                .count();
+            let expected_stored = usize::from(round == 0);
+            assert_eq!(
+                (stored, duplicates),
+                (expected_stored, 4 - expected_stored),
+                "item {index} in round {round}"
+            );
+        }
+    }
+    let detail = stores[1].issue(&i.key).await.expect("issue");
+    assert_eq!(detail.runs[0].messages.len(), 200);
+    assert_eq!(detail.runs[0].usage.len(), 1);
+    assert_eq!(detail.comments.len(), 4);
+}
+
+#[tokio::test]
+async fn concurrent_sweeps_on_several_replicas_fail_each_stale_run_once() {
+    let Some((stores, url)) = replicas(3).await else {
+        return;
+    };
+    let i = stores[0].create_issue(&issue("x")).await.expect("issue");
+    for _ in 0..10 {
+        stores[0].create_run(&i.key, &run_req()).await.expect("run");
+    }
+    let sweeps = stores
+        .iter()
+        .map(|s| async move { s.mark_stale_runs(Duration::ZERO).await });
+    let failed: u64 = join_all(sweeps)
+        .await
+        .into_iter()
+        .map(|r| r.expect("sweep"))
+        .sum();
+    assert_eq!(failed, 10);
+    let runs = stores[2].issue_runs(&i.key).await.expect("runs");
+    assert!(runs.iter().all(|r| r.status == RunStatus::Failed));
+    let cluster = wujie_pgtest::cluster().expect("cluster");
+    let database = url.rsplit('/').next().expect("database name");
+    let finished = cluster.psql(
+        database,
+        "SELECT COUNT(*) FROM issue_activity WHERE change LIKE '%run_finished%'",
+    );
+    assert_eq!(finished, "10");
+}
+
+#[tokio::test]
+async fn a_write_on_one_replica_wakes_the_followers_of_another() {
+    let Some((stores, _)) = replicas(2).await else {
+        return;
+    };
+    let mut changes = stores[1].changes();
+    changes.borrow_and_update();
+    stores[0]
+        .create_issue(&issue("seen elsewhere"))
+        .await
+        .expect("issue");
+    tokio::time::timeout(Duration::from_secs(30), changes.changed())
+        .await
+        .expect("the other replica was told within 30 s")
+        .expect("store alive");
+    let activity = stores[1]
+        .issue_activity_after(None, 0, 10)
+        .await
+        .expect("activity");
+    assert_eq!(activity.len(), 1);
+}
