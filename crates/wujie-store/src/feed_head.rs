@@ -11,8 +11,8 @@ impl Store {
         let head: (i64, i64) = sqlx::query_as(
             "SELECT \
                (SELECT COALESCE(MAX(m.seq), 0) FROM run_messages m \
-                 WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = ?)), \
-               (SELECT COALESCE(MAX(a.seq), 0) FROM issue_activity a WHERE a.issue_id = ?)",
+                 WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = $1)), \
+               (SELECT COALESCE(MAX(a.seq), 0) FROM issue_activity a WHERE a.issue_id = $2)",
         )
         .bind(issue_id)
         .bind(issue_id)

@@ -6,11 +6,12 @@ use crate::{Store, StoreError};
 impl Store {
     /// True while `token_id` is a user token that has not been revoked.
     pub async fn user_token_active(&self, token_id: &str) -> Result<bool, StoreError> {
-        let found: Option<(i64,)> =
-            sqlx::query_as("SELECT 1 FROM tokens WHERE id = ? AND kind = 'user' AND revoked = 0")
-                .bind(token_id)
-                .fetch_optional(self.pool())
-                .await?;
+        let found: Option<(i64,)> = sqlx::query_as(
+            "SELECT CAST(1 AS BIGINT) FROM tokens WHERE id = $1 AND kind = 'user' AND revoked = 0",
+        )
+        .bind(token_id)
+        .fetch_optional(self.pool())
+        .await?;
         Ok(found.is_some())
     }
 }

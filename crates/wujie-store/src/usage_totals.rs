@@ -6,16 +6,18 @@ use crate::rows::{UsageRow, usage_from_row};
 use crate::{Store, StoreError};
 
 impl Store {
-    /// Every run's and discussion's usage, summed per (provider, model).
+    /// Every run's and discussion's usage, summed per (provider, model). (PostgreSQL sums
+    /// BIGINT columns as NUMERIC: the casts keep both backends' results 64-bit integers.)
     pub async fn workspace_usage(&self) -> Result<Vec<Usage>, StoreError> {
         let rows: Vec<UsageRow> = sqlx::query_as(
-            "SELECT provider, model, SUM(input_tokens), SUM(output_tokens), \
-                    SUM(cache_read_tokens), SUM(cache_write_tokens) \
+            "SELECT provider, model, CAST(SUM(input_tokens) AS BIGINT), \
+                    CAST(SUM(output_tokens) AS BIGINT), CAST(SUM(cache_read_tokens) AS BIGINT), \
+                    CAST(SUM(cache_write_tokens) AS BIGINT) \
              FROM (SELECT provider, model, input_tokens, output_tokens, cache_read_tokens, \
                           cache_write_tokens FROM run_usage \
                    UNION ALL \
                    SELECT provider, model, input_tokens, output_tokens, cache_read_tokens, \
-                          cache_write_tokens FROM discussion_usage) \
+                          cache_write_tokens FROM discussion_usage) AS u \
              GROUP BY provider, model ORDER BY provider, model",
         )
         .fetch_all(self.pool())
@@ -26,9 +28,10 @@ impl Store {
     /// The usage of every run of an issue, summed per (provider, model).
     pub async fn issue_usage(&self, issue_id: &str) -> Result<Vec<Usage>, StoreError> {
         let rows: Vec<UsageRow> = sqlx::query_as(
-            "SELECT provider, model, SUM(input_tokens), SUM(output_tokens), \
-                    SUM(cache_read_tokens), SUM(cache_write_tokens) \
-             FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE issue_id = ?) \
+            "SELECT provider, model, CAST(SUM(input_tokens) AS BIGINT), \
+                    CAST(SUM(output_tokens) AS BIGINT), CAST(SUM(cache_read_tokens) AS BIGINT), \
+                    CAST(SUM(cache_write_tokens) AS BIGINT) \
+             FROM run_usage WHERE run_id IN (SELECT id FROM runs WHERE issue_id = $1) \
              GROUP BY provider, model ORDER BY provider, model",
         )
         .bind(issue_id)
