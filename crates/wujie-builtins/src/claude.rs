@@ -35,9 +35,7 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field};
-use crate::{
-    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value,
-};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value};
 
 /// The `source` of every message the claude provider reports.
 pub const SOURCE: &str = "claude";

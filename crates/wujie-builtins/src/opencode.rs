@@ -45,9 +45,7 @@ use wujie_protocol::lines::{LinePiece, LineSplitter};
 use crate::tui::{
     LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted, str_field,
 };
-use crate::{
-    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value,
-};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value};
 
 /// The `source` of every message the opencode provider reports.
 pub const SOURCE: &str = "opencode";
