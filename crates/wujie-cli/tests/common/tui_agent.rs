@@ -192,7 +192,9 @@ impl TuiAgent {
 
 /// The shell line for tmux: `wujie ARGS` in the agent's work dir with the agent's home, its
 /// environment and the installed agents on PATH, with no run context inherited; then the exit
-/// status (`EXIT=N`), and the window kept open to read it.
+/// status (`EXIT=N`), and the window kept open to read it. `CI` is unset too: the session
+/// stands for a person at a terminal, and Gemini CLI with `CI` set runs headless (it then
+/// refuses to start without a prompt) even on a terminal.
 pub fn agent_shell(home: &AgentHome, env: &Env, args: &str) -> String {
     let vars: Vec<String> = home
         .envs()
@@ -200,7 +202,7 @@ pub fn agent_shell(home: &AgentHome, env: &Env, args: &str) -> String {
         .map(|(k, v)| format!("{k}='{v}'"))
         .collect();
     format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
+        "unset CI WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
          env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
          {WUJIE} {args}; echo EXIT=$?; trap '' INT; sleep 600",
         work = home.workdir().display(),
