@@ -91,9 +91,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "codex", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let run = &tui_agent::first_run_succeeded(&env, &key, "codex");
     let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),

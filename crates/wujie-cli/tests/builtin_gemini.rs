@@ -113,9 +113,7 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "gemini", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let run = &tui_agent::first_run_succeeded(&env, &key, "gemini");
     let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),

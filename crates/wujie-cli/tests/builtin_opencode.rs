@@ -110,9 +110,7 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
     let (_, session) = quit(&tmux);
     drop(tmux);
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "opencode", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let run = &tui_agent::first_run_succeeded(&env, &key, "opencode");
     let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),

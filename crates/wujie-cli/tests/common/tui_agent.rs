@@ -448,3 +448,11 @@ pub fn adapter_refuses(env: &Env, args: &[&str], bin_var: &str) -> String {
     assert_eq!(out.status.code(), Some(2), "{err}");
     err
 }
+
+/// The first run of issue `key`, which `provider` ran and which succeeded.
+pub fn first_run_succeeded(env: &Env, key: &str, provider: &str) -> Value {
+    let run = env.issue(key)["runs"][0].clone();
+    assert_eq!(run["provider"], provider, "{run:#}");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    run
+}
