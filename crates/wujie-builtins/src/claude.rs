@@ -446,34 +446,13 @@ mod tests {
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {
-        messages(events)
-            .into_iter()
-            .map(|m| {
-                let what = match m.kind {
-                    MessageKind::ToolUse => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        Value::Object(m.input.unwrap_or_default())
-                    ),
-                    MessageKind::ToolResult => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        m.output.unwrap_or_default()
-                    ),
-                    _ => m.content.unwrap_or_default(),
-                };
-                (m.kind, what)
-            })
-            .collect()
+        testing::summary(events, testing::tool_and_output)
     }
 
     fn usages(events: &[Event]) -> Vec<(u64, u64)> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Usage(u) => Some((u.input_tokens, u.output_tokens)),
-                _ => None,
-            })
+        testing::usages(events)
+            .into_iter()
+            .map(|u| (u.input_tokens, u.output_tokens))
             .collect()
     }
 
@@ -519,20 +498,12 @@ mod tests {
 
     #[test]
     fn every_event_survives_our_own_protocol_parser() {
-        for event in map_chunks([FIXTURE]) {
-            let line = event.encode_line();
-            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
-            assert_eq!(parsed, vec![event]);
-        }
+        testing::assert_events_survive_the_protocol_parser(map_chunks([FIXTURE]));
     }
 
     #[test]
     fn any_chunking_gives_the_same_events() {
-        let whole = map_chunks([FIXTURE]);
-        for size in [1, 7, 4096] {
-            assert_eq!(map_chunks(FIXTURE.chunks(size)), whole, "chunks of {size}");
-        }
+        testing::assert_chunking_changes_nothing(FIXTURE, &[1, 7, 4096], map_chunks);
     }
 
     #[test]

@@ -413,21 +413,7 @@ mod tests {
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {
-        messages(events)
-            .into_iter()
-            .map(|m| {
-                let what = match m.kind {
-                    MessageKind::ToolUse => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        Value::Object(m.input.unwrap_or_default())
-                    ),
-                    MessageKind::ToolResult => m.tool.unwrap_or_default(),
-                    _ => m.content.unwrap_or_default(),
-                };
-                (m.kind, what)
-            })
-            .collect()
+        testing::summary(events, testing::tool_name)
     }
 
     #[test]
@@ -461,12 +447,9 @@ mod tests {
             result.output.as_deref().unwrap().contains("hello"),
             "{result:?}"
         );
-        let usage: Vec<(u64, u64, String)> = out
-            .iter()
-            .filter_map(|e| match e {
-                Event::Usage(u) => Some((u.input_tokens, u.output_tokens, u.model.clone())),
-                _ => None,
-            })
+        let usage: Vec<(u64, u64, String)> = testing::usages(&out)
+            .into_iter()
+            .map(|u| (u.input_tokens, u.output_tokens, u.model))
             .collect();
         let mock = |i, o| (i, o, "mock-model".to_owned());
         assert_eq!(usage, [mock(11, 3), mock(20, 2)]);
@@ -477,20 +460,12 @@ mod tests {
 
     #[test]
     fn every_event_survives_our_own_protocol_parser() {
-        for event in map_chunks([FIXTURE]) {
-            let line = event.encode_line();
-            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
-            assert_eq!(parsed, vec![event]);
-        }
+        testing::assert_events_survive_the_protocol_parser(map_chunks([FIXTURE]));
     }
 
     #[test]
     fn any_chunking_and_garbage_give_the_same_events() {
-        let whole = map_chunks([FIXTURE]);
-        for size in [1, 13, 4096] {
-            assert_eq!(map_chunks(FIXTURE.chunks(size)), whole, "chunks of {size}");
-        }
+        let whole = testing::assert_chunking_changes_nothing(FIXTURE, &[1, 13, 4096], map_chunks);
         let mut noisy = b"garbage\n{\"type\":\"new_kind\",\"payload\":{}}\n{\"type\":\"response_item\",\"payload\":3}\n".to_vec();
         noisy.extend_from_slice(FIXTURE);
         assert_eq!(map_chunks([&noisy[..]]), whole);

@@ -558,30 +558,13 @@ mod tests {
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {
-        messages(events)
-            .into_iter()
-            .map(|m| {
-                let what = match m.kind {
-                    MessageKind::ToolUse => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        Value::Object(m.input.unwrap_or_default())
-                    ),
-                    MessageKind::ToolResult => m.tool.unwrap_or_default(),
-                    _ => m.content.unwrap_or_default(),
-                };
-                (m.kind, what)
-            })
-            .collect()
+        testing::summary(events, testing::tool_name)
     }
 
     fn usages(events: &[Event]) -> Vec<(u64, u64, String)> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Usage(u) => Some((u.input_tokens, u.output_tokens, u.model.clone())),
-                _ => None,
-            })
+        testing::usages(events)
+            .into_iter()
+            .map(|u| (u.input_tokens, u.output_tokens, u.model))
             .collect()
     }
 
@@ -649,20 +632,12 @@ mod tests {
 
     #[test]
     fn every_event_survives_our_own_protocol_parser() {
-        for event in map_chunks([FIXTURE]) {
-            let line = event.encode_line();
-            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
-            assert_eq!(parsed, vec![event]);
-        }
+        testing::assert_events_survive_the_protocol_parser(map_chunks([FIXTURE]));
     }
 
     #[test]
     fn any_chunking_garbage_and_unknown_records_give_the_same_events() {
-        let whole = map_chunks([FIXTURE]);
-        for size in [1, 13, 4096] {
-            assert_eq!(map_chunks(FIXTURE.chunks(size)), whole, "chunks of {size}");
-        }
+        let whole = testing::assert_chunking_changes_nothing(FIXTURE, &[1, 13, 4096], map_chunks);
         let (first, second) = FIXTURE.split_at(resume_cut());
         let mut noisy = b"not json\n[1,2]\n".to_vec();
         noisy.extend_from_slice(first);

@@ -723,7 +723,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::testing::{self, messages};
+    use crate::tui::testing::{self, messages, usages};
 
     /// See tests/fixtures/README.md: opencode 1.18.33's `/event` stream while it ran
     /// `echo hello` and answered `done`.
@@ -735,35 +735,7 @@ mod tests {
     }
 
     fn summary(events: &[Event]) -> Vec<(MessageKind, String)> {
-        messages(events)
-            .into_iter()
-            .map(|m| {
-                let what = match m.kind {
-                    MessageKind::ToolUse => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        Value::Object(m.input.unwrap_or_default())
-                    ),
-                    MessageKind::ToolResult => format!(
-                        "{} {}",
-                        m.tool.unwrap_or_default(),
-                        m.output.unwrap_or_default().trim()
-                    ),
-                    _ => m.content.unwrap_or_default(),
-                };
-                (m.kind, what)
-            })
-            .collect()
-    }
-
-    fn usage(events: &[Event]) -> Vec<Usage> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Usage(u) => Some(u.clone()),
-                _ => None,
-            })
-            .collect()
+        testing::summary(events, testing::tool_and_trimmed_output)
     }
 
     fn expected() -> Vec<(MessageKind, String)> {
@@ -807,7 +779,7 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
         };
-        assert_eq!(usage(&out), [mock(11, 3), mock(20, 2)]);
+        assert_eq!(usages(&out), [mock(11, 3), mock(20, 2)]);
         let keys: HashSet<String> = messages(&out).into_iter().map(|m| m.source_key).collect();
         assert_eq!(keys.len(), 6, "{keys:?}");
         assert!(
@@ -820,20 +792,12 @@ mod tests {
 
     #[test]
     fn every_event_survives_our_own_protocol_parser() {
-        for event in map_chunks([FIXTURE]) {
-            let line = event.encode_line();
-            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
-            assert_eq!(parsed, vec![event]);
-        }
+        testing::assert_events_survive_the_protocol_parser(map_chunks([FIXTURE]));
     }
 
     #[test]
     fn any_chunking_garbage_and_unknown_events_give_the_same_events() {
-        let whole = map_chunks([FIXTURE]);
-        for size in [1, 17, 4096] {
-            assert_eq!(map_chunks(FIXTURE.chunks(size)), whole, "chunks of {size}");
-        }
+        let whole = testing::assert_chunking_changes_nothing(FIXTURE, &[1, 17, 4096], map_chunks);
         let mut noisy = b"garbage\n{\"type\":\"new.kind\",\"properties\":{}}\n{\"type\":\"message.part.updated\",\"properties\":{\"part\":3}}\n{\"type\":\"message.updated\"}\n".to_vec();
         noisy.extend_from_slice(FIXTURE);
         assert_eq!(map_chunks([&noisy[..]]), whole);
@@ -876,7 +840,7 @@ mod tests {
         let second_message_created = 1_796_123_001_000;
         let out = testing::map_chunks(OpencodeMapper::new(None, second_message_created), [FIXTURE]);
         assert_eq!(summary(&out), expected()[1..].to_vec());
-        assert_eq!(usage(&out).len(), 2);
+        assert_eq!(usages(&out).len(), 2);
     }
 
     #[test]

@@ -525,6 +525,7 @@ impl Forward {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::testing;
 
     /// Recorded from pi 0.73.1 (`pi --provider mock --model mock-model --mode json -p "Run the
     /// shell command echo hello, then say done."`) against `wujie-mockllm` with
@@ -555,13 +556,7 @@ mod tests {
     }
 
     fn messages(outputs: &[PiOutput]) -> Vec<Message> {
-        events(outputs)
-            .into_iter()
-            .filter_map(|e| match e {
-                Event::Message(m) => Some(m),
-                _ => None,
-            })
-            .collect()
+        testing::messages(&events(outputs))
     }
 
     /// (type, key, content/tool/output) of each message, for compact comparisons.
@@ -634,13 +629,7 @@ mod tests {
         ];
         assert_eq!(summary(&out), expected);
 
-        let usage: Vec<Usage> = all
-            .iter()
-            .filter_map(|e| match e {
-                Event::Usage(u) => Some(u.clone()),
-                _ => None,
-            })
-            .collect();
+        let usage = testing::usages(&all);
         let expect_usage = |input, output| Usage {
             provider: "mock".to_owned(),
             model: "mock-model".to_owned(),
@@ -658,12 +647,7 @@ mod tests {
 
     #[test]
     fn every_event_survives_our_own_protocol_parser() {
-        for event in events(&map_all(FIXTURE)) {
-            let line = event.encode_line();
-            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
-                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
-            assert_eq!(parsed, vec![event]);
-        }
+        testing::assert_events_survive_the_protocol_parser(events(&map_all(FIXTURE)));
     }
 
     #[test]
@@ -676,10 +660,11 @@ mod tests {
 
     #[test]
     fn any_chunking_gives_the_same_outputs() {
-        let whole = map_all(FIXTURE);
-        for size in [1, 2, 3, 7, 64, 1000, 4096] {
-            assert_eq!(map_chunks(FIXTURE.chunks(size)), whole, "chunks of {size}");
-        }
+        let whole = testing::assert_chunking_changes_nothing(
+            FIXTURE,
+            &[1, 2, 3, 7, 64, 1000, 4096],
+            map_chunks,
+        );
         for cut in (0..FIXTURE.len()).step_by(101) {
             let (a, b) = FIXTURE.split_at(cut);
             assert_eq!(map_chunks([a, b]), whole, "cut at {cut}");

@@ -417,11 +417,14 @@ pub fn is_agent_markup(text: &str) -> bool {
     true
 }
 
-/// What the providers' mapping tests share: a log fed in chunks, and the messages it gave.
+/// What the providers' mapping tests share: a log fed in chunks, the messages and usages it
+/// gave, and the checks every mapper must pass.
 #[cfg(test)]
 pub(crate) mod testing {
     use super::{LogMapper, LogReader};
-    use wujie_protocol::event::{Event, Message};
+    use serde_json::Value;
+    use std::fmt::Debug;
+    use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 
     pub fn map_chunks<'a, M: LogMapper>(
         mapper: M,
@@ -441,6 +444,90 @@ pub(crate) mod testing {
                 _ => None,
             })
             .collect()
+    }
+
+    pub fn usages(events: &[Event]) -> Vec<Usage> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Usage(u) => Some(u.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// (type, what) of each message for compact comparisons: a tool use as its tool and input,
+    /// a tool result as `tool_result` shows it, anything else as its content.
+    pub fn summary(
+        events: &[Event],
+        tool_result: impl Fn(Message) -> String,
+    ) -> Vec<(MessageKind, String)> {
+        messages(events)
+            .into_iter()
+            .map(|m| {
+                let kind = m.kind;
+                let what = match kind {
+                    MessageKind::ToolUse => format!(
+                        "{} {}",
+                        m.tool.unwrap_or_default(),
+                        Value::Object(m.input.unwrap_or_default())
+                    ),
+                    MessageKind::ToolResult => tool_result(m),
+                    _ => m.content.unwrap_or_default(),
+                };
+                (kind, what)
+            })
+            .collect()
+    }
+
+    /// A tool result shown as its tool's name.
+    pub fn tool_name(m: Message) -> String {
+        m.tool.unwrap_or_default()
+    }
+
+    /// A tool result shown as its tool's name and output.
+    pub fn tool_and_output(m: Message) -> String {
+        format!(
+            "{} {}",
+            m.tool.unwrap_or_default(),
+            m.output.unwrap_or_default()
+        )
+    }
+
+    /// A tool result shown as its tool's name and output without surrounding whitespace.
+    pub fn tool_and_trimmed_output(m: Message) -> String {
+        format!(
+            "{} {}",
+            m.tool.unwrap_or_default(),
+            m.output.unwrap_or_default().trim()
+        )
+    }
+
+    /// Every event, written as a protocol line, parses back to itself.
+    pub fn assert_events_survive_the_protocol_parser(events: impl IntoIterator<Item = Event>) {
+        for event in events {
+            let line = event.encode_line();
+            let parsed = wujie_protocol::event::parse_line(&line[..line.len() - 1], 1)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&line)));
+            assert_eq!(parsed, vec![event]);
+        }
+    }
+
+    /// The fixture cut into chunks of each size maps to what it maps to whole.
+    pub fn assert_chunking_changes_nothing<'a, T: PartialEq + Debug>(
+        fixture: &'a [u8],
+        sizes: &[usize],
+        map: impl Fn(Vec<&'a [u8]>) -> T,
+    ) -> T {
+        let whole = map(vec![fixture]);
+        for &size in sizes {
+            assert_eq!(
+                map(fixture.chunks(size).collect()),
+                whole,
+                "chunks of {size}"
+            );
+        }
+        whole
     }
 }
 

@@ -25,16 +25,6 @@ fn script() -> Script {
     .expect("the fixture script parses")
 }
 
-/// `wujie ARGS` in tmux, in the agent's work directory with its environment, then `EXIT=<code>`.
-fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
-    Tmux::start(
-        name,
-        &tui_agent::agent_shell(home, env, wujie_args),
-        100,
-        30,
-    )
-}
-
 /// Claude Code's input box is ready.
 fn wait_ready(tmux: &Tmux) {
     tmux.wait_settled("Claude Code's input box", |s| {
@@ -60,24 +50,7 @@ fn quit(tmux: &Tmux) -> String {
 }
 
 fn said(run: &Value) -> Vec<(String, String)> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            let kind = m["type"].as_str().unwrap_or_default().to_owned();
-            let what = match kind.as_str() {
-                "tool_use" => format!("{} {}", m["tool"].as_str().unwrap_or_default(), m["input"]),
-                "tool_result" => format!(
-                    "{} {}",
-                    m["tool"].as_str().unwrap_or_default(),
-                    m["output"].as_str().unwrap_or_default()
-                ),
-                _ => m["content"].as_str().unwrap_or_default().to_owned(),
-            };
-            (kind, what)
-        })
-        .collect()
+    tui_agent::said_with_tools(&run["messages"], tui_agent::tool_and_output)
 }
 
 /// The ids of Claude Code's session transcripts under its config directory.
@@ -105,35 +78,22 @@ fn session_ids(home: &AgentHome) -> Vec<String> {
 #[test]
 fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Claude.with_mock(script()))
-        .unwrap_or_else(|error| panic!("{error}"))
-    else {
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Claude, script()) else {
         return;
     };
     let env = Env::new();
-    let issue = env.json(&[
-        "issue",
-        "create",
-        "--title",
-        "echo something",
-        "--description",
-        &format!("Remember: {CONTEXT_MARKER}."),
-    ]);
-    let key = issue["key"].as_str().expect("key").to_owned();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
 
     // Claude Code 2.1's default permission mode (auto) runs a plain `echo` without asking.
-    let tmux = start(&env, &home, "claude", &format!("run {key} -- claude"));
+    let tmux = tui_agent::start_wujie(&env, &home, "claude", &format!("run {key} -- claude"));
     wait_ready(&tmux);
     say(&tmux, PROMPT);
     tmux.wait_for("the answer", |s| s.contains("● done"));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "claude", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
-    let expected: Vec<(String, String)> = [
+    let run = &tui_agent::first_run_succeeded(&env, &key, "claude");
+    let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),
         (
@@ -143,26 +103,13 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
         ("tool_result", "Bash hello"),
         ("thinking", "It worked."),
         ("final", "done"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    ]);
     assert_eq!(said(run), expected, "{run:#}");
 
     // Usage: each model request exactly as the mock counted it.
     let answered = mock.model_requests();
     assert_eq!(answered.len(), 2, "two model requests: {answered:#?}");
-    let usage: Vec<(u64, u64)> = run["usage"]
-        .as_array()
-        .expect("usage")
-        .iter()
-        .map(|u| {
-            (
-                u["input_tokens"].as_u64().unwrap(),
-                u["output_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let usage = tui_agent::usage_of(run);
     assert_eq!(usage, [(11, 3), (20, 2)], "{run:#}");
 
     // The issue reached the model as system context, never as a user message.
@@ -181,7 +128,7 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
     // reported twice; what is said now is.
     let ids = session_ids(&home);
     assert_eq!(ids.len(), 1, "{ids:?}");
-    let tmux = start(
+    let tmux = tui_agent::start_wujie(
         &env,
         &home,
         "claude-resume",
@@ -191,12 +138,7 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
     let issue = env.issue(&key);
-    let resumed = issue["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != run["id"])
-        .unwrap_or_else(|| panic!("a second run: {issue:#}"));
+    let resumed = tui_agent::other_run(&issue, run);
     assert_eq!(resumed["status"], "succeeded", "{resumed:#}");
     assert_eq!(said(resumed), [], "{resumed:#}");
     assert_eq!(resumed["usage"], serde_json::json!([]), "{resumed:#}");
@@ -211,43 +153,23 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
 #[test]
 fn claude_is_built_in_as_an_interactive_provider() {
     let env = Env::new();
-    let list = env.json(&["local-run", "provider", "list"]);
-    let claude = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "claude")
-        .unwrap_or_else(|| panic!("claude listed: {list:#}"));
-    assert_eq!(claude["kind"], "builtin", "{claude:#}");
-    assert_eq!(claude["protocol"], V2, "{claude:#}");
+    tui_agent::assert_built_in_interactive(&env, "claude");
 }
 
 #[test]
 fn without_claude_code_the_adapter_says_what_it_looked_for() {
     let env = Env::new();
-    let out = env
-        .cmd()
-        .args(["adapter", "claude"])
-        .env("PATH", "/nonexistent")
-        .env_remove("WUJIE_CLAUDE_BIN")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(127), "{err}");
+    let err = tui_agent::adapter_without_agent(&env, "claude", "WUJIE_CLAUDE_BIN");
     assert!(
         err.contains("claude") && err.contains("WUJIE_CLAUDE_BIN") && err.contains("npm install"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "no events: {:?}", out.stdout);
 
-    let out = env
-        .cmd()
-        .args(["adapter", "claude", "--no-session-persistence"])
-        .env("WUJIE_CLAUDE_BIN", "/bin/true")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = tui_agent::adapter_refuses(
+        &env,
+        &["claude", "--no-session-persistence"],
+        "WUJIE_CLAUDE_BIN",
+    );
     assert!(err.contains("--no-session-persistence"), "{err}");
 }
 
@@ -255,28 +177,19 @@ fn without_claude_code_the_adapter_says_what_it_looked_for() {
 fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Without a script the mock answers every request with `pong`.
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Claude.with_mock(Script::default()))
-        .unwrap_or_else(|error| panic!("{error}"))
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Claude, Script::default())
     else {
         return;
     };
     let env = Env::new();
-    let tmux = start(&env, &home, "claude-discuss", "discuss -- claude");
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss", "discuss -- claude");
     wait_ready(&tmux);
     say(&tmux, "plan the storage layer");
     tmux.wait_for("the first answer", |s| s.contains("● pong"));
     wait_ready(&tmux);
 
-    tmux.keys(&["-l", "/wujie"]);
-    tmux.wait_text("/wujiecreateissue");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("Create the issue and continue in this context");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("wujie: created WUJ-1");
-    tmux.wait_settled("the notice to close", |s| {
-        !s.contains("wujie: created") && s.contains("shift+tab")
-    });
+    tui_agent::open_wujie_menu(&tmux);
+    tui_agent::create_issue_from_menu(&tmux, "shift+tab");
 
     // The same Claude Code session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");

@@ -27,16 +27,6 @@ fn script() -> Script {
     .expect("the fixture script parses")
 }
 
-/// `wujie ARGS` in tmux, in the agent's work directory with its environment, then `EXIT=<code>`.
-fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
-    Tmux::start(
-        name,
-        &tui_agent::agent_shell(home, env, wujie_args),
-        100,
-        30,
-    )
-}
-
 /// Types `text`, then Enter a moment later (keys arriving with the text count as a paste).
 fn say(tmux: &Tmux, text: &str) {
     tmux.keys(&["-l", text]);
@@ -56,20 +46,7 @@ fn quit(tmux: &Tmux) -> String {
 }
 
 fn said(run: &Value) -> Vec<(String, String)> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            let kind = m["type"].as_str().unwrap_or_default().to_owned();
-            let what = match kind.as_str() {
-                "tool_use" => format!("{} {}", m["tool"].as_str().unwrap_or_default(), m["input"]),
-                "tool_result" => m["tool"].as_str().unwrap_or_default().to_owned(),
-                _ => m["content"].as_str().unwrap_or_default().to_owned(),
-            };
-            (kind, what)
-        })
-        .collect()
+    tui_agent::said_with_tools(&run["messages"], tui_agent::tool_name)
 }
 
 /// The thread ids of Codex's rollout logs (`rollout-<ts>-<id>.jsonl`; the id is a UUID).
@@ -95,25 +72,14 @@ fn thread_ids(home: &AgentHome) -> Vec<String> {
 #[test]
 fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Codex.with_mock(script()))
-        .unwrap_or_else(|error| panic!("{error}"))
-    else {
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Codex, script()) else {
         return;
     };
     let env = Env::new();
-    let issue = env.json(&[
-        "issue",
-        "create",
-        "--title",
-        "echo something",
-        "--description",
-        &format!("Remember: {CONTEXT_MARKER}."),
-    ]);
-    let key = issue["key"].as_str().expect("key").to_owned();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
 
     // Without asking before it runs a command: the test does not answer approval prompts.
-    let tmux = start(
+    let tmux = tui_agent::start_wujie(
         &env,
         &home,
         "codex-run",
@@ -125,20 +91,15 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "codex", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
-    let expected: Vec<(String, String)> = [
+    let run = &tui_agent::first_run_succeeded(&env, &key, "codex");
+    let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),
         ("tool_use", r#"exec_command {"cmd":"echo hello"}"#),
         ("tool_result", "exec_command"),
         ("thinking", "It worked."),
         ("final", "done"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    ]);
     assert_eq!(said(run), expected, "{run:#}");
     let result = &run["messages"][3]["output"];
     assert!(
@@ -158,17 +119,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
         2,
         "two answered model requests: {answered:#?}"
     );
-    let usage: Vec<(u64, u64)> = run["usage"]
-        .as_array()
-        .expect("usage")
-        .iter()
-        .map(|u| {
-            (
-                u["input_tokens"].as_u64().unwrap(),
-                u["output_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let usage = tui_agent::usage_of(run);
     assert_eq!(usage, [(11, 3), (20, 2)], "{run:#}");
 
     // The issue reached the model as developer instructions, not as the user's message.
@@ -185,7 +136,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     let ids = thread_ids(&home);
     assert_eq!(ids.len(), 1, "{ids:?}");
     // By its id (the log is known before Codex starts): quit at once.
-    let tmux = start(
+    let tmux = tui_agent::start_wujie(
         &env,
         &home,
         "codex-resume",
@@ -196,7 +147,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     assert!(end.contains("EXIT=0"), "{end}");
     // As `--last` (Codex picks the log; it is found once Codex holds it open, on the first
     // new record): the same prompt again reports only the new turn.
-    let tmux = start(
+    let tmux = tui_agent::start_wujie(
         &env,
         &home,
         "codex-last",
@@ -218,17 +169,7 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     assert_eq!((quiet.len(), again.len()), (1, 1), "{issue:#}");
     assert_eq!(quiet[0]["usage"], serde_json::json!([]), "{issue:#}");
     assert_eq!(said(again[0]), expected, "only the new turn: {issue:#}");
-    let usage: Vec<(u64, u64)> = again[0]["usage"]
-        .as_array()
-        .expect("usage")
-        .iter()
-        .map(|u| {
-            (
-                u["input_tokens"].as_u64().unwrap(),
-                u["output_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let usage = tui_agent::usage_of(again[0]);
     assert_eq!(usage, [(11, 3), (20, 2)], "{issue:#}");
     assert_eq!(thread_ids(&home), ids, "both resumed the same thread");
     runtime.block_on(mock.shutdown());
@@ -237,27 +178,10 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
 #[test]
 fn without_codex_the_adapter_says_what_it_looked_for() {
     let env = Env::new();
-    let out = env
-        .cmd()
-        .args(["adapter", "codex"])
-        .env("PATH", "/nonexistent")
-        .env_remove("WUJIE_CODEX_BIN")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(127), "{err}");
+    let err = tui_agent::adapter_without_agent(&env, "codex", "WUJIE_CODEX_BIN");
     assert!(
         err.contains("codex") && err.contains("WUJIE_CODEX_BIN") && err.contains("npm install"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "no events: {:?}", out.stdout);
-    let list = env.json(&["local-run", "provider", "list"]);
-    let codex = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "codex")
-        .unwrap_or_else(|| panic!("codex listed: {list:#}"));
-    assert_eq!(codex["kind"], "builtin", "{codex:#}");
-    assert_eq!(codex["protocol"], V2, "{codex:#}");
+    tui_agent::assert_built_in_interactive(&env, "codex");
 }

@@ -31,11 +31,7 @@ fn script() -> Script {
 /// `wujie ARGS` in tmux below some earlier output, in the agent's work directory with its
 /// environment, then `EXIT=<code>`; returns once Gemini CLI's input box is ready.
 fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
-    let shell = format!(
-        "seq 1 12; {}",
-        tui_agent::agent_shell(home, env, wujie_args)
-    );
-    let tmux = Tmux::start(name, &shell, 100, 30);
+    let tmux = tui_agent::start_wujie_below_output(env, home, name, wujie_args);
     tmux.poll_for(std::time::Duration::from_secs(180), |s| s.contains(READY))
         .unwrap_or_else(|| panic!("Gemini CLI did not start:\n{}", tmux.screen()));
     tmux
@@ -71,34 +67,7 @@ fn quit(tmux: &Tmux) -> String {
 }
 
 fn said(run: &Value) -> Vec<(String, String)> {
-    run["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            let kind = m["type"].as_str().unwrap_or_default().to_owned();
-            let what = match kind.as_str() {
-                "tool_use" => format!("{} {}", m["tool"].as_str().unwrap_or_default(), m["input"]),
-                "tool_result" => m["tool"].as_str().unwrap_or_default().to_owned(),
-                _ => m["content"].as_str().unwrap_or_default().to_owned(),
-            };
-            (kind, what)
-        })
-        .collect()
-}
-
-fn usage_of(run: &Value) -> Vec<(u64, u64)> {
-    run["usage"]
-        .as_array()
-        .expect("usage")
-        .iter()
-        .map(|u| {
-            (
-                u["input_tokens"].as_u64().unwrap(),
-                u["output_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    tui_agent::said_with_tools(&run["messages"], tui_agent::tool_name)
 }
 
 /// The session ids of Gemini CLI's chat logs (the first line of each names its session), once each.
@@ -125,22 +94,11 @@ fn session_ids(home: &AgentHome) -> Vec<String> {
 #[test]
 fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Gemini.with_mock(script()))
-        .unwrap_or_else(|error| panic!("{error}"))
-    else {
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Gemini, script()) else {
         return;
     };
     let env = Env::new();
-    let issue = env.json(&[
-        "issue",
-        "create",
-        "--title",
-        "echo something",
-        "--description",
-        &format!("Remember: {CONTEXT_MARKER}."),
-    ]);
-    let key = issue["key"].as_str().expect("key").to_owned();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
 
     // Without asking before it runs a command: the test does not answer approval prompts.
     let tmux = start(
@@ -155,10 +113,8 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "gemini", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
-    let expected: Vec<(String, String)> = [
+    let run = &tui_agent::first_run_succeeded(&env, &key, "gemini");
+    let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),
         (
@@ -169,10 +125,7 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
         // The mock streams the thinking in two pieces; Gemini CLI records each.
         ("thinking", "It\nworked."),
         ("final", "done"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    ]);
     assert_eq!(said(run), expected, "{run:#}");
     let result = &run["messages"][3]["output"];
     assert!(
@@ -193,7 +146,7 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
         2,
         "two answered model requests: {answered:#?}"
     );
-    assert_eq!(usage_of(run), [(11, 3), (20, 2)], "{run:#}");
+    assert_eq!(tui_agent::usage_of(run), [(11, 3), (20, 2)], "{run:#}");
 
     // The issue reached the model in Gemini CLI's loaded context, not in the user's prompt.
     let parts: Vec<&Value> = answered[0].body["contents"]
@@ -228,12 +181,7 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
     let issue = env.issue(&key);
-    let resumed = issue["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != run["id"])
-        .unwrap_or_else(|| panic!("a second run: {issue:#}"));
+    let resumed = tui_agent::other_run(&issue, run);
     assert_eq!(resumed["status"], "succeeded", "{resumed:#}");
     assert_eq!(said(resumed), [], "{resumed:#}");
     assert_eq!(resumed["usage"], serde_json::json!([]), "{resumed:#}");
@@ -245,14 +193,11 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
 fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_going() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Without a script the mock answers every request with `pong`.
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Gemini.with_mock(Script::default()))
-        .unwrap_or_else(|error| panic!("{error}"))
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Gemini, Script::default())
     else {
         return;
     };
     let env = Env::new();
-    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
     let tmux = start(&env, &home, "gemini-discuss", "discuss -- gemini");
     say(&tmux, "plan the storage layer");
     tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
@@ -274,13 +219,7 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
     let discussions = env.json(&["discussion", "list"]);
     assert_eq!(discussions.as_array().unwrap().len(), 1, "{discussions:#}");
     tui_agent::open_wujie_menu(&tmux);
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("Create the issue and continue in this context");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("wujie: created WUJ-1");
-    tmux.wait_settled("the notice to close", |s| {
-        !s.contains("wujie: created") && s.contains(READY)
-    });
+    tui_agent::create_issue_from_menu(&tmux, READY);
 
     // The same Gemini CLI session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");
@@ -296,10 +235,13 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
     assert_eq!(run["status"], "succeeded", "{run:#}");
     assert_eq!(
         said(run),
-        [pair("user_input", "go ahead"), pair("final", "pong")],
+        [
+            tui_agent::pair("user_input", "go ahead"),
+            tui_agent::pair("final", "pong")
+        ],
         "{run:#}"
     );
-    assert_eq!(usage_of(run).len(), 1, "{run:#}");
+    assert_eq!(tui_agent::usage_of(run).len(), 1, "{run:#}");
     let discussions = env.json(&["discussion", "list"]);
     assert_eq!(discussions.as_array().unwrap().len(), 1, "{discussions:#}");
     assert_eq!(discussions[0]["status"], "promoted");
@@ -308,8 +250,8 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
     assert_eq!(
         tui_agent::said(&entries["entries"]),
         [
-            pair("user_input", "plan the storage layer"),
-            pair("final", "pong")
+            tui_agent::pair("user_input", "plan the storage layer"),
+            tui_agent::pair("final", "pong")
         ],
         "{entries:#}"
     );
@@ -320,45 +262,21 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
 #[test]
 fn gemini_is_built_in_as_an_interactive_provider() {
     let env = Env::new();
-    let list = env.json(&["local-run", "provider", "list"]);
-    let gemini = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "gemini")
-        .unwrap_or_else(|| panic!("gemini listed: {list:#}"));
-    assert_eq!(gemini["kind"], "builtin", "{gemini:#}");
-    assert_eq!(gemini["protocol"], V2, "{gemini:#}");
+    tui_agent::assert_built_in_interactive(&env, "gemini");
 }
 
 #[test]
 fn without_gemini_cli_the_adapter_says_what_it_looked_for() {
     let env = Env::new();
-    let out = env
-        .cmd()
-        .args(["adapter", "gemini"])
-        .env("PATH", "/nonexistent")
-        .env_remove("WUJIE_GEMINI_BIN")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(127), "{err}");
+    let err = tui_agent::adapter_without_agent(&env, "gemini", "WUJIE_GEMINI_BIN");
     assert!(
         err.contains("\"gemini\"")
             && err.contains("WUJIE_GEMINI_BIN")
             && err.contains("npm install -g @google/gemini-cli"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "no events: {:?}", out.stdout);
 
-    let out = env
-        .cmd()
-        .args(["adapter", "gemini", "--resume", "2"])
-        .env("WUJIE_GEMINI_BIN", "/bin/true")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = tui_agent::adapter_refuses(&env, &["gemini", "--resume", "2"], "WUJIE_GEMINI_BIN");
     assert!(
         err.contains("\"--resume\"") && err.contains("--resume <session id>"),
         "{err}"

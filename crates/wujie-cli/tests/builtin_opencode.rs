@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
+use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, AgentHome};
-use wujie_mockllm::{MockLlm, Script};
 
 const PROMPT: &str = "Run the shell command echo hello";
 const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
@@ -35,20 +35,10 @@ fn script() -> Script {
     .expect("the fixture script parses")
 }
 
-fn with_mock(runtime: &tokio::runtime::Runtime, script: Script) -> Option<(MockLlm, AgentHome)> {
-    runtime
-        .block_on(Agent::Opencode.with_mock(script))
-        .unwrap_or_else(|error| panic!("{error}"))
-}
-
 /// `wujie ARGS` in tmux below some earlier output, in the agent's work directory with its
 /// environment, then `EXIT=<code>`; once opencode is ready for a prompt.
 fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
-    let shell = format!(
-        "seq 1 12; {}",
-        tui_agent::agent_shell(home, env, wujie_args)
-    );
-    let tmux = Tmux::start(name, &shell, 100, 30);
+    let tmux = tui_agent::start_wujie_below_output(env, home, name, wujie_args);
     wait(&tmux, "opencode to start", |s| s.contains(READY));
     tmux
 }
@@ -97,56 +87,17 @@ fn quit(tmux: &Tmux) -> (String, String) {
 }
 
 fn said(messages: &Value) -> Vec<(String, String)> {
-    messages
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| {
-            let kind = m["type"].as_str().unwrap_or_default().to_owned();
-            let what = match kind.as_str() {
-                "tool_use" => format!("{} {}", m["tool"].as_str().unwrap_or_default(), m["input"]),
-                "tool_result" => format!(
-                    "{} {}",
-                    m["tool"].as_str().unwrap_or_default(),
-                    m["output"].as_str().unwrap_or_default().trim()
-                ),
-                _ => m["content"].as_str().unwrap_or_default().to_owned(),
-            };
-            (kind, what)
-        })
-        .collect()
-}
-
-fn usage(run: &Value) -> Vec<(u64, u64)> {
-    run["usage"]
-        .as_array()
-        .expect("usage")
-        .iter()
-        .map(|u| {
-            (
-                u["input_tokens"].as_u64().unwrap(),
-                u["output_tokens"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    tui_agent::said_with_tools(messages, tui_agent::tool_and_trimmed_output)
 }
 
 #[test]
 fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = with_mock(&runtime, script()) else {
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Opencode, script()) else {
         return;
     };
     let env = Env::new();
-    let issue = env.json(&[
-        "issue",
-        "create",
-        "--title",
-        "echo something",
-        "--description",
-        &format!("Remember: {CONTEXT_MARKER}."),
-    ]);
-    let key = issue["key"].as_str().expect("key").to_owned();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
 
     let tmux = start(
         &env,
@@ -159,10 +110,8 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
     let (_, session) = quit(&tmux);
     drop(tmux);
 
-    let run = &env.issue(&key)["runs"][0];
-    assert_eq!(run["provider"], "opencode", "{run:#}");
-    assert_eq!(run["status"], "succeeded", "{run:#}");
-    let expected: Vec<(String, String)> = [
+    let run = &tui_agent::first_run_succeeded(&env, &key, "opencode");
+    let expected = tui_agent::pairs(&[
         ("user_input", PROMPT),
         ("text", "I will run it."),
         (
@@ -172,10 +121,7 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
         ("tool_result", "bash hello"),
         ("thinking", "It worked."),
         ("final", "done"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    ]);
     assert_eq!(said(&run["messages"]), expected, "{run:#}");
 
     // Usage: each request the mock answered, as it counted it. (opencode also asks for a
@@ -186,7 +132,7 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
         .filter(|r| r.status == 200)
         .collect();
     assert_eq!(requests.len(), 2, "two answered requests: {requests:#?}");
-    assert_eq!(usage(run), [(11, 3), (20, 2)], "{run:#}");
+    assert_eq!(tui_agent::usage_of(run), [(11, 3), (20, 2)], "{run:#}");
 
     // The issue reached the model as instructions in the system prompt, not as the user's.
     let messages = requests[0].body["messages"].as_array().expect("messages");
@@ -209,19 +155,14 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
     let (_, resumed) = quit(&tmux);
     assert_eq!(resumed, session, "the same session went on");
     let issue = env.issue(&key);
-    let again = issue["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] != run["id"])
-        .unwrap_or_else(|| panic!("a second run: {issue:#}"));
+    let again = tui_agent::other_run(&issue, run);
     assert_eq!(again["status"], "succeeded", "{again:#}");
     assert_eq!(
         said(&again["messages"]),
         expected,
         "only the new turn: {again:#}"
     );
-    assert_eq!(usage(again), [(11, 3), (20, 2)], "{again:#}");
+    assert_eq!(tui_agent::usage_of(again), [(11, 3), (20, 2)], "{again:#}");
     runtime.block_on(mock.shutdown());
 }
 
@@ -229,7 +170,8 @@ fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_a
 fn opencode_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Without a script the mock answers every request with `pong`.
-    let Some((mock, home)) = with_mock(&runtime, Script::default()) else {
+    let Some((mock, home)) = tui_agent::with_mock(&runtime, Agent::Opencode, Script::default())
+    else {
         return;
     };
     let env = Env::new();
@@ -239,13 +181,7 @@ fn opencode_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going
 
     let menu = tui_agent::open_wujie_menu(&tmux);
     assert!(menu.contains("/wujie"), "{menu}");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("Create the issue and continue in this context");
-    tmux.keys(&["Enter"]);
-    tmux.wait_text("wujie: created WUJ-1");
-    tmux.wait_settled("the notice to close", |s| {
-        !s.contains("wujie: created") && s.contains(READY)
-    });
+    tui_agent::create_issue_from_menu(&tmux, READY);
 
     // The same opencode session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");
@@ -284,42 +220,18 @@ fn opencode_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going
 #[test]
 fn opencode_is_built_in_and_says_what_it_needs() {
     let env = Env::new();
-    let list = env.json(&["local-run", "provider", "list"]);
-    let opencode = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "opencode")
-        .unwrap_or_else(|| panic!("opencode listed: {list:#}"));
-    assert_eq!(opencode["kind"], "builtin", "{opencode:#}");
-    assert_eq!(opencode["protocol"], V2, "{opencode:#}");
+    tui_agent::assert_built_in_interactive(&env, "opencode");
 
-    let out = env
-        .cmd()
-        .args(["adapter", "opencode"])
-        .env("PATH", "/nonexistent")
-        .env_remove("WUJIE_OPENCODE_BIN")
-        .output()
-        .expect("wujie runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(127), "{err}");
+    let err = tui_agent::adapter_without_agent(&env, "opencode", "WUJIE_OPENCODE_BIN");
     assert!(
         err.contains("\"opencode\"")
             && err.contains("WUJIE_OPENCODE_BIN")
             && err.contains("npm install -g opencode-ai"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "no events: {:?}", out.stdout);
 
     for arg in ["--mini", "serve"] {
-        let out = env
-            .cmd()
-            .args(["adapter", "opencode", arg])
-            .env("WUJIE_OPENCODE_BIN", "/bin/true")
-            .output()
-            .expect("wujie runs");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
+        let err = tui_agent::adapter_refuses(&env, &["opencode", arg], "WUJIE_OPENCODE_BIN");
         assert!(err.contains(arg) && err.contains("opencode"), "{err}");
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
 use wujie_mockllm::{LatestInput, MockLlm, Script};
 
-use super::{Env, Tmux, WUJIE};
+use super::{Env, Tmux, V2, WUJIE};
 
 /// How an agent's terminal UI looks to a test.
 pub struct Ui {
@@ -277,4 +277,184 @@ pub fn assert_a_run_holds_only(issue: &Value, prompt: &str, what: &str) {
             .any(|r| said(&r["messages"]) == turn),
         "{what}:\n{issue:#}"
     );
+}
+
+/// `agent`'s mock model server answering by `script`, and its home; None when the agent is
+/// skipped (which the harness says).
+pub fn with_mock(
+    runtime: &tokio::runtime::Runtime,
+    agent: Agent,
+    script: Script,
+) -> Option<(MockLlm, AgentHome)> {
+    runtime
+        .block_on(agent.with_mock(script))
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// `wujie ARGS` in tmux (100×30), in the agent's work directory with its environment, then
+/// `EXIT=<code>`.
+pub fn start_wujie(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
+    Tmux::start(name, &agent_shell(home, env, wujie_args), 100, 30)
+}
+
+/// [`start_wujie`] below some earlier output, so that the agent's UI does not start at the
+/// top of the screen.
+pub fn start_wujie_below_output(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
+    let shell = format!("seq 1 12; {}", agent_shell(home, env, wujie_args));
+    Tmux::start(name, &shell, 100, 30)
+}
+
+/// An issue whose description carries `marker`, the sign that its context reached the model;
+/// its key.
+pub fn create_marked_issue(env: &Env, marker: &str) -> String {
+    let issue = env.json(&[
+        "issue",
+        "create",
+        "--title",
+        "echo something",
+        "--description",
+        &format!("Remember: {marker}."),
+    ]);
+    issue["key"].as_str().expect("key").to_owned()
+}
+
+/// In the open `/wujie` menu: "create the issue", then "continue in this context" on its
+/// card; returns once wujie's notice has closed and `ready` is back on the screen.
+pub fn create_issue_from_menu(tmux: &Tmux, ready: &str) {
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Create the issue and continue in this context");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("wujie: created WUJ-1");
+    tmux.wait_settled("the notice to close", |s| {
+        !s.contains("wujie: created") && s.contains(ready)
+    });
+}
+
+/// (type, what) of a run's messages: a tool use as its tool and input, a tool result as
+/// `tool_result` shows it, anything else as its content.
+pub fn said_with_tools(
+    messages: &Value,
+    tool_result: impl Fn(&Value) -> String,
+) -> Vec<(String, String)> {
+    messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            let kind = m["type"].as_str().unwrap_or_default().to_owned();
+            let what = match kind.as_str() {
+                "tool_use" => format!("{} {}", m["tool"].as_str().unwrap_or_default(), m["input"]),
+                "tool_result" => tool_result(m),
+                _ => m["content"].as_str().unwrap_or_default().to_owned(),
+            };
+            (kind, what)
+        })
+        .collect()
+}
+
+/// A tool result shown as its tool's name.
+pub fn tool_name(m: &Value) -> String {
+    m["tool"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A tool result shown as its tool's name and output.
+pub fn tool_and_output(m: &Value) -> String {
+    format!(
+        "{} {}",
+        m["tool"].as_str().unwrap_or_default(),
+        m["output"].as_str().unwrap_or_default()
+    )
+}
+
+/// A tool result shown as its tool's name and output without surrounding whitespace.
+pub fn tool_and_trimmed_output(m: &Value) -> String {
+    format!(
+        "{} {}",
+        m["tool"].as_str().unwrap_or_default(),
+        m["output"].as_str().unwrap_or_default().trim()
+    )
+}
+
+/// Each (type, what) as owned strings, to compare with [`said_with_tools`].
+pub fn pairs(said: &[(&str, &str)]) -> Vec<(String, String)> {
+    said.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// (input, output) tokens of each usage of a run.
+pub fn usage_of(run: &Value) -> Vec<(u64, u64)> {
+    run["usage"]
+        .as_array()
+        .expect("usage")
+        .iter()
+        .map(|u| {
+            (
+                u["input_tokens"].as_u64().unwrap(),
+                u["output_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The run of `issue` that is not `run`.
+pub fn other_run<'a>(issue: &'a Value, run: &Value) -> &'a Value {
+    issue["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] != run["id"])
+        .unwrap_or_else(|| panic!("a second run: {issue:#}"))
+}
+
+/// `provider list` shows `name` as a built-in provider of protocol v2.
+pub fn assert_built_in_interactive(env: &Env, name: &str) {
+    let list = env.json(&["local-run", "provider", "list"]);
+    let provider = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} listed: {list:#}"));
+    assert_eq!(provider["kind"], "builtin", "{provider:#}");
+    assert_eq!(provider["protocol"], V2, "{provider:#}");
+}
+
+/// `wujie adapter NAME` with the agent neither on PATH nor named by `bin_var`: exit 127 and no
+/// events; its error output.
+pub fn adapter_without_agent(env: &Env, name: &str, bin_var: &str) -> String {
+    let out = env
+        .cmd()
+        .args(["adapter", name])
+        .env("PATH", "/nonexistent")
+        .env_remove(bin_var)
+        .output()
+        .expect("wujie runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(out.stdout.is_empty(), "no events: {:?}", out.stdout);
+    err
+}
+
+/// `wujie adapter ARGS` with `bin_var` naming `/bin/true`, refused as a usage error (exit 2);
+/// its error output.
+pub fn adapter_refuses(env: &Env, args: &[&str], bin_var: &str) -> String {
+    let out = env
+        .cmd()
+        .arg("adapter")
+        .args(args)
+        .env(bin_var, "/bin/true")
+        .output()
+        .expect("wujie runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
+/// The first run of issue `key`, which `provider` ran and which succeeded.
+pub fn first_run_succeeded(env: &Env, key: &str, provider: &str) -> Value {
+    let run = env.issue(key)["runs"][0].clone();
+    assert_eq!(run["provider"], provider, "{run:#}");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    run
 }
