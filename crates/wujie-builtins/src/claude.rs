@@ -219,10 +219,7 @@ impl LogMapper for ClaudeMapper {
 
 impl ClaudeMapper {
     fn session_key(&self) -> String {
-        format!(
-            "session:{}",
-            self.session_id.as_deref().unwrap_or("unknown")
-        )
+        crate::session_key(self.session_id.as_deref())
     }
 
     fn user(&mut self, uuid: &str, message: &Map<String, Value>, out: &mut Vec<Event>) {

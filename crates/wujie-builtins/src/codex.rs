@@ -198,20 +198,11 @@ impl LogMapper for CodexMapper {
 
 impl CodexMapper {
     fn session_key(&self) -> String {
-        format!(
-            "session:{}",
-            self.session_id.as_deref().unwrap_or("unknown")
-        )
+        crate::session_key(self.session_id.as_deref())
     }
 
     fn release_answer(&mut self, kind: MessageKind, out: &mut Vec<Event>) {
-        if let Some((key, text)) = self.answer.take() {
-            let key = match kind {
-                MessageKind::Final => format!("{key}:final"),
-                _ => key,
-            };
-            out.push(content_message(SOURCE, kind, text, key));
-        }
+        crate::release_answer(SOURCE, &mut self.answer, kind, out);
     }
 
     fn item(&mut self, line_no: u64, item: &Map<String, Value>, out: &mut Vec<Event>) {

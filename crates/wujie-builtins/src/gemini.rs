@@ -324,20 +324,11 @@ impl LogMapper for GeminiMapper {
 
 impl GeminiMapper {
     fn session_key(&self) -> String {
-        format!(
-            "session:{}",
-            self.session_id.as_deref().unwrap_or("unknown")
-        )
+        crate::session_key(self.session_id.as_deref())
     }
 
     fn release_answer(&mut self, kind: MessageKind, out: &mut Vec<Event>) {
-        if let Some((key, text)) = self.answer.take() {
-            let key = match kind {
-                MessageKind::Final => format!("{key}:final"),
-                _ => key,
-            };
-            out.push(content_message(SOURCE, kind, text, key));
-        }
+        crate::release_answer(SOURCE, &mut self.answer, kind, out);
     }
 
     fn user(&mut self, record: &Map<String, Value>, key: String, out: &mut Vec<Event>) {

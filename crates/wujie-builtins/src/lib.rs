@@ -285,6 +285,29 @@ pub fn content_message(source: &str, kind: MessageKind, content: String, key: St
     Event::Message(message)
 }
 
+/// The key prefix of everything one agent session reports: `session:<id>`, `session:unknown`
+/// until the transcript has named its session.
+pub fn session_key(session_id: Option<&str>) -> String {
+    format!("session:{}", session_id.unwrap_or("unknown"))
+}
+
+/// Reports a held-back answer (`key`, `text`) as `kind`; a final answer's key gets `:final`,
+/// so the same message reported as text first and final later are two events.
+pub fn release_answer(
+    source: &str,
+    answer: &mut Option<(String, String)>,
+    kind: MessageKind,
+    out: &mut Vec<Event>,
+) {
+    if let Some((key, text)) = answer.take() {
+        let key = match kind {
+            MessageKind::Final => format!("{key}:final"),
+            _ => key,
+        };
+        out.push(content_message(source, kind, text, key));
+    }
+}
+
 /// A token count: a non-negative integer (a float is rounded), else 0.
 pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
     match object.get(field) {

@@ -276,10 +276,7 @@ impl OpencodeMapper {
     }
 
     fn key(&self, what: &str) -> String {
-        format!(
-            "session:{}:{what}",
-            self.session.as_deref().unwrap_or("unknown")
-        )
+        format!("{}:{what}", crate::session_key(self.session.as_deref()))
     }
 
     fn release_answer(&mut self, kind: MessageKind, out: &mut Vec<Event>) {
