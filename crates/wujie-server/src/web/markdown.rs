@@ -34,27 +34,21 @@ pub(crate) fn to_html(source: &str) -> String {
     let mut open_links: Vec<bool> = Vec::new();
     let events = Parser::new_ext(source, options).filter_map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => {
-            let keep = allowed_link(&dest_url);
-            open_links.push(keep);
-            keep.then_some(Event::Start(Tag::Link {
+        // An image becomes a link to it: nothing is fetched by rendering a transcript.
+        Event::Start(
+            Tag::Link {
                 link_type,
                 dest_url,
                 title,
                 id,
-            }))
-        }
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => {
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            },
+        ) => {
             let keep = allowed_link(&dest_url);
             open_links.push(keep);
             keep.then_some(Event::Start(Tag::Link {

@@ -117,21 +117,9 @@ impl WebError {
 }
 
 impl From<StoreError> for WebError {
+    /// The same status and message as the API's answer to that store error.
     fn from(e: StoreError) -> Self {
-        let status = match &e {
-            StoreError::NotFound(_) => StatusCode::NOT_FOUND,
-            StoreError::Conflict(_) => StatusCode::CONFLICT,
-            StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
-            _ => {
-                return WebError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "the server could not complete the request: {e}; retry later or check the server log"
-                    ),
-                );
-            }
-        };
-        WebError::new(status, e.to_string())
+        crate::error::Failure::from(e).into()
     }
 }
 
