@@ -94,6 +94,16 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     // The same Codex session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");
     tmux.wait_for("the third answer", |s| s.matches("• pong").count() >= 3);
+    // Codex shows the answer before it ends the turn; a Ctrl+C in between would abort the turn
+    // (its answer then is not final and its usage never comes), so quit only once the issue
+    // holds the finished turn.
+    wait_until(60, "the third turn to be synced as finished", || {
+        let run = &env.issue("WUJ-1")["runs"][0];
+        let finished = run["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["type"] == "final"));
+        finished && run["usage"].as_array().is_some_and(|u| !u.is_empty())
+    });
     // Ctrl+C on an idle, empty composer quits Codex; one that comes while the turn is still
     // finishing only ends the turn, so it is pressed again until Codex is gone (the shell
     // ignores it once wujie has exited).
