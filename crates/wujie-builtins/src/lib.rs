@@ -86,7 +86,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "acp",
         display_name: "any ACP agent (built in, a conversation on the terminal)",
-        protocol: ProtocolVersion::V1,
+        protocol: ProtocolVersion::V2,
         interactive_pty: true,
     },
 ];

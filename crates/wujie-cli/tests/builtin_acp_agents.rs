@@ -14,62 +14,121 @@ use common::Env;
 use common::run_output::{describe, messages_of, one};
 use serde_json::Value;
 use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_mockllm::{Reply, Turn, When};
 
 const PROMPT: &str = "Run the shell command echo hello, then say done.";
 
-/// `wujie run KEY -- acp --allow once -p PROMPT -- AGENT ACP-ARGS…` in the agent's work
-/// directory and home; returns the run as the issue shows it.
-fn run_agent(agent: Agent) -> Option<Value> {
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let script = agent.shell_script("echo hello", "echo hello", "hello", "done");
-    let (mock, home) = runtime
-        .block_on(agent.with_mock(script))
-        .unwrap_or_else(|error| panic!("{error}"))?;
-    let acp = home.acp().expect("the agent speaks ACP");
-    let program = acp.get_program().to_str().expect("utf-8 path").to_owned();
-    let agent_args: Vec<String> = acp
-        .get_args()
-        .map(|a| a.to_str().expect("utf-8 argument").to_owned())
-        .collect();
+/// One agent pointed at the mock model server, with an issue to run it on.
+struct AgentAtMock {
+    runtime: tokio::runtime::Runtime,
+    mock: wujie_mockllm::MockLlm,
+    home: wujie_mockllm::agents::AgentHome,
+    env: Env,
+    key: String,
+}
 
-    let env = Env::new();
-    let key = env.create_issue(&format!("{} over ACP", agent.name()));
-    let mut args = vec![
-        "run", &key, "--", "acp", "--allow", "once", "-p", PROMPT, "--",
-    ];
-    args.push(&program);
-    args.extend(agent_args.iter().map(String::as_str));
-    let mut path = OsString::from(agents_dir().join("bin"));
-    if let Some(inherited) = std::env::var_os("PATH") {
-        path.push(":");
-        path.push(inherited);
+impl AgentAtMock {
+    /// The agent, its mock scripted to run `echo hello` and say `done`, then to answer a prompt
+    /// that says "say again" with `again`; `None` when the agent is skipped.
+    fn start(agent: Agent) -> Option<AgentAtMock> {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let mut script = agent.shell_script("echo hello", "echo hello", "hello", "done");
+        script.turns.push(Turn {
+            when: When {
+                user_contains: Some("say again".to_owned()),
+                ..When::default()
+            },
+            reply: Reply {
+                text: Some("again".to_owned()),
+                ..Reply::default()
+            },
+        });
+        let (mock, home) = runtime
+            .block_on(agent.with_mock(script))
+            .unwrap_or_else(|error| panic!("{error}"))?;
+        let env = Env::new();
+        let key = env.create_issue(&format!("{} over ACP", agent.name()));
+        Some(AgentAtMock {
+            runtime,
+            mock,
+            home,
+            env,
+            key,
+        })
     }
-    let out = env
-        .cmd()
-        .current_dir(home.workdir())
-        .env("HOME", home.home())
-        .env("PATH", path)
-        .envs(home.envs().iter().map(|(k, v)| (k, v)))
-        .args(&args)
-        .output()
-        .expect("wujie runs");
-    assert!(out.status.success(), "{}", describe(&out));
-    let calls = mock.requests().len();
+
+    /// `wujie run KEY -- acp --allow once OPTIONS… -- AGENT ACP-ARGS…` in the agent's work
+    /// directory and home; it must succeed.
+    fn run(&self, options: &[&str]) {
+        let acp = self.home.acp().expect("the agent speaks ACP");
+        let program = acp.get_program().to_str().expect("utf-8 path").to_owned();
+        let agent_args: Vec<String> = acp
+            .get_args()
+            .map(|a| a.to_str().expect("utf-8 argument").to_owned())
+            .collect();
+        let mut args = vec!["run", &self.key, "--", "acp", "--allow", "once"];
+        args.extend(options);
+        args.push("--");
+        args.push(&program);
+        args.extend(agent_args.iter().map(String::as_str));
+        let mut path = OsString::from(agents_dir().join("bin"));
+        if let Some(inherited) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(inherited);
+        }
+        let out = self
+            .env
+            .cmd()
+            .current_dir(self.home.workdir())
+            .env("HOME", self.home.home())
+            .env("PATH", path)
+            .envs(self.home.envs().iter().map(|(k, v)| (k, v)))
+            .args(&args)
+            .output()
+            .expect("wujie runs");
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+
+    /// The issue's runs, oldest first.
+    fn runs(&self) -> Vec<Value> {
+        let mut runs = self.env.issue(&self.key)["runs"]
+            .as_array()
+            .expect("runs")
+            .clone();
+        runs.sort_by(|a, b| a["started_at"].as_str().cmp(&b["started_at"].as_str()));
+        runs
+    }
+
+    fn shutdown(self) {
+        self.runtime.block_on(self.mock.shutdown());
+    }
+}
+
+/// `wujie run KEY -- acp --allow once -p PROMPT -- AGENT ACP-ARGS…`; returns the run as the
+/// issue shows it, after the checks every agent passes.
+fn run_agent(agent: Agent) -> Option<Value> {
+    let at_mock = AgentAtMock::start(agent)?;
+    at_mock.run(&["-p", PROMPT]);
+    let calls = at_mock.mock.requests().len();
     assert!(
         calls >= 2,
         "the mock answered the tool call and the reply ({calls} requests)"
     );
-    runtime.block_on(mock.shutdown());
+    let run = at_mock.runs().remove(0);
+    at_mock.shutdown();
+    check_run(&run);
+    Some(run)
+}
 
-    let issue = env.issue(&key);
-    let run = issue["runs"][0].clone();
+/// What every agent's run holds: status, the prompt once, the final reply, unique keys.
+fn check_run(run: &Value) {
     assert_eq!(run["provider"], "acp", "{run:#}");
     assert_eq!(run["status"], "succeeded", "{run:#}");
     // The prompt is reported once, whether or not the agent echoes it.
-    let inputs = messages_of(&run, "user_input");
+    let inputs = messages_of(run, "user_input");
     assert_eq!(inputs.len(), 1, "{run:#}");
     assert_eq!(inputs[0]["content"], PROMPT, "{run:#}");
-    let finals = messages_of(&run, "final");
+    let finals = messages_of(run, "final");
     assert_eq!(finals.len(), 1, "{run:#}");
     assert_eq!(finals[0]["content"], "done", "{run:#}");
     let keys: Vec<&str> = run["messages"]
@@ -83,7 +142,56 @@ fn run_agent(agent: Agent) -> Option<Value> {
         keys.len(),
         "{keys:?}"
     );
-    Some(run)
+}
+
+/// The agent's session id, from the keys of a run's messages (`session:ID:turn:…`).
+fn session_of(run: &Value) -> String {
+    let key = run["messages"][0]["source_key"].as_str().expect("a key");
+    let rest = key.strip_prefix("session:").expect("a session key");
+    rest.split(":turn:").next().expect("a turn").to_owned()
+}
+
+/// A second run resumes the first one's session with `--resume`: the agent replays the first
+/// turn, which is not reported again; the new turn is numbered after it.
+fn resume_reports_only_the_new_turn(agent: Agent) {
+    let Some(at_mock) = AgentAtMock::start(agent) else {
+        return;
+    };
+    at_mock.run(&["-p", PROMPT]);
+    let first = at_mock.runs().remove(0);
+    check_run(&first);
+    let session = session_of(&first);
+    at_mock.run(&["--resume", &session, "-p", "Now say again."]);
+    let runs = at_mock.runs();
+    at_mock.shutdown();
+    let resumed = &runs[1];
+    assert_eq!(resumed["status"], "succeeded", "{resumed:#}");
+    let said: Vec<(&str, &str, &str)> = resumed["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["type"].as_str().unwrap_or_default(),
+                m["content"].as_str().unwrap_or_default(),
+                m["source_key"].as_str().unwrap_or_default(),
+            )
+        })
+        .filter(|(kind, ..)| *kind != "thinking")
+        .collect();
+    let turn = format!("session:{session}:turn:2");
+    assert_eq!(
+        said,
+        [
+            (
+                "user_input",
+                "Now say again.",
+                &*format!("{turn}:user:prompt")
+            ),
+            ("final", "again", &*format!("{turn}:final")),
+        ],
+        "{resumed:#}"
+    );
 }
 
 /// The run's usage events as (model, input, output).
@@ -165,4 +273,14 @@ fn opencode_over_acp_runs_a_tool_and_replies() {
     );
     // opencode's `usage` counts only the turn's last model request.
     assert_eq!(usage(&run), [("unknown".to_owned(), 10, 1)]);
+}
+
+#[test]
+fn hermes_over_acp_resumes_its_session_and_reports_only_the_new_turn() {
+    resume_reports_only_the_new_turn(Agent::Hermes);
+}
+
+#[test]
+fn opencode_over_acp_resumes_its_session_and_reports_only_the_new_turn() {
+    resume_reports_only_the_new_turn(Agent::Opencode);
 }

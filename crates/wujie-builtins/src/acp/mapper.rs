@@ -40,6 +40,18 @@ pub struct AcpMapper {
     plan: Option<String>,
     /// The prompt of the current turn, already reported: an agent's echo of it is skipped.
     prompt: String,
+    /// While `session/load` replays the history: its turns are counted, nothing is reported.
+    replay: Option<Replay>,
+}
+
+/// The history `session/load` replays was reported when it happened: it is only counted, so
+/// that the turns after it get keys of their own. A turn starts at a user message (a new
+/// `messageId`, or after the agent spoke); agent output before any user message counts as one.
+/// Counting too many turns only leaves a gap in the numbers; too few would reuse a key.
+#[derive(Debug, Default)]
+struct Replay {
+    in_user: bool,
+    user_message_id: Option<String>,
 }
 
 #[derive(Debug)]
@@ -84,6 +96,58 @@ impl AcpMapper {
             tools: HashMap::new(),
             plan: None,
             prompt: String::new(),
+            replay: None,
+        }
+    }
+
+    /// A mapper for a session being loaded: what it replays until [`AcpMapper::end_replay`] is
+    /// counted, not reported.
+    pub fn resuming(session_id: &str, agent_name: &str) -> AcpMapper {
+        AcpMapper {
+            replay: Some(Replay::default()),
+            ..AcpMapper::new(session_id, agent_name)
+        }
+    }
+
+    pub fn is_replaying(&self) -> bool {
+        self.replay.is_some()
+    }
+
+    /// The replay is over; returns how many earlier turns it held. The next prompt's turn
+    /// follows them.
+    pub fn end_replay(&mut self) -> u64 {
+        self.replay = None;
+        self.turn
+    }
+
+    fn count_replayed(&mut self, kind: Option<&str>, update: &Map<String, Value>) {
+        let Some(replay) = self.replay.as_mut() else {
+            return;
+        };
+        if kind == Some("user_message_chunk") {
+            let id = str_field(update, "messageId").map(str::to_owned);
+            let another_message = id.is_some() && id != replay.user_message_id;
+            if !replay.in_user || another_message {
+                self.turn += 1;
+            }
+            replay.in_user = true;
+            if id.is_some() {
+                replay.user_message_id = id;
+            }
+        } else if matches!(
+            kind,
+            Some(
+                "agent_message_chunk"
+                    | "agent_thought_chunk"
+                    | "tool_call"
+                    | "tool_call_update"
+                    | "plan"
+            )
+        ) {
+            if self.turn == 0 {
+                self.turn = 1;
+            }
+            replay.in_user = false;
         }
     }
 
@@ -117,7 +181,12 @@ impl AcpMapper {
         if params.get("sessionId").and_then(Value::as_str) != Some(self.session_id.as_str()) {
             return out;
         }
-        match str_field(update, "sessionUpdate") {
+        let kind = str_field(update, "sessionUpdate");
+        if self.replay.is_some() {
+            self.count_replayed(kind, update);
+            return out;
+        }
+        match kind {
             Some("user_message_chunk") => self.chunk(MessageKind::UserInput, update, &mut out),
             Some("agent_thought_chunk") => self.chunk(MessageKind::Thinking, update, &mut out),
             Some("agent_message_chunk") => self.chunk(MessageKind::Text, update, &mut out),
@@ -700,5 +769,81 @@ mod tests {
             meta: Some(json!({"other": "x"})),
         });
         assert!(usage(none).is_empty());
+    }
+
+    /// The turns of a replayed history, each as the `sessionUpdate` kinds (and message ids) it
+    /// sends; how many turns the mapper counts.
+    fn replayed_turns(updates: &[(&str, Option<&str>)]) -> (u64, Vec<Event>) {
+        let mut m = AcpMapper::resuming("s1", "fake-agent");
+        let updates: Vec<Value> = updates
+            .iter()
+            .map(|(kind, id)| {
+                let mut u =
+                    json!({"sessionUpdate": kind, "content": {"type": "text", "text": "x"}});
+                if let Some(id) = id {
+                    u["messageId"] = json!(id);
+                }
+                u
+            })
+            .collect();
+        let events = feed(&mut m, &updates);
+        (m.end_replay(), events)
+    }
+
+    #[test]
+    fn a_replayed_history_is_counted_in_turns_and_reported_not_at_all() {
+        let user = ("user_message_chunk", None);
+        let agent = ("agent_message_chunk", None);
+        let thought = ("agent_thought_chunk", None);
+        // Two turns; chunks of one user message are one turn.
+        assert_eq!(
+            replayed_turns(&[user, user, thought, agent, user, agent]),
+            (2, vec![])
+        );
+        // Two user messages in a row, told apart by their ids: two turns (the first one got
+        // no reply, as when it was cancelled at once).
+        let u1 = ("user_message_chunk", Some("u1"));
+        let u2 = ("user_message_chunk", Some("u2"));
+        assert_eq!(replayed_turns(&[u1, u1, u2, agent]).0, 2);
+        // The agent spoke before any user message: that counts as a turn of its own.
+        assert_eq!(replayed_turns(&[agent, user, agent]).0, 2);
+        // Updates that are no conversation do not start turns.
+        let commands = ("available_commands_update", None);
+        assert_eq!(replayed_turns(&[commands, user, agent, commands]).0, 1);
+        assert_eq!(replayed_turns(&[]).0, 0);
+    }
+
+    #[test]
+    fn after_a_replay_turns_go_on_from_the_replayed_ones() {
+        let mut m = AcpMapper::resuming("s1", "fake-agent");
+        assert_eq!(
+            m.session_event(),
+            Event::Session {
+                session_id: "s1".to_owned()
+            }
+        );
+        feed(
+            &mut m,
+            &[
+                json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "first"}}),
+            ],
+        );
+        assert!(m.is_replaying());
+        assert_eq!(m.end_replay(), 1);
+        assert!(!m.is_replaying());
+        let mut events = m.start_turn("second");
+        events.extend(feed(
+            &mut m,
+            &[json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}})],
+        ));
+        events.extend(m.end_turn(&end_turn()));
+        let keys: Vec<String> = summary(&events)
+            .into_iter()
+            .map(|(_, key, _)| key)
+            .collect();
+        assert_eq!(
+            keys,
+            ["session:s1:turn:2:user:prompt", "session:s1:turn:2:final"]
+        );
     }
 }

@@ -13,6 +13,15 @@
 //! terminal (`wujie run` with its input piped) the request is rejected, and the adapter says so.
 //! The client advertises no file-system and no terminal capability: it implements neither.
 //!
+//! Resume: `--resume ID` loads the agent's session with `session/load` when `initialize` says
+//! the agent offers it (else a clear error). The agent replays the history as updates; they were
+//! reported when they happened, so they are counted in turns, not reported again, and the next
+//! turn is numbered after them (a discussion's keys are unique per discussion: a turn numbered
+//! from 1 again would be dropped as a duplicate). Hermes and opencode answer the load after the
+//! replay, as the protocol says; Gemini CLI 0.61 answers first and streams the history after
+//! (and in two of three tries did not find a session it had just run: "No previous sessions
+//! found for this project"), so the replay ends once updates have been quiet for a moment.
+//!
 //! What the tested agents send (against the mock model server, tests/builtin_acp_agents.rs):
 //!
 //! | agent | tool input | tool output | user input | usage |
@@ -31,9 +40,10 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, NewSessionRequest, PermissionOptionKind,
-    PromptRequest, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, TextContent,
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionId,
+    TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines, Responder, UntypedMessage, V1};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -49,6 +59,8 @@ pub struct AcpArgs {
     /// `-p TEXT`: one turn with this prompt; `None`: a conversation on the terminal.
     pub prompt: Option<String>,
     pub allow: Allow,
+    /// `--resume ID`: load this session of the agent's (`session/load`) instead of a new one.
+    pub resume: Option<String>,
     /// The agent's command line: program, then its arguments.
     pub command: Vec<String>,
 }
@@ -63,7 +75,7 @@ pub enum Allow {
     Ask,
 }
 
-const USAGE: &str = "usage: acp [-p TEXT] [--allow once|always|reject] -- AGENT_COMMAND [ARGS…], e.g. acp -p \"fix the tests\" -- gemini --acp";
+const USAGE: &str = "usage: acp [-p TEXT] [--allow once|always|reject] [--resume SESSION_ID] -- AGENT_COMMAND [ARGS…], e.g. acp -p \"fix the tests\" -- gemini --acp";
 
 /// Why the acp adapter could not run.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +89,10 @@ pub enum AcpError {
     },
     #[error("the agent {program:?} failed: {what}")]
     Protocol { program: String, what: String },
+    #[error(
+        "the agent {agent:?} cannot resume a session: it does not offer session/load; start it without --resume"
+    )]
+    CannotResume { agent: String },
 }
 
 impl AcpArgs {
@@ -84,6 +100,7 @@ impl AcpArgs {
         let usage = |what: String| Err(AcpError::Usage(what));
         let mut prompt = None;
         let mut allow = Allow::Ask;
+        let mut resume = None;
         let mut rest = args.iter();
         let mut command = Vec::new();
         while let Some(arg) = rest.next() {
@@ -96,6 +113,12 @@ impl AcpArgs {
                     Some(text) if !text.trim().is_empty() => prompt = Some(text.clone()),
                     Some(_) => return usage(format!("{arg} needs the prompt text, not a blank")),
                     None => return usage(format!("{arg} needs the prompt text")),
+                },
+                "--resume" => match rest.next() {
+                    Some(id) if !id.trim().is_empty() && !id.starts_with('-') => {
+                        resume = Some(id.clone());
+                    }
+                    _ => return usage("--resume needs the agent's session id".to_owned()),
                 },
                 "--allow" => {
                     allow = match rest.next().map(String::as_str) {
@@ -119,6 +142,7 @@ impl AcpArgs {
         Ok(AcpArgs {
             prompt,
             allow,
+            resume,
             command,
         })
     }
@@ -175,7 +199,7 @@ pub async fn run_acp_adapter(args: Vec<String>) -> i32 {
             match e {
                 AcpError::Usage(_) => 2,
                 AcpError::Spawn { .. } => 127,
-                AcpError::Protocol { .. } => 1,
+                AcpError::Protocol { .. } | AcpError::CannotResume { .. } => 1,
             }
         }
     }
@@ -193,16 +217,6 @@ fn emit(events: Vec<Event>) {
     let _ = stdout.write_all(&bytes).and_then(|()| stdout.flush());
 }
 
-/// The session's mapper, once `session/new` answered; updates before that are skipped.
-type SharedMapper = Arc<Mutex<Option<AcpMapper>>>;
-
-fn with_mapper<T>(shared: &SharedMapper, f: impl FnOnce(&mut AcpMapper) -> T) -> Option<T> {
-    let mut guard = shared
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    guard.as_mut().map(f)
-}
-
 /// A permission request for the user on the terminal, with the way to answer it.
 struct PermissionAsk {
     request: RequestPermissionRequest,
@@ -218,12 +232,90 @@ enum DuringTurn {
 
 async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
     let program = args.command[0].clone();
-    let cwd = std::env::current_dir().map_err(|e| AcpError::Protocol {
+    let failed = |what: String| AcpError::Protocol {
         program: program.clone(),
-        what: format!("the current directory is unreadable: {e}"),
-    })?;
-    let mut child = tokio::process::Command::new(&program)
-        .args(&args.command[1..])
+        what,
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| failed(format!("the current directory is unreadable: {e}")))?;
+    let (mut child, stdin, stdout) = spawn_agent(&args.command)?;
+    let console = match terminal {
+        true => Some(Console::open().map_err(|e| {
+            failed(format!(
+                "the terminal could not be set up for the conversation: {e}"
+            ))
+        })?),
+        false => None,
+    };
+    let state = Shared::default();
+    let out: Option<ConsoleOut> = console.as_ref().map(Console::out);
+    let (asks_tx, asks) = mpsc::unbounded_channel::<PermissionAsk>();
+    let policy = PermissionPolicy {
+        allow: args.allow,
+        ask_user: args.allow == Allow::Ask && console.is_some(),
+        asks: asks_tx,
+    };
+    let conversation = Conversation {
+        state: state.clone(),
+        console,
+        asks,
+    };
+    let result = Client
+        .v1()
+        .on_receive_notification(
+            {
+                let state = state.clone();
+                async move |message: UntypedMessage, _cx| {
+                    state.on_notification(&message, out.as_ref());
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest, responder, _cx| {
+                policy.answer(request, responder)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(
+            transport(stdin, stdout),
+            async move |cx: ConnectionTo<Agent>| {
+                conversation.run(cx, cwd, args.resume, args.prompt).await
+            },
+        )
+        .await;
+
+    let outcome = match result {
+        Ok(Ended::Turns { all_ok: true }) => Ok(0),
+        Ok(Ended::Turns { all_ok: false }) => Ok(1),
+        Ok(Ended::CannotResume { agent }) => Err(AcpError::CannotResume { agent }),
+        Err(e) => {
+            // The connection broke (the agent exited, or spoke something that is not
+            // JSON-RPC): a turn still open ends as an error on the issue.
+            let what = format!("{e}");
+            state.break_off_open_turn(&what);
+            Err(failed(what))
+        }
+    };
+    stop_agent(&mut child).await;
+    outcome
+}
+
+/// Starts the agent with its stdin and stdout as pipes (its stderr is the user's).
+fn spawn_agent(
+    command: &[String],
+) -> Result<
+    (
+        tokio::process::Child,
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+    ),
+    AcpError,
+> {
+    let program = &command[0];
+    let mut child = tokio::process::Command::new(program)
+        .args(&command[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -233,20 +325,23 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
             program: program.clone(),
             source,
         })?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(AcpError::Protocol {
-            program,
-            what: "its stdin or stdout could not be opened as a pipe".to_owned(),
-        });
-    };
-    let console = if terminal {
-        Some(Console::open().map_err(|e| AcpError::Protocol {
+    match (child.stdin.take(), child.stdout.take()) {
+        (Some(stdin), Some(stdout)) => Ok((child, stdin, stdout)),
+        _ => Err(AcpError::Protocol {
             program: program.clone(),
-            what: format!("the terminal could not be set up for the conversation: {e}"),
-        })?)
-    } else {
-        None
-    };
+            what: "its stdin or stdout could not be opened as a pipe".to_owned(),
+        }),
+    }
+}
+
+/// JSON-RPC over the agent's stdin and stdout, one message per line.
+fn transport(
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+) -> Lines<
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
     let outgoing = futures::sink::unfold(stdin, |mut stdin, line: String| async move {
         stdin.write_all(line.as_bytes()).await?;
         stdin.write_all(b"\n").await?;
@@ -263,199 +358,309 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
                 Err(e) => Some((Err(e), None)),
             }
         });
+    Lines::new(outgoing, incoming)
+}
 
-    let shared: SharedMapper = Arc::new(Mutex::new(None));
-    let turn_open = Arc::new(Mutex::new(false));
-    let allow = args.allow;
-    let out: Option<ConsoleOut> = console.as_ref().map(Console::out);
-    let (asks_tx, asks) = mpsc::unbounded_channel::<PermissionAsk>();
-    let ask_user = allow == Allow::Ask && console.is_some();
-    let result = Client
-        .v1()
-        .on_receive_notification(
-            {
-                let shared = shared.clone();
-                let out = out.clone();
-                async move |message: UntypedMessage, _cx| {
-                    if message.method == "session/update"
-                        && let Some(events) = with_mapper(&shared, |m| m.update(&message.params))
-                    {
-                        emit(events);
-                        if let Some(out) = &out {
-                            out.show_update(&message.params);
-                        }
-                    }
-                    Ok(())
-                }
-            },
-            agent_client_protocol::on_receive_notification!(),
+/// What the connection's handlers and the conversation share: the session's mapper (once a
+/// session is open; updates before that are skipped) and whether a turn is running.
+#[derive(Clone, Default)]
+struct Shared {
+    mapper: Arc<Mutex<Option<AcpMapper>>>,
+    turn_open: Arc<Mutex<bool>>,
+    /// When the last `session/update` came.
+    last_update: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+/// A replay is over once the updates have been quiet this long after the agent answered
+/// `session/load`: the protocol has the agent answer after the whole history, but Gemini CLI
+/// 0.61 answers first and streams the history after.
+const REPLAY_QUIET: std::time::Duration = std::time::Duration::from_millis(300);
+/// However long an agent goes on sending updates after the load, the conversation starts then.
+const REPLAY_LONGEST: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Shared {
+    fn with_mapper<T>(&self, f: impl FnOnce(&mut AcpMapper) -> T) -> Option<T> {
+        let mut guard = self.mapper.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_mut().map(f)
+    }
+
+    fn set_mapper(&self, mapper: AcpMapper) {
+        *self.mapper.lock().unwrap_or_else(|p| p.into_inner()) = Some(mapper);
+    }
+
+    fn set_turn_open(&self, open: bool) -> bool {
+        std::mem::replace(
+            &mut *self.turn_open.lock().unwrap_or_else(|p| p.into_inner()),
+            open,
         )
-        .on_receive_request(
-            async move |request: RequestPermissionRequest, responder, _cx| {
-                if ask_user {
-                    // Answered by the conversation loop, which owns the terminal; the
-                    // connection goes on meanwhile.
-                    let ask = PermissionAsk { request, responder };
-                    if let Err(mpsc::error::SendError(ask)) = asks_tx.send(ask) {
-                        return ask.responder.respond(RequestPermissionResponse::new(
-                            RequestPermissionOutcome::Cancelled,
-                        ));
-                    }
-                    return Ok(());
-                }
-                if allow == Allow::Ask {
-                    let title = request.tool_call.fields.title.clone().unwrap_or_default();
-                    eprintln!(
-                        "wujie adapter acp: the agent asks permission for {title:?}; rejected, as there is no terminal to ask on (pass --allow once or --allow always to allow)"
-                    );
-                }
-                let outcome = match choose_option(allow, &option_kinds(&request)) {
-                    Some(id) => {
-                        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
-                    }
-                    None => RequestPermissionOutcome::Cancelled,
-                };
-                responder.respond(RequestPermissionResponse::new(outcome))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .connect_with(Lines::new(outgoing, incoming), {
-            let shared = shared.clone();
-            let turn_open = turn_open.clone();
-            let first_prompt = args.prompt.clone();
-            let mut console = console;
-            let mut asks = asks;
-            async move |cx: ConnectionTo<Agent>| {
-                let init = cx
-                    .send_request(InitializeRequest::new(ProtocolVersion::V1))
-                    .block_task()
-                    .await?;
-                let agent_name = init
-                    .agent_info
-                    .as_ref()
-                    .map(|i| i.name.clone())
-                    .unwrap_or_else(|| "acp".to_owned());
+    }
+
+    /// A `session/update` becomes events (and, on a terminal, what the user sees).
+    fn on_notification(&self, message: &UntypedMessage, out: Option<&ConsoleOut>) {
+        if message.method != "session/update" {
+            return;
+        }
+        *self.last_update.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(tokio::time::Instant::now());
+        if let Some((events, replaying)) =
+            self.with_mapper(|m| (m.update(&message.params), m.is_replaying()))
+        {
+            emit(events);
+            if let Some(out) = out.filter(|_| !replaying) {
+                out.show_update(&message.params);
+            }
+        }
+    }
+
+    /// Waits until no update came for [`REPLAY_QUIET`] (counted from now at the earliest),
+    /// at most [`REPLAY_LONGEST`].
+    async fn updates_quiet(&self) {
+        let from = tokio::time::Instant::now();
+        let give_up = from + REPLAY_LONGEST;
+        loop {
+            let last = *self.last_update.lock().unwrap_or_else(|p| p.into_inner());
+            let quiet_at = (last.unwrap_or(from).max(from) + REPLAY_QUIET).min(give_up);
+            if tokio::time::Instant::now() >= quiet_at {
+                return;
+            }
+            tokio::time::sleep_until(quiet_at).await;
+        }
+    }
+
+    /// The connection broke while a turn ran: the turn ends as an error.
+    fn break_off_open_turn(&self, what: &str) {
+        if self.set_turn_open(false)
+            && let Some(events) = self.with_mapper(|m| {
+                m.end_turn(&TurnEnd::Failed(format!("the turn broke off: {what}")))
+            })
+        {
+            emit(events);
+        }
+    }
+}
+
+/// How `session/request_permission` is answered.
+struct PermissionPolicy {
+    allow: Allow,
+    /// No `--allow` and a terminal: the conversation asks the user.
+    ask_user: bool,
+    asks: mpsc::UnboundedSender<PermissionAsk>,
+}
+
+impl PermissionPolicy {
+    fn answer(
+        &self,
+        request: RequestPermissionRequest,
+        responder: Responder<RequestPermissionResponse, V1>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        if self.ask_user {
+            // Answered by the conversation loop, which owns the terminal; the connection goes
+            // on meanwhile.
+            let ask = PermissionAsk { request, responder };
+            return match self.asks.send(ask) {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::SendError(ask)) => ask.responder.respond(
+                    RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled),
+                ),
+            };
+        }
+        if self.allow == Allow::Ask {
+            let title = request.tool_call.fields.title.clone().unwrap_or_default();
+            eprintln!(
+                "wujie adapter acp: the agent asks permission for {title:?}; rejected, as there is no terminal to ask on (pass --allow once or --allow always to allow)"
+            );
+        }
+        let outcome = match choose_option(self.allow, &option_kinds(&request)) {
+            Some(id) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id)),
+            None => RequestPermissionOutcome::Cancelled,
+        };
+        responder.respond(RequestPermissionResponse::new(outcome))
+    }
+}
+
+/// How the conversation ended, when the connection did not break.
+enum Ended {
+    Turns {
+        all_ok: bool,
+    },
+    /// `--resume` for an agent that does not offer `session/load`.
+    CannotResume {
+        agent: String,
+    },
+}
+
+/// The session's prompts and turns: the one prompt of `-p`, or the user's on the terminal.
+struct Conversation {
+    state: Shared,
+    console: Option<Console>,
+    asks: mpsc::UnboundedReceiver<PermissionAsk>,
+}
+
+impl Conversation {
+    async fn run(
+        mut self,
+        cx: ConnectionTo<Agent>,
+        cwd: std::path::PathBuf,
+        resume: Option<String>,
+        prompt: Option<String>,
+    ) -> Result<Ended, agent_client_protocol::Error> {
+        let init = cx
+            .send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let agent = init
+            .agent_info
+            .as_ref()
+            .map(|i| i.name.clone())
+            .unwrap_or_else(|| "acp".to_owned());
+        let session_id = match resume {
+            Some(_) if !init.agent_capabilities.load_session => {
+                return Ok(Ended::CannotResume { agent });
+            }
+            Some(id) => self.load_session(&cx, id, cwd, &agent).await?,
+            None => {
                 let session = cx
                     .send_request(NewSessionRequest::new(cwd))
                     .block_task()
                     .await?;
-                let session_id = session.session_id.clone();
-                let mapper = AcpMapper::new(&session_id.0, &agent_name);
+                let mapper = AcpMapper::new(&session.session_id.0, &agent);
                 emit(vec![mapper.session_event()]);
-                *shared.lock().unwrap_or_else(|p| p.into_inner()) = Some(mapper);
-                if let Some(console) = &console {
-                    console.out().note(&format!(
-                        "{agent_name}, session {}: Enter sends, Ctrl+C cancels a turn, Ctrl+D ends",
-                        session_id.0
-                    ));
-                }
-                let mut next_prompt = first_prompt.clone();
-                let mut input_open = true;
-                let mut all_ok = true;
-                loop {
-                    let prompt = match (next_prompt.take(), console.as_mut()) {
-                        (Some(prompt), _) => prompt,
-                        (None, Some(console)) if first_prompt.is_none() && input_open => {
-                            match console.read_prompt().await {
-                                Some(prompt) => prompt,
-                                None => break,
-                            }
-                        }
-                        _ => break,
-                    };
-                    if let Some(events) = with_mapper(&shared, |m| m.start_turn(&prompt)) {
-                        emit(events);
-                    }
-                    *turn_open.lock().unwrap_or_else(|p| p.into_inner()) = true;
-                    let request = cx
-                        .send_request(PromptRequest::new(
-                            session_id.clone(),
-                            vec![ContentBlock::Text(TextContent::new(prompt))],
-                        ))
-                        .block_task();
-                    tokio::pin!(request);
-                    let response = loop {
-                        let during = tokio::select! {
-                            response = &mut request => DuringTurn::Done(response),
-                            Some(ask) = asks.recv() => DuringTurn::Ask(ask),
-                            input = turn_input(console.as_mut(), input_open) => DuringTurn::Input(input),
-                        };
-                        match during {
-                            DuringTurn::Done(response) => break response,
-                            DuringTurn::Ask(ask) => {
-                                let cancel = answer_on_terminal(console.as_mut(), ask).await?;
-                                if cancel {
-                                    cancel_turn(&cx, &session_id, console.as_ref())?;
-                                }
-                            }
-                            DuringTurn::Input(TurnInput::Cancel) => {
-                                cancel_turn(&cx, &session_id, console.as_ref())?;
-                            }
-                            DuringTurn::Input(TurnInput::Closed) => {
-                                input_open = false;
-                                cancel_turn(&cx, &session_id, console.as_ref())?;
-                            }
-                        }
-                    };
-                    *turn_open.lock().unwrap_or_else(|p| p.into_inner()) = false;
-                    let end = match &response {
-                        Ok(r) => TurnEnd::Stopped {
-                            stop_reason: serde_json::to_value(r.stop_reason)
-                                .ok()
-                                .and_then(|v| v.as_str().map(str::to_owned))
-                                .unwrap_or_else(|| "unknown".to_owned()),
-                            usage: r.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()),
-                            meta: r.meta.as_ref().and_then(|m| serde_json::to_value(m).ok()),
-                        },
-                        // An error answer, or the agent's output closed (it exited) mid-turn.
-                        Err(e) => TurnEnd::Failed(format!("the turn broke off: {}", e.message)),
-                    };
-                    if let Some(events) = with_mapper(&shared, |m| m.end_turn(&end)) {
-                        emit(events);
-                    }
-                    if let Some(console) = &console {
-                        show_turn_end(&console.out(), &end);
-                    }
-                    match end {
-                        TurnEnd::Stopped { .. } => {}
-                        TurnEnd::Failed(_) => {
-                            all_ok = false;
-                            // A connection that broke does not come back.
-                            if response.as_ref().is_err_and(|e| {
-                                agent_client_protocol::is_incoming_transport_closed(e)
-                            }) {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Ok(all_ok)
+                self.state.set_mapper(mapper);
+                session.session_id
             }
-        })
-        .await;
-
-    let outcome = match result {
-        Ok(true) => Ok(0),
-        Ok(false) => Ok(1),
-        Err(e) => {
-            // The connection broke (the agent exited, or spoke something that is not
-            // JSON-RPC): a turn still open ends as an error on the issue.
-            let what = format!("{e}");
-            if std::mem::take(&mut *turn_open.lock().unwrap_or_else(|p| p.into_inner()))
-                && let Some(events) = with_mapper(&shared, |m| {
-                    m.end_turn(&TurnEnd::Failed(format!("the turn broke off: {what}")))
-                })
-            {
-                emit(events);
-            }
-            Err(AcpError::Protocol {
-                program: program.clone(),
-                what,
-            })
+        };
+        if let Some(console) = &self.console {
+            console.out().note(&format!(
+                "{agent}, session {}: Enter sends, Ctrl+C cancels a turn, Ctrl+D ends",
+                session_id.0
+            ));
         }
-    };
-    stop_agent(&mut child).await;
-    outcome
+        let one_prompt = prompt.is_some();
+        let mut next_prompt = prompt;
+        let mut input_open = true;
+        let mut all_ok = true;
+        loop {
+            let prompt = match (next_prompt.take(), self.console.as_mut()) {
+                (Some(prompt), _) => prompt,
+                (None, Some(console)) if !one_prompt && input_open => {
+                    match console.read_prompt().await {
+                        Some(prompt) => prompt,
+                        None => break,
+                    }
+                }
+                _ => break,
+            };
+            let turn = self.turn(&cx, &session_id, prompt, &mut input_open).await?;
+            all_ok &= turn.ok;
+            if turn.connection_closed {
+                // A connection that broke does not come back.
+                break;
+            }
+        }
+        Ok(Ended::Turns { all_ok })
+    }
+
+    /// `session/load`: the agent replays the session's history as updates before it answers;
+    /// what was already reported is not reported again, and the turns go on from there.
+    async fn load_session(
+        &mut self,
+        cx: &ConnectionTo<Agent>,
+        id: String,
+        cwd: std::path::PathBuf,
+        agent: &str,
+    ) -> Result<SessionId, agent_client_protocol::Error> {
+        let session_id = SessionId::new(id);
+        let mapper = AcpMapper::resuming(&session_id.0, agent);
+        emit(vec![mapper.session_event()]);
+        self.state.set_mapper(mapper);
+        cx.send_request(LoadSessionRequest::new(session_id.clone(), cwd))
+            .block_task()
+            .await?;
+        self.state.updates_quiet().await;
+        let earlier = self.state.with_mapper(AcpMapper::end_replay).unwrap_or(0);
+        if let Some(console) = &self.console {
+            console.out().note(&format!(
+                "resumed session {}: {earlier} earlier turn(s)",
+                session_id.0
+            ));
+        }
+        Ok(session_id)
+    }
+
+    /// One prompt turn, until the agent answers the prompt.
+    async fn turn(
+        &mut self,
+        cx: &ConnectionTo<Agent>,
+        session_id: &SessionId,
+        prompt: String,
+        input_open: &mut bool,
+    ) -> Result<TurnOutcome, agent_client_protocol::Error> {
+        if let Some(events) = self.state.with_mapper(|m| m.start_turn(&prompt)) {
+            emit(events);
+        }
+        self.state.set_turn_open(true);
+        let request = cx
+            .send_request(PromptRequest::new(
+                session_id.clone(),
+                vec![ContentBlock::Text(TextContent::new(prompt))],
+            ))
+            .block_task();
+        tokio::pin!(request);
+        let response = loop {
+            let during = tokio::select! {
+                response = &mut request => DuringTurn::Done(response),
+                Some(ask) = self.asks.recv() => DuringTurn::Ask(ask),
+                input = turn_input(self.console.as_mut(), *input_open) => DuringTurn::Input(input),
+            };
+            let cancel = match during {
+                DuringTurn::Done(response) => break response,
+                DuringTurn::Ask(ask) => answer_on_terminal(self.console.as_mut(), ask).await?,
+                DuringTurn::Input(TurnInput::Cancel) => true,
+                DuringTurn::Input(TurnInput::Closed) => {
+                    *input_open = false;
+                    true
+                }
+            };
+            if cancel {
+                cancel_turn(cx, session_id, self.console.as_ref())?;
+            }
+        };
+        self.state.set_turn_open(false);
+        let end = turn_end(&response);
+        if let Some(events) = self.state.with_mapper(|m| m.end_turn(&end)) {
+            emit(events);
+        }
+        if let Some(console) = &self.console {
+            show_turn_end(&console.out(), &end);
+        }
+        Ok(TurnOutcome {
+            ok: matches!(end, TurnEnd::Stopped { .. }),
+            connection_closed: response
+                .as_ref()
+                .is_err_and(agent_client_protocol::is_incoming_transport_closed),
+        })
+    }
+}
+
+struct TurnOutcome {
+    ok: bool,
+    connection_closed: bool,
+}
+
+/// How a turn ended, from the prompt's response.
+fn turn_end(response: &Result<PromptResponse, agent_client_protocol::Error>) -> TurnEnd {
+    match response {
+        Ok(r) => TurnEnd::Stopped {
+            stop_reason: serde_json::to_value(r.stop_reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "unknown".to_owned()),
+            usage: r.usage.as_ref().and_then(|u| serde_json::to_value(u).ok()),
+            meta: r.meta.as_ref().and_then(|m| serde_json::to_value(m).ok()),
+        },
+        // An error answer, or the agent's output closed (it exited) mid-turn.
+        Err(e) => TurnEnd::Failed(format!("the turn broke off: {}", e.message)),
+    }
 }
 
 fn option_kinds(request: &RequestPermissionRequest) -> Vec<(String, PermissionOptionKind)> {
