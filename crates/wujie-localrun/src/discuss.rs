@@ -40,6 +40,9 @@ use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, Spawn
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
+/// Why a handoff is refused once the user's input ended.
+const INPUT_ENDED: &str = "the input ended, so nothing can confirm; pass --confirm accept";
+
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
 const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
 
@@ -244,6 +247,7 @@ pub async fn discuss(
         may_attach: !resumed,
         abandoned: None,
         discussion_id: discussion.id.clone(),
+        input_ended: false,
     };
     let end = match flow.pump(&mut adapter).await {
         Ok(end) => end,
@@ -390,6 +394,8 @@ struct Flow<'a> {
     abandoned: Option<String>,
     /// The discussion this session reports into (until a promotion, then its origin).
     discussion_id: String,
+    /// The user's input (on pipes) ended: nothing can confirm a handoff any more.
+    input_ended: bool,
 }
 
 impl Flow<'_> {
@@ -404,12 +410,19 @@ impl Flow<'_> {
         self.from_user = pipe_input(&self.host);
         let mut answer = String::new();
         let mut close = QuietClose::default();
+        // Set by the first stop (a signal, or cancelling a handoff's card): the adapter's group
+        // was asked to terminate and what it prints meanwhile is still read; the grace period
+        // or a second signal kills it.
+        let mut cancelled = false;
+        let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+        tokio::pin!(kill_at);
+        let end = |cancelled: bool| if cancelled { End::Cancelled } else { End::Eof };
         loop {
             tokio::select! {
                 read = events.next(), if stdout_open => {
                     let Some(read) = read? else {
                         if exited {
-                            return Ok(End::Eof);
+                            return Ok(end(cancelled));
                         }
                         stdout_open = false;
                         continue;
@@ -449,7 +462,10 @@ impl Flow<'_> {
                         );
                     }
                     self.record(items).await?;
-                    life.on_output();
+                    // After a cancel, nothing the adapter's descendants print delays the end.
+                    if !cancelled {
+                        life.on_output();
+                    }
                 }
                 event = host_event(&mut self.host) => match event {
                     HostEvent::Command(command) if command == CREATE_ISSUE => {
@@ -457,9 +473,10 @@ impl Flow<'_> {
                     }
                     HostEvent::Command(_) => {}
                     HostEvent::Card(choice) => {
-                        if self.decide(choice).await? {
+                        if self.decide(choice).await? && !cancelled {
+                            cancelled = true;
                             adapter.signal(Signal::SIGTERM);
-                            return Ok(End::Cancelled);
+                            kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
                         }
                     }
                 },
@@ -471,34 +488,44 @@ impl Flow<'_> {
                         };
                         if let Some(choice) = choice
                             && self.decide(choice).await?
+                            && !cancelled
                         {
+                            cancelled = true;
                             adapter.signal(Signal::SIGTERM);
-                            return Ok(End::Cancelled);
+                            kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
                         }
                     }
                     Some(bytes) => self.to_adapter.send(bytes).await,
                     None => {
+                        // No one is left to confirm a handoff: one waiting is answered "no"
+                        // now, a later one like any unconfirmable one. The adapter's stdin
+                        // closes once its output was quiet for a moment, so a request it
+                        // printed just before is still answered first.
                         self.from_user = None;
-                        // An adapter that may ask for a handoff still needs its stdin for the
-                        // decision frame; any other sees the end of the user's input.
-                        if !self.provider.manifest.capabilities.native_plan_handoff {
-                            close.arm();
-                        }
+                        self.input_ended = true;
+                        self.cancel_pending(INPUT_ENDED).await;
+                        close.arm();
                     }
                 },
                 () = close.due(), if close.is_armed() => self.to_adapter.close().await,
                 () = signals.recv() => {
-                    // The decision goes out before the adapter is told to stop.
-                    self.cancel_pending("cancelled by the user").await;
-                    adapter.signal(Signal::SIGTERM);
-                    return Ok(End::Cancelled);
+                    if cancelled {
+                        adapter.signal(Signal::SIGKILL);
+                    } else {
+                        // The decision goes out before the adapter is told to stop.
+                        self.cancel_pending("cancelled by the user").await;
+                        cancelled = true;
+                        adapter.signal(Signal::SIGTERM);
+                        kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
+                    }
                 }
+                () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
                 change = life.next(adapter) => match change {
-                    AdapterLife::Exited if !stdout_open => return Ok(End::Eof),
+                    AdapterLife::Exited if !stdout_open => return Ok(end(cancelled)),
                     AdapterLife::Exited => exited = true,
                     AdapterLife::StdoutAbandoned => {
                         self.say(STDOUT_ABANDONED.to_owned()).await;
-                        return Ok(End::Eof);
+                        return Ok(end(cancelled));
                     }
                 },
             }
@@ -731,6 +758,11 @@ impl Flow<'_> {
                     "no terminal to confirm; pass --confirm accept".to_owned(),
                 )
                 .await;
+                Ok(())
+            }
+            ConfirmMode::Ask if self.input_ended => {
+                self.refuse(request_id, Some(mode), INPUT_ENDED.to_owned())
+                    .await;
                 Ok(())
             }
             ConfirmMode::Ask => {
