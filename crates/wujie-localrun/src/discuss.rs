@@ -15,28 +15,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
-use wujie_host::user_input::UserInput;
 use wujie_host::{AdapterStdin, HostEvent, InlineCard, TerminalHost};
-use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
+use crate::adapter_session::{AdapterSession, Ending, Handled, SessionFlow};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::promotion::{self, IssueDraft};
 use crate::registry::{AdapterCommand, Provider};
-use crate::run::STOP_GRACE;
 use crate::session::{
-    Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event, next_input,
-    pipe_input, revoke_adapter_token,
+    Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
-use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec};
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
@@ -90,7 +85,7 @@ pub async fn find_or_create(
     provider: &Provider,
     req: &DiscussRequest,
 ) -> Result<(Discussion, String, bool), LocalRunError> {
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
+    let api = api_error;
     let existing = match &req.resume {
         Some(id) => Some(conn.client.get_discussion(id).await.map_err(api)?),
         None => {
@@ -174,30 +169,15 @@ pub async fn discuss(
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
-    let workspace = conn.client.workspace().await.map_err(api)?;
-    let outbox_err = |e: wujie_store::outbox::OutboxError| LocalRunError::Invalid(e.to_string());
+    let workspace = conn.client.workspace().await.map_err(api_error)?;
     // Held until this function returns: while it is, no sync takes the discussion over.
-    let _owner = outbox
-        .add_target(&NewTarget {
-            id: &discussion.id,
-            kind: TargetKind::Discussion,
-            server_url: &conn.server_label,
-            label: "discussion",
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .map_err(outbox_err)?;
-    let reporter = Reporter::start(
-        outbox.clone(),
-        conn.client.clone(),
-        TargetRef {
-            id: discussion.id.clone(),
-            kind: TargetKind::Discussion,
-        },
-        notice,
-    );
+    let _owner = add_discussion_target(&outbox, conn, &discussion.id).await?;
+    let target = TargetRef {
+        id: discussion.id.clone(),
+        kind: TargetKind::Discussion,
+    };
+    let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target.clone(), notice);
     let binding = Binding {
         session_id: Some(discussion.id.clone()),
         ..Binding::default()
@@ -211,37 +191,20 @@ pub async fn discuss(
         &req.provider_arg,
         &req.args,
     );
-    let mut args = command.leading_args.clone();
-    args.extend(req.args.iter().cloned());
-    let Started {
-        mut adapter,
-        to_adapter,
-        host,
-    } = Started::spawn(
-        &SpawnSpec {
-            program: command.program.clone(),
-            args,
-            cwd: req.cwd.clone(),
-            env,
-        },
-        provider,
-        true,
-    )?;
+    let spec = spawn_spec(&command, &req.args, &req.cwd, env);
+    let (session, host) = AdapterSession::spawn(&spec, provider, true)?;
     let mut flow = Flow {
         conn,
         outbox: &outbox,
         reporter: &reporter,
         provider,
         req: &req,
-        target: TargetRef {
-            id: discussion.id.clone(),
-            kind: TargetKind::Discussion,
-        },
-        to_adapter,
-        from_user: None,
+        target,
+        to_adapter: session.stdin(),
         host,
         pending: None,
         inline_card: None,
+        typed: String::new(),
         promoted: None,
         promoted_owner: None,
         may_attach: !resumed,
@@ -249,124 +212,109 @@ pub async fn discuss(
         discussion_id: discussion.id.clone(),
         input_ended: false,
     };
-    let end = match flow.pump(&mut adapter).await {
-        Ok(end) => end,
-        Err(e) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            return Err(e);
-        }
-    };
-    let cancelled = matches!(end, End::Cancelled);
-    let (exit_code, error) = match end {
-        End::Eof => {
-            let status = adapter
-                .wait()
-                .await
-                .map_err(|e| LocalRunError::Invalid(format!("waiting for the adapter: {e}")))?;
-            (exit_code_of(status), None)
-        }
-        // A cancelled adapter's signal exit is the normal end of a cancellation.
-        End::Cancelled => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            (130, None)
-        }
-        End::Invalid(message) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            flow.say(message.clone()).await;
-            (1, Some(message))
-        }
-    };
+    let ending = session.run(&mut flow).await?;
     revoke_adapter_token(&conn.url, &token).await;
-    // The last of the adapter's screen output reaches the terminal before it is restored.
-    // Notices the host had no room for are printed now; the others were seen once already.
-    if let Some(host) = flow.host.take() {
-        for notice in host.finish().await {
-            eprintln!("wujie: {notice}");
-        }
-    }
-    let promoted = flow.promoted.take();
+    flow.finish_host().await;
+    let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
     // (the discussion this session started with, the one it continued instead)
     let attached = flow
         .abandoned
         .take()
-        .map(|abandoned| (abandoned, flow.discussion_id.clone()));
-    let promoted_run = match promoted {
-        Some((issue_key, run_id)) => {
-            let status = if cancelled {
-                RunStatus::Cancelled
-            } else if exit_code == 0 {
-                RunStatus::Succeeded
-            } else {
-                RunStatus::Failed
-            };
-            let error = match status {
-                RunStatus::Cancelled => Some("cancelled by the user".to_owned()),
-                RunStatus::Failed => {
-                    error.or(Some(format!("adapter exited with code {exit_code}")))
-                }
-                _ => None,
-            };
-            reporter
-                .finish(
-                    &run_id,
-                    FinishRun {
-                        status,
-                        exit_code: Some(exit_code),
-                        error,
-                    },
-                )
-                .await
-                .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-            Some(PromotedRun {
-                issue_key,
-                run_id,
-                status,
-            })
-        }
-        None => None,
-    };
+        .map(|a| (a, flow.discussion_id.clone()));
     let summary = reporter
         .close(req.drain_timeout, |left| {
             eprintln!("wujie: delivering discussion events… {left} left");
         })
         .await
         .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-    if summary.pending == 0 {
-        // A discussion has no end to record; once delivered it leaves the outbox.
-        let _ = outbox.finish_delivered(&discussion.id).await;
-        if let Some((_, continued)) = &attached {
-            let _ = outbox.finish_delivered(continued).await;
-        }
-    }
-    let (discussion_id, resumed) = match attached {
-        Some((abandoned, continued)) => {
-            // Whatever it recorded before the session id was delivered to it (usually
-            // nothing); only an empty discussion is deleted.
-            if let Err(e) = conn.client.delete_empty_discussion(&abandoned).await {
-                tracing::debug!("discussion {abandoned} stays: {e}");
-            }
-            (continued, true)
-        }
-        None => (discussion.id, resumed),
-    };
+    let (discussion_id, resumed) =
+        settle_discussions(conn, &outbox, &summary, discussion.id, attached, resumed).await;
     Ok(DiscussOutcome {
         discussion_id,
         provider: provider.name.clone(),
         resumed,
-        promoted: promoted_run,
-        cancelled,
-        exit_code,
+        promoted,
+        cancelled: ending.status == RunStatus::Cancelled,
+        exit_code: ending.exit_code,
         summary,
     })
 }
 
-/// How reading the adapter's stdout ended.
-enum End {
-    Eof,
-    Cancelled,
-    Invalid(String),
+fn api_error(e: wujie_client::ClientError) -> LocalRunError {
+    LocalRunError::Invalid(e.to_string())
 }
 
+async fn add_discussion_target(
+    outbox: &Outbox,
+    conn: &Connection,
+    id: &str,
+) -> Result<TargetLock, LocalRunError> {
+    outbox
+        .add_target(&NewTarget {
+            id,
+            kind: TargetKind::Discussion,
+            server_url: &conn.server_label,
+            label: "discussion",
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))
+}
+
+/// The run a promotion created ends with the session.
+async fn finish_promoted_run(
+    reporter: &Reporter,
+    promoted: Option<(String, String)>,
+    ending: &Ending,
+) -> Result<Option<PromotedRun>, LocalRunError> {
+    let Some((issue_key, run_id)) = promoted else {
+        return Ok(None);
+    };
+    let finish = FinishRun {
+        status: ending.status,
+        exit_code: Some(ending.exit_code),
+        error: ending.error.clone(),
+    };
+    reporter
+        .finish(&run_id, finish)
+        .await
+        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+    Ok(Some(PromotedRun {
+        issue_key,
+        run_id,
+        status: ending.status,
+    }))
+}
+
+/// Once delivered, the session's discussions leave the outbox (a discussion has no end to
+/// record), and the one it abandoned for the one it continued (`attached`) is deleted if it
+/// stayed empty. Returns the discussion the session ended in, and whether it existed before.
+async fn settle_discussions(
+    conn: &Connection,
+    outbox: &Outbox,
+    summary: &CloseSummary,
+    started: String,
+    attached: Option<(String, String)>,
+    resumed: bool,
+) -> (String, bool) {
+    if summary.pending == 0 {
+        let _ = outbox.finish_delivered(&started).await;
+        if let Some((_, continued)) = &attached {
+            let _ = outbox.finish_delivered(continued).await;
+        }
+    }
+    let Some((abandoned, continued)) = attached else {
+        return (started, resumed);
+    };
+    // Whatever it recorded before the session id was delivered to it (usually nothing); only
+    // an empty discussion is deleted.
+    if let Err(e) = conn.client.delete_empty_discussion(&abandoned).await {
+        tracing::debug!("discussion {abandoned} stays: {e}");
+    }
+    (continued, true)
+}
+
+/// `wujie discuss`'s part of the session.
 struct Flow<'a> {
     conn: &'a Connection,
     outbox: &'a Outbox,
@@ -376,14 +324,14 @@ struct Flow<'a> {
     /// Where events go now: the discussion, then the run once promoted.
     target: TargetRef,
     to_adapter: AdapterStdin,
-    /// The user's stdin when the adapter is on pipes.
-    from_user: Option<UserInput>,
     /// The terminal host when the adapter is on a PTY; it draws the menu and the cards.
     host: Option<TerminalHost>,
     /// A promotion waiting for the user's answer on the terminal.
     pending: Option<Pending>,
     /// The card for `pending` when the adapter is on pipes and the user at a terminal.
     inline_card: Option<InlineCard>,
+    /// The answer typed so far to the plain prompt.
+    typed: String,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
     /// The promoted run's target lock, held until the discussion's flow ends.
@@ -398,136 +346,129 @@ struct Flow<'a> {
     input_ended: bool,
 }
 
-impl Flow<'_> {
-    async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
-        let mut events = StdoutEvents::take_from(adapter)?;
-        let adapter = &*adapter;
-        // Stdout is read to its end and until the adapter exited, but only for a bounded time
-        // after the exit when something the adapter started holds it open.
-        let mut life = ExitWatch::new(adapter);
-        let (mut stdout_open, mut exited) = (true, false);
-        let mut signals = StopSignals::install()?;
-        self.from_user = pipe_input(&self.host);
-        let mut answer = String::new();
-        let mut close = QuietClose::default();
-        // Set by the first stop (a signal, or cancelling a handoff's card): the adapter's group
-        // was asked to terminate and what it prints meanwhile is still read; the grace period
-        // or a second signal kills it.
-        let mut cancelled = false;
-        let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-        tokio::pin!(kill_at);
-        let end = |cancelled: bool| if cancelled { End::Cancelled } else { End::Eof };
-        loop {
-            tokio::select! {
-                read = events.next(), if stdout_open => {
-                    let Some(read) = read? else {
-                        if exited {
-                            return Ok(end(cancelled));
-                        }
-                        stdout_open = false;
-                        continue;
-                    };
-                    close.on_output();
-                    let mut items = Vec::new();
-                    for line in read.lines {
-                        let line = match line {
-                            Ok(line) => line,
-                            Err(EventError { kind: EventErrorKind::UnknownHandoffMode { request_id, mode }, .. }) => {
-                                self.record(std::mem::take(&mut items)).await?;
-                                let error = format!("unknown handoff mode {mode:?}: use current_context or native_clear");
-                                self.refuse(&request_id, None, error).await;
-                                continue;
-                            }
-                            Err(e) => {
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.cancel_pending("the adapter printed an invalid line").await;
-                                return Ok(End::Invalid(e.to_string()));
-                            }
-                        };
-                        for event in &line.events {
-                            if let Event::Session { session_id } = event {
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.attach(session_id).await?;
-                            }
-                            if let Event::HandoffReady { request_id, mode } = event {
-                                // Everything before the request is recorded where it belongs first.
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.on_handoff(request_id, *mode).await?;
-                            }
-                        }
-                        items.extend(
-                            items_for_line(&self.target.id, line)
-                                .into_iter()
-                                .map(|i| (i, read.read_at_ms)),
-                        );
-                    }
+impl SessionFlow for Flow<'_> {
+    async fn on_lines(
+        &mut self,
+        read: ReadLines,
+        stopping: bool,
+    ) -> Result<Option<String>, LocalRunError> {
+        let mut items = Vec::new();
+        for line in read.lines {
+            let line = match line {
+                Ok(line) => line,
+                Err(EventError {
+                    kind: EventErrorKind::UnknownHandoffMode { request_id, mode },
+                    ..
+                }) => {
+                    self.record(std::mem::take(&mut items)).await?;
+                    let error = format!(
+                        "unknown handoff mode {mode:?}: use current_context or native_clear"
+                    );
+                    self.refuse(&request_id, None, error).await;
+                    continue;
+                }
+                Err(e) => {
                     self.record(items).await?;
-                    // After a cancel, nothing the adapter's descendants print delays the end.
-                    if !cancelled {
-                        life.on_output();
-                    }
+                    self.cancel_pending("the adapter printed an invalid line")
+                        .await;
+                    self.say(e.to_string()).await;
+                    return Ok(Some(e.to_string()));
                 }
-                event = host_event(&mut self.host) => match event {
-                    HostEvent::Command(command) if command == CREATE_ISSUE => {
-                        self.on_create_issue().await;
-                    }
-                    HostEvent::Command(_) => {}
-                    HostEvent::Card(choice) => {
-                        if self.decide(choice).await? && !cancelled {
-                            cancelled = true;
-                            adapter.signal(Signal::SIGTERM);
-                            kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
-                        }
-                    }
-                },
-                input = next_input(&mut self.from_user), if self.from_user.is_some() => match input {
-                    Some(bytes) if self.pending.is_some() => {
-                        let choice = match &mut self.inline_card {
-                            Some(card) => card.input(&bytes),
-                            None => typed_answer(&mut answer, &bytes),
-                        };
-                        if let Some(choice) = choice
-                            && self.decide(choice).await?
-                            && !cancelled
-                        {
-                            cancelled = true;
-                            adapter.signal(Signal::SIGTERM);
-                            kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
-                        }
-                    }
-                    Some(bytes) => self.to_adapter.send(bytes).await,
-                    None => {
-                        // No one is left to confirm a handoff: one waiting is answered "no"
-                        // now, a later one like any unconfirmable one. The adapter's stdin
-                        // closes once its output was quiet for a moment, so a request it
-                        // printed just before is still answered first.
-                        self.from_user = None;
-                        self.input_ended = true;
-                        self.cancel_pending(INPUT_ENDED).await;
-                        close.arm();
-                    }
-                },
-                () = close.due(), if close.is_armed() => self.to_adapter.close().await,
-                () = signals.recv() => {
-                    if cancelled {
-                        adapter.signal(Signal::SIGKILL);
-                    } else {
-                        // The decision goes out before the adapter is told to stop.
-                        self.cancel_pending("cancelled by the user").await;
-                        cancelled = true;
-                        adapter.signal(Signal::SIGTERM);
-                        kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
-                    }
+            };
+            for event in &line.events {
+                // Everything before a request is recorded where it belongs first.
+                if matches!(event, Event::Session { .. } | Event::HandoffReady { .. }) {
+                    self.record(std::mem::take(&mut items)).await?;
                 }
-                () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
-                change = life.next(adapter) => match change {
-                    AdapterLife::Exited if !stdout_open => return Ok(end(cancelled)),
-                    AdapterLife::Exited => exited = true,
-                    AdapterLife::StdoutAbandoned => {
-                        self.say(STDOUT_ABANDONED.to_owned()).await;
-                        return Ok(end(cancelled));
-                    }
-                },
+                self.on_request(event, stopping).await?;
+            }
+            let at = read.read_at_ms;
+            items.extend(
+                items_for_line(&self.target.id, line)
+                    .into_iter()
+                    .map(|i| (i, at)),
+            );
+        }
+        self.record(items).await?;
+        Ok(None)
+    }
+
+    async fn on_input(&mut self, bytes: Vec<u8>) -> Result<Handled, LocalRunError> {
+        if self.pending.is_none() {
+            return Ok(Handled::Forward(bytes));
+        }
+        let choice = match &mut self.inline_card {
+            Some(card) => card.input(&bytes),
+            None => typed_answer(&mut self.typed, &bytes),
+        };
+        match choice {
+            Some(choice) if self.decide(choice).await? => Ok(Handled::Stop),
+            _ => Ok(Handled::Kept),
+        }
+    }
+
+    /// No one is left to confirm a handoff: one waiting is answered "no" now, a later one like
+    /// any unconfirmable one. The adapter's stdin closes once its output was quiet for a
+    /// moment, so a request it printed just before is still answered first.
+    async fn on_input_end(&mut self) {
+        self.input_ended = true;
+        self.cancel_pending(INPUT_ENDED).await;
+    }
+
+    async fn host_event(&mut self) -> HostEvent {
+        host_event(&mut self.host).await
+    }
+
+    async fn on_host_event(&mut self, event: HostEvent) -> Result<Handled, LocalRunError> {
+        match event {
+            HostEvent::Command(command) if command == CREATE_ISSUE => {
+                self.on_create_issue().await;
+                Ok(Handled::Kept)
+            }
+            HostEvent::Command(_) => Ok(Handled::Kept),
+            HostEvent::Card(choice) if self.decide(choice).await? => Ok(Handled::Stop),
+            HostEvent::Card(_) => Ok(Handled::Kept),
+        }
+    }
+
+    /// The decision goes out before the adapter is told to stop.
+    async fn before_stop(&mut self) {
+        self.cancel_pending("cancelled by the user").await;
+    }
+
+    /// A message for the user: at once on a plain terminal; while the terminal host owns the
+    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
+    /// without room there, after the session).
+    async fn say(&mut self, message: String) {
+        match &self.host {
+            Some(host) => host.notice(message).await,
+            None => eprintln!("wujie: {message}"),
+        }
+    }
+}
+
+impl Flow<'_> {
+    /// The adapter's requests among its events: a native session id (see `attach`) and a
+    /// handoff (refused once the session is stopping).
+    async fn on_request(&mut self, event: &Event, stopping: bool) -> Result<(), LocalRunError> {
+        match event {
+            Event::Session { session_id } => self.attach(session_id).await,
+            Event::HandoffReady { request_id, mode } if stopping => {
+                let error = "cancelled by the user".to_owned();
+                self.refuse(request_id, Some(*mode), error).await;
+                Ok(())
+            }
+            Event::HandoffReady { request_id, mode } => self.on_handoff(request_id, *mode).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// The last of the adapter's screen output reaches the terminal before it is restored.
+    /// Notices the host had no room for are printed now; the others were seen once already.
+    async fn finish_host(&mut self) {
+        if let Some(host) = self.host.take() {
+            for notice in host.finish().await {
+                eprintln!("wujie: {notice}");
             }
         }
     }
@@ -788,16 +729,6 @@ impl Flow<'_> {
             .get_discussion(&self.target.id)
             .await
             .map_err(|e| promotion::redacted(&e))
-    }
-
-    /// A message for the user: at once on a plain terminal; while the terminal host owns the
-    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
-    /// without room there, after the session).
-    async fn say(&mut self, message: String) {
-        match &self.host {
-            Some(host) => host.notice(message).await,
-            None => eprintln!("wujie: {message}"),
-        }
     }
 
     async fn accept(&mut self, pending: Pending) -> Result<(), LocalRunError> {

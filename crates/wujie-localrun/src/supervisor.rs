@@ -147,6 +147,9 @@ impl Adapter {
     }
 }
 
+/// How long a stopped adapter gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
 /// How long the adapter's stdout may stay open and silent after the adapter itself exited
 /// (held by something it started) before what is left of its group is killed, and again after
 /// that before reading stops for good (a descendant that left the group with `setsid` still
