@@ -179,9 +179,13 @@ impl AdapterSession {
         match end {
             PumpEnd::Eof => {
                 let status =
-                    self.adapter.wait().await.map_err(|e| {
-                        LocalRunError::Invalid(format!("waiting for the adapter: {e}"))
-                    })?;
+                    self.adapter
+                        .wait()
+                        .await
+                        .map_err(|source| LocalRunError::Adapter {
+                            doing: "cannot wait for the adapter to exit",
+                            source,
+                        })?;
                 Ok(Ending::exited(exit_code_of(status)))
             }
             // A stopped adapter's own status is not its answer; what is left of its group

@@ -338,10 +338,9 @@ impl Scratch {
         let profile =
             Roots::from_vars(|k| (k == "WUJIE_HOME").then(|| home.clone()))?.profile("default")?;
         let connection = Connection::embedded(&profile).await?;
-        let failed = |what: &str, e: wujie_client::ClientError| {
-            LocalRunError::Invalid(format!(
-                "provider check: could not {what} on the scratch server: {e}"
-            ))
+        let failed = |what: &str, source: wujie_client::ClientError| LocalRunError::CheckServer {
+            doing: format!("could not {what} on the scratch server"),
+            source,
         };
         let client: &Client = &connection.client;
         let workspace = client
@@ -843,10 +842,9 @@ async fn ingest(scratch: &Scratch, capture: &Capture) -> Result<usize, LocalRunE
         .client
         .ingest_run_events(&scratch.run_id, &IngestBatch { items })
         .await
-        .map_err(|e| {
-            LocalRunError::Invalid(format!(
-                "provider check: the scratch server refused the events: {e}"
-            ))
+        .map_err(|source| LocalRunError::CheckServer {
+            doing: "the scratch server refused the events".to_owned(),
+            source,
         })?;
     Ok(result
         .results
@@ -920,7 +918,7 @@ async fn capture(
     let stdout = adapter
         .stdout
         .take()
-        .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+        .ok_or(LocalRunError::StdoutNotCaptured)?;
     let mut rx = stdout_lines(stdout);
     let deadline = tokio::time::Instant::now() + timeout;
     let mut watch = Watch::new(interactive, handoff);

@@ -85,45 +85,57 @@ pub async fn find_or_create(
     provider: &Provider,
     req: &DiscussRequest,
 ) -> Result<(Discussion, String, bool), LocalRunError> {
-    let api = api_error;
-    let existing = match &req.resume {
-        Some(id) => Some(conn.client.get_discussion(id).await.map_err(api)?),
-        None => {
-            let mut found = None;
-            for arg in req
-                .args
-                .iter()
-                .filter(|a| !a.starts_with('-') && !a.is_empty())
-            {
-                let hits = conn
-                    .client
-                    .find_discussions_by_native_session(&provider.name, arg)
-                    .await
-                    .map_err(api)?;
-                if let Some(d) = hits.into_iter().next() {
-                    found = Some(d);
-                    break;
+    let existing =
+        match &req.resume {
+            Some(id) => Some(conn.client.get_discussion(id).await.map_err(
+                LocalRunError::server(format!("cannot read discussion {id}")),
+            )?),
+            None => {
+                let mut found = None;
+                for arg in req
+                    .args
+                    .iter()
+                    .filter(|a| !a.starts_with('-') && !a.is_empty())
+                {
+                    let hits = conn
+                        .client
+                        .find_discussions_by_native_session(&provider.name, arg)
+                        .await
+                        .map_err(LocalRunError::server(format!(
+                            "cannot look up the discussions of session {arg}"
+                        )))?;
+                    if let Some(d) = hits.into_iter().next() {
+                        found = Some(d);
+                        break;
+                    }
                 }
+                found
             }
-            found
-        }
-    };
+        };
     match existing {
         Some(d) if d.status == DiscussionStatus::Promoted => {
-            let key = d.issue_key.clone().unwrap_or_default();
-            Err(LocalRunError::Invalid(format!(
-                "discussion {} was already turned into issue {key}; continue there with `wujie run {key} -- {}`",
-                d.id, d.provider
-            )))
+            Err(LocalRunError::DiscussionPromoted {
+                issue_key: d.issue_key.clone().unwrap_or_default(),
+                id: d.id,
+                provider: d.provider,
+            })
         }
         Some(d) => {
             if d.provider != provider.name {
-                return Err(LocalRunError::Invalid(format!(
-                    "discussion {} belongs to provider {:?}, not {:?}; resume it with `wujie discuss --resume {} -- {}`",
-                    d.id, d.provider, provider.name, d.id, d.provider
-                )));
+                return Err(LocalRunError::DiscussionProvider {
+                    id: d.id,
+                    provider: d.provider,
+                    asked: provider.name.clone(),
+                });
             }
-            let token = conn.client.discussion_token(&d.id).await.map_err(api)?;
+            let token =
+                conn.client
+                    .discussion_token(&d.id)
+                    .await
+                    .map_err(LocalRunError::server(format!(
+                        "cannot get a token for discussion {}",
+                        d.id
+                    )))?;
             Ok((d, token, true))
         }
         None => {
@@ -134,7 +146,7 @@ pub async fn find_or_create(
                     cwd: req.cwd.to_string_lossy().into_owned(),
                 })
                 .await
-                .map_err(api)?;
+                .map_err(LocalRunError::server("cannot create a discussion"))?;
             Ok((created.discussion, created.token, false))
         }
     }
@@ -145,10 +157,7 @@ pub fn require_v2(provider: &Provider) -> Result<(), LocalRunError> {
     if provider.manifest.protocol == ProtocolVersion::V2 {
         return Ok(());
     }
-    Err(LocalRunError::Invalid(format!(
-        "provider {:?} speaks wujie-localrun-provider.v1, which keeps the Issue-first contract: run it on an issue with `wujie run ISSUE -- {}`, or upgrade its adapter and manifest to wujie-localrun-provider.v2 to discuss before an issue exists",
-        provider.name, provider.name
-    )))
+    Err(LocalRunError::IssueFirstProvider(provider.name.clone()))
 }
 
 /// A promotion waiting for the user's answer.
@@ -170,7 +179,11 @@ pub async fn discuss(
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
-    let workspace = conn.client.workspace().await.map_err(api_error)?;
+    let workspace = conn
+        .client
+        .workspace()
+        .await
+        .map_err(LocalRunError::server("cannot read the workspace"))?;
     // Held until this function returns: while it is, no sync takes the discussion over.
     let _owner = add_discussion_target(&outbox, conn, &discussion.id).await?;
     let target = TargetRef {
@@ -207,6 +220,7 @@ pub async fn discuss(
         typed: String::new(),
         promoted: None,
         promoted_owner: None,
+        attached_owner: None,
         may_attach: !resumed,
         abandoned: None,
         discussion_id: discussion.id.clone(),
@@ -226,7 +240,9 @@ pub async fn discuss(
             eprintln!("wujie: delivering discussion events… {left} left");
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter(
+            "cannot deliver the discussion's events",
+        ))?;
     let (discussion_id, resumed) =
         settle_discussions(conn, &outbox, &summary, discussion.id, attached, resumed).await;
     Ok(DiscussOutcome {
@@ -238,10 +254,6 @@ pub async fn discuss(
         exit_code: ending.exit_code,
         summary,
     })
-}
-
-fn api_error(e: wujie_client::ClientError) -> LocalRunError {
-    LocalRunError::Invalid(e.to_string())
 }
 
 async fn add_discussion_target(
@@ -258,7 +270,9 @@ async fn add_discussion_target(
             reporter_pid: std::process::id(),
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))
+        .map_err(LocalRunError::outbox(format!(
+            "cannot record discussion {id} in the outbox"
+        )))
 }
 
 /// The run a promotion created ends with the session.
@@ -278,7 +292,7 @@ async fn finish_promoted_run(
     reporter
         .finish(&run_id, finish)
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
     Ok(Some(PromotedRun {
         issue_key,
         run_id,
@@ -336,6 +350,8 @@ struct Flow<'a> {
     promoted: Option<(String, String)>,
     /// The promoted run's target lock, held until the discussion's flow ends.
     promoted_owner: Option<TargetLock>,
+    /// The target lock of the discussion this session continues (see `attach`).
+    attached_owner: Option<TargetLock>,
     /// A new discussion may still turn out to continue an existing one (see `attach`).
     may_attach: bool,
     /// The discussion this session started with, once it attached to an existing one.
@@ -499,16 +515,9 @@ impl Flow<'_> {
         else {
             return Ok(());
         };
-        self.outbox
-            .add_target(&NewTarget {
-                id: &existing.id,
-                kind: TargetKind::Discussion,
-                server_url: &self.conn.server_label,
-                label: "discussion",
-                reporter_pid: std::process::id(),
-            })
-            .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        // Held, like the others, until the discussion's flow ends.
+        self.attached_owner =
+            Some(add_discussion_target(self.outbox, self.conn, &existing.id).await?);
         let target = TargetRef {
             id: existing.id.clone(),
             kind: TargetKind::Discussion,
@@ -531,7 +540,9 @@ impl Flow<'_> {
         self.reporter
             .record(&self.target.id, items)
             .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))
+            .map_err(LocalRunError::reporter(
+                "cannot record the adapter's events",
+            ))
     }
 
     async fn send_decision(&self, decision: HandoffDecision) {
@@ -758,7 +769,9 @@ impl Flow<'_> {
                         reporter_pid: std::process::id(),
                     })
                     .await
-                    .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                    .map_err(LocalRunError::outbox(format!(
+                        "cannot record run {run_id} in the outbox"
+                    )))?;
                 let target = TargetRef {
                     id: run_id.clone(),
                     kind: TargetKind::Run,

@@ -100,18 +100,31 @@ async fn open_run(
     req: &RunRequest,
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<OpenRun, LocalRunError> {
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
-    let issue = conn.client.get_issue(&req.issue).await.map_err(api)?;
-    let workspace = conn.client.workspace().await.map_err(api)?;
+    let issue = conn
+        .client
+        .get_issue(&req.issue)
+        .await
+        .map_err(LocalRunError::server(format!(
+            "cannot read issue {}",
+            req.issue
+        )))?;
+    let workspace = conn
+        .client
+        .workspace()
+        .await
+        .map_err(LocalRunError::server("cannot read the workspace"))?;
     let create = CreateRun {
         provider: provider.name.clone(),
         cwd: req.cwd.to_string_lossy().into_owned(),
     };
-    let created = conn
-        .client
-        .create_run(&issue.key, &create)
-        .await
-        .map_err(api)?;
+    let created =
+        conn.client
+            .create_run(&issue.key, &create)
+            .await
+            .map_err(LocalRunError::server(format!(
+                "cannot create a run on {}",
+                issue.key
+            )))?;
     let run_id = created.run.id.clone();
     let owner = outbox
         .add_target(&NewTarget {
@@ -122,7 +135,9 @@ async fn open_run(
             reporter_pid: std::process::id(),
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::outbox(format!(
+            "cannot record run {run_id} in the outbox"
+        )))?;
     let target = TargetRef {
         id: run_id.clone(),
         kind: TargetKind::Run,
@@ -176,14 +191,14 @@ async fn close_run(
     open.reporter
         .finish(&open.run_id, finish)
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
     let summary = open
         .reporter
         .close(drain_timeout, |left| {
             eprintln!("wujie: delivering run events… {left} left");
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter("cannot deliver the run's events"))?;
     // The deliverer records the run as failed on the server too (see `counting_refusals`).
     let ending = if summary.failed > 0 && ending.status == RunStatus::Succeeded {
         Ending {
@@ -249,7 +264,9 @@ impl SessionFlow for RunFlow<'_> {
         self.reporter
             .record(self.target_id, items)
             .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+            .map_err(LocalRunError::reporter(
+                "cannot record the adapter's events",
+            ))?;
         Ok(invalid)
     }
 

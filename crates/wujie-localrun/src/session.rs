@@ -114,7 +114,7 @@ impl StdoutEvents {
         let stdout = adapter
             .stdout
             .take()
-            .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+            .ok_or(LocalRunError::StdoutNotCaptured)?;
         Ok(StdoutEvents::new(stdout))
     }
 
@@ -137,7 +137,10 @@ impl StdoutEvents {
             .stdout
             .read(&mut self.buf)
             .await
-            .map_err(|e| LocalRunError::Invalid(format!("reading adapter stdout: {e}")))?;
+            .map_err(|source| LocalRunError::Adapter {
+                doing: "cannot read the adapter's stdout",
+                source,
+            })?;
         let read_at_ms = now_ms();
         let lines = if n == 0 {
             self.done = true;
@@ -158,8 +161,7 @@ pub struct StopSignals {
 
 impl StopSignals {
     pub fn install() -> Result<StopSignals, LocalRunError> {
-        let sig =
-            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+        let sig = |kind| signal(kind).map_err(LocalRunError::Signals);
         Ok(StopSignals {
             int: sig(SignalKind::interrupt())?,
             term: sig(SignalKind::terminate())?,

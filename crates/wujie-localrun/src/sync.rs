@@ -50,15 +50,11 @@ fn kind_str(kind: TargetKind) -> &'static str {
     }
 }
 
-fn invalid(e: wujie_store::outbox::OutboxError) -> LocalRunError {
-    LocalRunError::Invalid(e.to_string())
-}
-
 pub async fn status(outbox: &Outbox) -> Result<Vec<TargetStatus>, LocalRunError> {
     let targets = outbox
         .targets()
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::outbox("cannot list the outbox's targets"))?;
     Ok(targets
         .iter()
         .map(|t| TargetStatus {
@@ -90,7 +86,7 @@ pub async fn sync(
     let targets = outbox
         .targets()
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::outbox("cannot list the outbox's targets"))?;
     let mut out = Vec::new();
     let mut connections: Vec<(String, Connection)> = Vec::new();
     for listed in targets {
@@ -100,11 +96,24 @@ pub async fn sync(
         }
         // Held until this target is done: a live reporter keeps it, and two syncs never
         // deliver one target at the same time.
-        let Some(_owner) = outbox.claim(&listed.id).map_err(invalid)? else {
+        let Some(_owner) = outbox
+            .claim(&listed.id)
+            .map_err(LocalRunError::outbox(format!(
+                "cannot claim {}",
+                listed.label
+            )))?
+        else {
             continue;
         };
         // What the previous owner left, read again now that nobody else can change it.
-        let Some(t) = outbox.target(&listed.id).await.map_err(invalid)? else {
+        let Some(t) = outbox
+            .target(&listed.id)
+            .await
+            .map_err(LocalRunError::outbox(format!(
+                "cannot read {}",
+                listed.label
+            )))?
+        else {
             outbox.forget_lock_file(&listed.id);
             continue;
         };
@@ -177,13 +186,19 @@ async fn deliver(
         reporter
             .finish(&t.id, finish)
             .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+            .map_err(LocalRunError::reporter(format!(
+                "cannot record the end of {}",
+                t.label
+            )))?;
     }
     let label = t.label.clone();
     let summary = reporter
         .close(idle_timeout, |left| progress(&label, left))
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter(format!(
+            "cannot deliver the events of {}",
+            t.label
+        )))?;
     if t.kind == TargetKind::Discussion && summary.pending == 0 {
         let _ = outbox.finish_delivered(&t.id).await;
     }
