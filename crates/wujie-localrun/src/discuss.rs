@@ -32,6 +32,7 @@ use crate::registry::{AdapterCommand, Provider};
 use crate::session::{
     Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
+use crate::supervisor::SpawnSpec;
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
 
@@ -179,11 +180,8 @@ pub async fn discuss(
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
-    let workspace = conn
-        .client
-        .workspace()
-        .await
-        .map_err(LocalRunError::server("cannot read the workspace"))?;
+    let spec =
+        discussion_spawn_spec(conn, provider, &command, &req, &discussion.id, &token).await?;
     // Held until this function returns: while it is, no sync takes the discussion over.
     let _owner = add_discussion_target(&outbox, conn, &discussion.id).await?;
     let target = TargetRef {
@@ -191,20 +189,6 @@ pub async fn discuss(
         kind: TargetKind::Discussion,
     };
     let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target.clone(), notice);
-    let binding = Binding {
-        session_id: Some(discussion.id.clone()),
-        ..Binding::default()
-    };
-    let env = adapter_env(
-        &binding,
-        &workspace.id,
-        &conn.url,
-        &token,
-        provider,
-        &req.provider_arg,
-        &req.args,
-    );
-    let spec = spawn_spec(&command, &req.args, &req.cwd, env);
     let (session, host) = AdapterSession::spawn(&spec, provider, true)?;
     let mut flow = Flow {
         conn,
@@ -254,6 +238,36 @@ pub async fn discuss(
         exit_code: ending.exit_code,
         summary,
     })
+}
+
+/// How to start the adapter for the discussion `discussion_id`.
+async fn discussion_spawn_spec(
+    conn: &Connection,
+    provider: &Provider,
+    command: &AdapterCommand,
+    req: &DiscussRequest,
+    discussion_id: &str,
+    token: &str,
+) -> Result<SpawnSpec, LocalRunError> {
+    let workspace = conn
+        .client
+        .workspace()
+        .await
+        .map_err(LocalRunError::server("cannot read the workspace"))?;
+    let binding = Binding {
+        session_id: Some(discussion_id.to_owned()),
+        ..Binding::default()
+    };
+    let env = adapter_env(
+        &binding,
+        &workspace.id,
+        &conn.url,
+        token,
+        provider,
+        &req.provider_arg,
+        &req.args,
+    );
+    Ok(spawn_spec(command, &req.args, &req.cwd, env))
 }
 
 async fn add_discussion_target(
