@@ -317,3 +317,24 @@ async fn next_input(from_user: &mut Option<UserInput>) -> Option<Vec<u8>> {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_maps_to_the_status_and_the_code_wujie_exits_with() {
+        let of = |e: Ending| (e.status, e.exit_code, e.error);
+        assert_eq!(of(Ending::exited(0)), (RunStatus::Succeeded, 0, None));
+        let failed = of(Ending::exited(3));
+        assert_eq!((failed.0, failed.1), (RunStatus::Failed, 3));
+        assert_eq!(failed.2.as_deref(), Some("adapter exited with code 3"));
+        let cancelled = of(Ending::cancelled());
+        assert_eq!((cancelled.0, cancelled.1), (RunStatus::Cancelled, 130));
+        let invalid = of(Ending::invalid("line 2: not JSON".to_owned()));
+        assert_eq!(
+            invalid,
+            (RunStatus::Failed, 1, Some("line 2: not JSON".to_owned()))
+        );
+    }
+}
