@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         Err(e) if e.chain().any(|c| c.is::<output::StdoutClosed>()) => 0,
         Err(e) => {
             report(&chain_text(&e));
-            1
+            exit_code_of_error(&e)
         }
     };
     // A blocked read of our stdin (forwarded to an adapter) must not keep the process alive.
@@ -62,6 +62,15 @@ fn chain_text(error: &anyhow::Error) -> String {
         previous = text;
     }
     out
+}
+
+/// What a failed command exits with (see "Exit codes" in the README): the code of the first
+/// local-run error in the chain that has one of its own, else 1.
+fn exit_code_of_error(error: &anyhow::Error) -> i32 {
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<wujie_localrun::LocalRunError>())
+        .map_or(wujie_localrun::error::EXIT_FAILURE, |e| e.exit_code())
 }
 
 /// Prints the error on stderr (it may quote stored text, so made terminal-safe); a closed

@@ -15,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use wujie_builtins::Builtin;
 use wujie_client::Client;
+use wujie_host::sleep_until_opt;
 use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, IngestBatch, IngestOutcome};
 use wujie_protocol::control::HandoffDecision;
@@ -28,7 +29,7 @@ use crate::events::items_for_line;
 use crate::profile::Roots;
 use crate::registry::{Origin, Provider, load_manifest};
 use crate::session::{Binding, adapter_env};
-use crate::supervisor::{Adapter, SpawnSpec};
+use crate::supervisor::{Adapter, STOP_GRACE, SpawnSpec};
 
 /// The usage fields the specification lists; anything else is dropped by Wujie.
 const USAGE_FIELDS: [&str; 6] = [
@@ -45,7 +46,6 @@ const SETTLED_AFTER_FINAL: Duration = Duration::from_secs(2);
 /// How long an adapter that sent `handoff_ready` is watched before it gets the decision: it
 /// must not act on its plan meanwhile.
 const HANDOFF_WATCH: Duration = Duration::from_millis(500);
-const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Between a line typed into an interactive adapter and its Enter.
 const TYPING_PAUSE: Duration = Duration::from_millis(300);
 /// How long an interactive adapter's screen stays unchanged before a line is typed into it.
@@ -338,10 +338,9 @@ impl Scratch {
         let profile =
             Roots::from_vars(|k| (k == "WUJIE_HOME").then(|| home.clone()))?.profile("default")?;
         let connection = Connection::embedded(&profile).await?;
-        let failed = |what: &str, e: wujie_client::ClientError| {
-            LocalRunError::Invalid(format!(
-                "provider check: could not {what} on the scratch server: {e}"
-            ))
+        let failed = |what: &str, source: wujie_client::ClientError| LocalRunError::CheckServer {
+            doing: format!("could not {what} on the scratch server"),
+            source,
         };
         let client: &Client = &connection.client;
         let workspace = client
@@ -430,6 +429,28 @@ fn preview(line: &[u8]) -> String {
     format!("{short:?}")
 }
 
+/// A message's key must name one event: the first key used again for another is reported.
+fn note_key(
+    parsed: &mut Parsed,
+    keys: &mut HashMap<(String, String), Event>,
+    n: u64,
+    event: &Event,
+) {
+    let Event::Message(m) = event else {
+        return;
+    };
+    let key = (m.source.clone(), m.source_key.clone());
+    if let Some(earlier) = keys.get(&key)
+        && earlier != event
+    {
+        parsed.duplicate_key.get_or_insert(format!(
+            "stdout line {n}: source_key {:?} (source {:?}) was already used for another event",
+            m.source_key, m.source
+        ));
+    }
+    keys.insert(key, event.clone());
+}
+
 fn parse(capture: &Capture) -> Parsed {
     let mut parsed = Parsed {
         events: Vec::new(),
@@ -468,18 +489,7 @@ fn parse(capture: &Capture) -> Parsed {
         match parse_line(line, n) {
             Ok(events) => {
                 for event in events {
-                    if let Event::Message(m) = &event {
-                        let key = (m.source.clone(), m.source_key.clone());
-                        if let Some(earlier) = keys.get(&key)
-                            && *earlier != event
-                        {
-                            parsed.duplicate_key.get_or_insert(format!(
-                                "stdout line {n}: source_key {:?} (source {:?}) was already used for another event",
-                                m.source_key, m.source
-                            ));
-                        }
-                        keys.insert(key, event.clone());
-                    }
+                    note_key(&mut parsed, &mut keys, n, &event);
                     parsed.events.push((n, event));
                 }
             }
@@ -553,6 +563,50 @@ fn exit_text(capture: &Capture, timeout: Duration) -> String {
     }
 }
 
+/// Starts the adapter under check the same way each time, bound to what it is given.
+struct Starter<'a> {
+    options: &'a CheckOptions<'a>,
+    provider: &'a Provider,
+    program: &'a Path,
+    scratch: &'a Scratch,
+}
+
+impl Starter<'_> {
+    async fn start(
+        &self,
+        binding: Binding,
+        token: &str,
+        handoff: bool,
+    ) -> Result<Capture, LocalRunError> {
+        let env = adapter_env(
+            &binding,
+            &self.scratch.workspace_id,
+            &self.scratch.connection.url,
+            token,
+            self.provider,
+            &self.provider.name,
+            &self.options.args,
+        );
+        let spec = SpawnSpec {
+            program: self.program.to_path_buf(),
+            args: self.options.args.clone(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            env,
+        };
+        let interactive = self.provider.manifest.capabilities.interactive_pty;
+        let options = self.options;
+        capture(spec, interactive, &options.input, options.timeout, handoff).await
+    }
+
+    fn run_binding(&self) -> Binding {
+        Binding {
+            run_id: Some(self.scratch.run_id.clone()),
+            issue_id: Some(self.scratch.issue_id.clone()),
+            session_id: None,
+        }
+    }
+}
+
 async fn run_rules(
     options: &CheckOptions<'_>,
     provider: &Provider,
@@ -560,70 +614,70 @@ async fn run_rules(
     scratch: &Scratch,
     report: &mut Report,
 ) -> Result<(), LocalRunError> {
-    let manifest = &provider.manifest;
-    let interactive = manifest.capabilities.interactive_pty;
-    let env = |binding: &Binding, token: &str| {
-        adapter_env(
-            binding,
-            &scratch.workspace_id,
-            &scratch.connection.url,
-            token,
-            provider,
-            &provider.name,
-            &options.args,
-        )
+    let starter = Starter {
+        options,
+        provider,
+        program,
+        scratch,
     };
-    let run_binding = Binding {
-        run_id: Some(scratch.run_id.clone()),
-        issue_id: Some(scratch.issue_id.clone()),
-        session_id: None,
-    };
-    let start = |binding: Binding, token: String, handoff: bool| {
-        let spec = SpawnSpec {
-            program: program.to_path_buf(),
-            args: options.args.clone(),
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            env: env(&binding, &token),
-        };
-        capture(spec, interactive, &options.input, options.timeout, handoff)
-    };
-
-    let first = start(run_binding.clone(), scratch.run_token.clone(), false).await?;
+    let token = &scratch.run_token;
+    let first = starter.start(starter.run_binding(), token, false).await?;
     let parsed = parse(&first);
+    judge_run(report, &starter, &first, &parsed);
+    // The replay: the same environment again; what the first run printed went to the scratch
+    // run first, so the server says whether the second one adds anything.
+    let second = starter.start(starter.run_binding(), token, false).await?;
+    let replayed = parse(&second);
+    replay_rule(report, scratch, &first, &parsed, &second, &replayed).await?;
+    let probe = starter
+        .start(Binding::default(), "wujie-provider-check-disabled", false)
+        .await?;
+    judge_probe(report, &probe, options.timeout);
+    if provider.manifest.protocol != ProtocolVersion::V2 {
+        report.skip_all(&V2_RULES, "v1 is Issue-first: no discussions");
+        return Ok(());
+    }
+    let binding = Binding {
+        session_id: Some(scratch.discussion_id.clone()),
+        ..Binding::default()
+    };
+    let handoff = provider.manifest.capabilities.native_plan_handoff;
+    let discussion = starter
+        .start(binding, &scratch.discussion_token, handoff)
+        .await?;
+    judge_discussion(report, &starter, &discussion);
+    if handoff {
+        judge_handoff(report, &discussion, options.timeout);
+    } else {
+        let why = "native_plan_handoff is not declared";
+        report.add(&HANDOFF, Verdict::Skipped, why);
+    }
+    Ok(())
+}
+
+/// The first run: its exit, its stdout, its events, usage and keys.
+fn judge_run(report: &mut Report, starter: &Starter<'_>, first: &Capture, parsed: &Parsed) {
+    let (manifest, timeout) = (&starter.provider.manifest, starter.options.timeout);
     let run_failed = match first.exit {
         Some(0) => None,
-        None if interactive => None,
-        _ => Some(with_screen(exit_text(&first, options.timeout), &first)),
+        None if manifest.capabilities.interactive_pty => None,
+        _ => Some(with_screen(exit_text(first, timeout), first)),
     };
+    let lines = first.lines.len();
+    let exit = exit_text(first, timeout);
     report.judge(
         &RUN_EXIT,
         run_failed,
-        format!(
-            "{}, {} stdout lines",
-            exit_text(&first, options.timeout),
-            first.lines.len()
-        ),
+        format!("{exit}, {lines} stdout lines"),
     );
-    let messages = parsed
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::Message(_)))
-        .count();
-    report.judge(
-        &STDOUT_JSON,
-        parsed.not_json.clone(),
-        format!("{} lines, all JSON", first.lines.len()),
-    );
-    report.judge(
-        &EVENT_FIELDS,
-        parsed.bad_event.clone(),
-        format!("{messages} message events"),
-    );
-    let usages = parsed
-        .events
-        .iter()
-        .filter(|(_, e)| matches!(e, Event::Usage(_)))
-        .count();
+    let count =
+        |wanted: fn(&Event) -> bool| parsed.events.iter().filter(|(_, e)| wanted(e)).count();
+    let messages = count(|e| matches!(e, Event::Message(_)));
+    let summary = format!("{lines} lines, all JSON");
+    report.judge(&STDOUT_JSON, parsed.not_json.clone(), summary);
+    let summary = format!("{messages} message events");
+    report.judge(&EVENT_FIELDS, parsed.bad_event.clone(), summary);
+    let usages = count(|e| matches!(e, Event::Usage(_)));
     if usages == 0 && parsed.bad_usage.is_none() {
         let why = if manifest.capabilities.usage {
             "no usage was reported in this run"
@@ -632,103 +686,63 @@ async fn run_rules(
         };
         report.add(&USAGE, Verdict::Skipped, why);
     } else {
-        report.judge(
-            &USAGE,
-            parsed.bad_usage.clone(),
-            format!("{usages} usage events"),
-        );
+        let summary = format!("{usages} usage events");
+        report.judge(&USAGE, parsed.bad_usage.clone(), summary);
     }
-    report.judge(
-        &UNIQUE_KEYS,
-        parsed.duplicate_key.clone(),
-        format!("{} distinct keys", keys(&parsed).len()),
-    );
+    let summary = format!("{} distinct keys", keys(parsed).len());
+    report.judge(&UNIQUE_KEYS, parsed.duplicate_key.clone(), summary);
+}
 
-    // The replay: the same environment again; what the first run printed went to the scratch
-    // run first, so the server says whether the second one adds anything.
-    let second = start(run_binding, scratch.run_token.clone(), false).await?;
-    let replayed = parse(&second);
-    replay_rule(report, scratch, &first, &parsed, &second, &replayed).await?;
-
-    let probe = start(
-        Binding::default(),
-        "wujie-provider-check-disabled".to_owned(),
-        false,
-    )
-    .await?;
-    report.judge(
-        &FAILURE_EXIT,
-        match probe.exit {
-            Some(0) => {
-                Some("exit 0 with neither WUJIE_RUN_ID nor WUJIE_LOCALRUN_SESSION_ID".to_owned())
-            }
-            None => Some(format!(
-                "kept running for {} s with neither WUJIE_RUN_ID nor WUJIE_LOCALRUN_SESSION_ID",
-                options.timeout.as_secs()
-            )),
-            Some(_) => None,
-        },
-        format!(
-            "{} without a run or a discussion",
-            exit_text(&probe, options.timeout)
-        ),
-    );
-
-    if manifest.protocol != ProtocolVersion::V2 {
-        report.skip_all(&V2_RULES, "v1 is Issue-first: no discussions");
-        return Ok(());
-    }
-    let discussion_binding = Binding {
-        run_id: None,
-        issue_id: None,
-        session_id: Some(scratch.discussion_id.clone()),
+/// Started bound to nothing, the adapter must fail.
+fn judge_probe(report: &mut Report, probe: &Capture, timeout: Duration) {
+    let failure = match probe.exit {
+        Some(0) => {
+            Some("exit 0 with neither WUJIE_RUN_ID nor WUJIE_LOCALRUN_SESSION_ID".to_owned())
+        }
+        None => Some(format!(
+            "kept running for {} s with neither WUJIE_RUN_ID nor WUJIE_LOCALRUN_SESSION_ID",
+            timeout.as_secs()
+        )),
+        Some(_) => None,
     };
-    let handoff = manifest.capabilities.native_plan_handoff;
-    let discussion = start(
-        discussion_binding,
-        scratch.discussion_token.clone(),
-        handoff,
-    )
-    .await?;
-    let parsed = parse(&discussion);
+    let summary = format!(
+        "{} without a run or a discussion",
+        exit_text(probe, timeout)
+    );
+    report.judge(&FAILURE_EXIT, failure, summary);
+}
+
+/// A discussion: a clean end, valid events, a native session id.
+fn judge_discussion(report: &mut Report, starter: &Starter<'_>, discussion: &Capture) {
+    let timeout = starter.options.timeout;
+    let parsed = parse(discussion);
+    let ended = match discussion.exit {
+        Some(0) => None,
+        None if starter.provider.manifest.capabilities.interactive_pty => None,
+        // A declined handoff may end the adapter with its own status: still a clean end.
+        Some(_) if discussion.handoff.is_some() => None,
+        _ => Some(with_screen(exit_text(discussion, timeout), discussion)),
+    };
     let trouble = parsed
         .not_json
         .clone()
         .or(parsed.bad_event.clone())
-        .or(match discussion.exit {
-            Some(0) => None,
-            None if interactive => None,
-            // A declined handoff may end the adapter with its own status: still a clean end.
-            Some(_) if discussion.handoff.is_some() => None,
-            _ => Some(with_screen(
-                exit_text(&discussion, options.timeout),
-                &discussion,
-            )),
-        });
-    report.judge(
-        &DISCUSSION,
-        trouble,
-        format!(
-            "{}, {} events",
-            exit_text(&discussion, options.timeout),
-            parsed.events.len()
-        ),
+        .or(ended);
+    let summary = format!(
+        "{}, {} events",
+        exit_text(discussion, timeout),
+        parsed.events.len()
     );
+    report.judge(&DISCUSSION, trouble, summary);
     let ids = sessions(&parsed);
-    report.judge(
-        &SESSION,
-        ids.is_empty()
-            .then(|| "no `session` event in the discussion".to_owned()),
-        format!("session {}", ids.join(", ")),
-    );
-    if !handoff {
-        report.add(
-            &HANDOFF,
-            Verdict::Skipped,
-            "native_plan_handoff is not declared",
-        );
-        return Ok(());
-    }
+    let missing = ids
+        .is_empty()
+        .then(|| "no `session` event in the discussion".to_owned());
+    report.judge(&SESSION, missing, format!("session {}", ids.join(", ")));
+}
+
+/// A declared native handoff: the adapter waits for the decision and does not act on a "no".
+fn judge_handoff(report: &mut Report, discussion: &Capture, timeout: Duration) {
     let failure = match &discussion.handoff {
         None => Some("declared, but no handoff_ready came in the discussion (pass arguments after `--` that lead the adapter to a plan)".to_owned()),
         Some((early, _)) if !early.is_empty() => Some(format!(
@@ -744,19 +758,15 @@ async fn run_rules(
         )),
         Some(_) if discussion.exit.is_none() => Some(format!(
             "did not exit after accepted:false (still running after {} s)",
-            options.timeout.as_secs()
+            timeout.as_secs()
         )),
         Some(_) => None,
     };
-    report.judge(
-        &HANDOFF,
-        failure,
-        format!(
-            "waited for the decision, then {} without acting",
-            exit_text(&discussion, options.timeout)
-        ),
+    let summary = format!(
+        "waited for the decision, then {} without acting",
+        exit_text(discussion, timeout)
     );
-    Ok(())
+    report.judge(&HANDOFF, failure, summary);
 }
 
 async fn replay_rule(
@@ -832,10 +842,9 @@ async fn ingest(scratch: &Scratch, capture: &Capture) -> Result<usize, LocalRunE
         .client
         .ingest_run_events(&scratch.run_id, &IngestBatch { items })
         .await
-        .map_err(|e| {
-            LocalRunError::Invalid(format!(
-                "provider check: the scratch server refused the events: {e}"
-            ))
+        .map_err(|source| LocalRunError::CheckServer {
+            doing: "the scratch server refused the events".to_owned(),
+            source,
         })?;
     Ok(result
         .results
@@ -902,43 +911,109 @@ async fn capture(
 ) -> Result<Capture, LocalRunError> {
     let screen = Arc::new(Mutex::new(Screen::default()));
     let (mut adapter, mut sink) = if interactive {
-        let (adapter, pty) = Adapter::spawn_pty(&spec, PTY_SIZE, false)?;
-        let (mut read, write) = pty.into_split();
-        // Nobody looks at the adapter's screen, but it must not block on a full PTY, and its
-        // last words explain a failure.
-        let tail = screen.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = read.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut screen = tail.lock().expect("screen");
-                screen.tail.extend_from_slice(&buf[..n]);
-                let excess = screen.tail.len().saturating_sub(SCREEN_TAIL_BYTES);
-                screen.tail.drain(..excess);
-                screen.last_output = Some(tokio::time::Instant::now());
-            }
-        });
-        let write = Arc::new(tokio::sync::Mutex::new(write));
-        tokio::spawn(type_lines(input.to_vec(), screen.clone(), write.clone()));
-        (adapter, Some(FrameSink::Pty(write)))
+        start_on_pty(&spec, input, &screen)?
     } else {
-        let mut adapter = Adapter::spawn(&spec)?;
-        let mut sink = adapter.stdin.take().map(FrameSink::Pipe);
-        if let Some(sink) = sink.as_mut() {
-            for line in input {
-                sink.send(format!("{line}\n").as_bytes()).await;
-            }
-        }
-        // Without a handoff to answer, the adapter sees the end of its input after that.
-        (adapter, sink.filter(|_| handoff))
+        start_on_pipes(&spec, input, handoff).await?
     };
     let stdout = adapter
         .stdout
         .take()
-        .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
-    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        .ok_or(LocalRunError::StdoutNotCaptured)?;
+    let mut rx = stdout_lines(stdout);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut watch = Watch::new(interactive, handoff);
+    let mut stdout_open = true;
+    let exit = loop {
+        let decide_at = watch.pending.as_ref().map(|p| p.2);
+        tokio::select! {
+            line = rx.recv(), if stdout_open => match line {
+                Some(line) => watch.on_line(line),
+                None => stdout_open = false,
+            },
+            status = adapter.wait(), if !stdout_open => {
+                break status.ok().map(exit_code_of);
+            }
+            () = sleep_until_opt(decide_at) => {
+                let frame = watch.decide();
+                if let Some(sink) = sink.as_mut() {
+                    sink.send(&frame).await;
+                }
+            }
+            () = sleep_until_opt(watch.settled_at) => {
+                let _ = adapter.stop(STOP_GRACE).await;
+                watch.answered = true;
+                break None;
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                let _ = adapter.stop(STOP_GRACE).await;
+                break None;
+            }
+        }
+    };
+    // Whatever was printed before the end is kept.
+    while let Ok(line) = rx.try_recv() {
+        watch.lines.push(line);
+    }
+    drop(sink);
+    let screen_tail = plain_text(&screen.lock().expect("screen").tail);
+    Ok(Capture {
+        lines: watch.lines,
+        exit,
+        answered: watch.answered,
+        screen_tail,
+        handoff: watch.handoff_seen,
+        decided: watch.decided,
+    })
+}
+
+/// An interactive adapter on a PTY nobody looks at: its output is drained (it must not block
+/// on a full PTY, and its last words explain a failure) and `input` is typed into it.
+fn start_on_pty(
+    spec: &SpawnSpec,
+    input: &[String],
+    screen: &Arc<Mutex<Screen>>,
+) -> Result<(Adapter, Option<FrameSink>), LocalRunError> {
+    let (adapter, pty) = Adapter::spawn_pty(spec, PTY_SIZE, false)?;
+    let (mut read, write) = pty.into_split();
+    let tail = screen.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = read.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut screen = tail.lock().expect("screen");
+            screen.tail.extend_from_slice(&buf[..n]);
+            let excess = screen.tail.len().saturating_sub(SCREEN_TAIL_BYTES);
+            screen.tail.drain(..excess);
+            screen.last_output = Some(tokio::time::Instant::now());
+        }
+    });
+    let write = Arc::new(tokio::sync::Mutex::new(write));
+    tokio::spawn(type_lines(input.to_vec(), screen.clone(), write.clone()));
+    Ok((adapter, Some(FrameSink::Pty(write))))
+}
+
+/// An adapter on pipes, given `input` as lines on its stdin.
+async fn start_on_pipes(
+    spec: &SpawnSpec,
+    input: &[String],
+    handoff: bool,
+) -> Result<(Adapter, Option<FrameSink>), LocalRunError> {
+    let mut adapter = Adapter::spawn(spec)?;
+    let mut sink = adapter.stdin.take().map(FrameSink::Pipe);
+    if let Some(sink) = sink.as_mut() {
+        for line in input {
+            sink.send(format!("{line}\n").as_bytes()).await;
+        }
+    }
+    // Without a handoff to answer, the adapter sees the end of its input after that.
+    Ok((adapter, sink.filter(|_| handoff)))
+}
+
+/// The adapter's stdout as lines (without their newline), read by a task of their own.
+fn stdout_lines(stdout: tokio::process::ChildStdout) -> mpsc::UnboundedReceiver<Vec<u8>> {
+    let (tx, rx) = mpsc::unbounded_channel::<Vec<u8>>();
     tokio::spawn(async move {
         let mut reader = tokio::io::BufReader::new(stdout);
         loop {
@@ -956,92 +1031,90 @@ async fn capture(
             }
         }
     });
+    rx
+}
 
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut lines = Vec::new();
-    let mut settled_at: Option<tokio::time::Instant> = None;
-    let mut pending: Option<(String, HandoffMode, tokio::time::Instant)> = None;
-    let mut handoff_seen: Option<(Vec<String>, Vec<String>)> = None;
-    let mut decided = false;
-    let mut stdout_open = true;
-    let mut answered = false;
-    let exit = loop {
-        let decide_at = pending.as_ref().map(|p| p.2);
-        tokio::select! {
-            line = rx.recv(), if stdout_open => match line {
-                Some(line) => {
-                    if let Ok(events) = parse_line(&line, 0) {
-                        for event in &events {
-                            match event {
-                                Event::HandoffReady { request_id, mode } if handoff && pending.is_none() && !decided => {
-                                    pending = Some((request_id.clone(), *mode,
-                                        tokio::time::Instant::now() + HANDOFF_WATCH));
-                                    handoff_seen = Some((Vec::new(), Vec::new()));
-                                }
-                                Event::Message(m) => {
-                                    if let Some((early, late)) = handoff_seen.as_mut() {
-                                        let what = format!("{} ({})", m.kind.as_str(), m.source_key);
-                                        if decided { late.push(what) } else { early.push(what) }
-                                    }
-                                    if interactive && m.kind == MessageKind::Final {
-                                        settled_at = Some(tokio::time::Instant::now() + SETTLED_AFTER_FINAL);
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    if let Some(at) = settled_at.as_mut() {
-                        *at = (*at).max(tokio::time::Instant::now() + SETTLED_AFTER_FINAL);
-                    }
-                    lines.push(line);
-                }
-                None => stdout_open = false,
-            },
-            status = adapter.wait(), if !stdout_open => {
-                break status.ok().map(exit_code_of);
-            }
-            () = sleep_until(decide_at) => {
-                let (request_id, mode, _) = pending.take().expect("a pending decision");
-                let decision = HandoffDecision {
-                    request_id,
-                    accepted: false,
-                    mode: Some(mode),
-                    issue_id: None,
-                    issue_key: None,
-                    run_id: None,
-                    error: Some("declined by wujie local-run provider check".to_owned()),
-                };
-                if let Some(sink) = sink.as_mut() {
-                    sink.send(&decision.encode_frame()).await;
-                }
-                decided = true;
-            }
-            () = sleep_until(settled_at) => {
-                let _ = adapter.stop(STOP_GRACE).await;
-                answered = true;
-                break None;
-            }
-            () = tokio::time::sleep_until(deadline) => {
-                let _ = adapter.stop(STOP_GRACE).await;
-                break None;
-            }
+/// What [`capture`] saw so far.
+struct Watch {
+    interactive: bool,
+    /// Answer a `handoff_ready`.
+    handoff: bool,
+    lines: Vec<Vec<u8>>,
+    /// When an interactive adapter that answered counts as waiting for its user.
+    settled_at: Option<tokio::time::Instant>,
+    /// A handoff to decline: (request id, mode, when).
+    pending: Option<(String, HandoffMode, tokio::time::Instant)>,
+    /// See [`Capture::handoff`].
+    handoff_seen: Option<(Vec<String>, Vec<String>)>,
+    decided: bool,
+    answered: bool,
+}
+
+impl Watch {
+    fn new(interactive: bool, handoff: bool) -> Watch {
+        Watch {
+            interactive,
+            handoff,
+            lines: Vec::new(),
+            settled_at: None,
+            pending: None,
+            handoff_seen: None,
+            decided: false,
+            answered: false,
         }
-    };
-    // Whatever was printed before the end is kept.
-    while let Ok(line) = rx.try_recv() {
-        lines.push(line);
     }
-    drop(sink);
-    let screen_tail = plain_text(&screen.lock().expect("screen").tail);
-    Ok(Capture {
-        lines,
-        exit,
-        answered,
-        screen_tail,
-        handoff: handoff_seen,
-        decided,
-    })
+
+    fn on_line(&mut self, line: Vec<u8>) {
+        for event in parse_line(&line, 0).unwrap_or_default() {
+            self.on_event(&event);
+        }
+        if let Some(at) = self.settled_at.as_mut() {
+            *at = (*at).max(tokio::time::Instant::now() + SETTLED_AFTER_FINAL);
+        }
+        self.lines.push(line);
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::HandoffReady { request_id, mode }
+                if self.handoff && self.pending.is_none() && !self.decided =>
+            {
+                let at = tokio::time::Instant::now() + HANDOFF_WATCH;
+                self.pending = Some((request_id.clone(), *mode, at));
+                self.handoff_seen = Some((Vec::new(), Vec::new()));
+            }
+            Event::Message(m) => {
+                if let Some((early, late)) = self.handoff_seen.as_mut() {
+                    let what = format!("{} ({})", m.kind.as_str(), m.source_key);
+                    if self.decided {
+                        late.push(what)
+                    } else {
+                        early.push(what)
+                    }
+                }
+                if self.interactive && m.kind == MessageKind::Final {
+                    self.settled_at = Some(tokio::time::Instant::now() + SETTLED_AFTER_FINAL);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The watch on the pending handoff is over: the frame that declines it.
+    fn decide(&mut self) -> Vec<u8> {
+        let (request_id, mode, _) = self.pending.take().expect("a pending decision");
+        self.decided = true;
+        HandoffDecision {
+            request_id,
+            accepted: false,
+            mode: Some(mode),
+            issue_id: None,
+            issue_key: None,
+            run_id: None,
+            error: Some("declined by wujie local-run provider check".to_owned()),
+        }
+        .encode_frame()
+    }
 }
 
 /// Terminal output as plain text: escape sequences and control characters dropped, the last
@@ -1082,13 +1155,6 @@ fn plain_text(bytes: &[u8]) -> String {
         .filter(|l| !l.is_empty())
         .collect();
     lines[lines.len().saturating_sub(5)..].join(" / ")
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

@@ -36,23 +36,25 @@ impl Connection {
             // The profile's own `wujie server` serves the profile's database: its local token
             // works there, with no login.
             let own = is_own_server(profile, url).then(|| creds.local_token.clone());
-            let token = env("WUJIE_TOKEN").or(own.flatten()).or(creds.remote_token).ok_or_else(|| {
-                LocalRunError::Invalid(format!(
-                    "no token for {url}: run `wujie login --server {url} --token TOKEN` or set WUJIE_TOKEN"
-                ))
-            })?;
+            let token = env("WUJIE_TOKEN")
+                .or(own.flatten())
+                .or(creds.remote_token)
+                .ok_or_else(|| LocalRunError::NoToken {
+                    server: url.to_owned(),
+                    env_hint: true,
+                })?;
             return Connection::remote(url, token);
         }
         if let (Some(url), Some(token)) = (env("WUJIE_SERVER_URL"), env("WUJIE_TOKEN")) {
             return Connection::remote(&url, token);
         }
         if let Some(server) = profile.load_config()?.server {
-            let token = creds.remote_token.ok_or_else(|| {
-                LocalRunError::Invalid(format!(
-                    "profile {:?} points at {} but has no token: run `wujie login --server {} --token TOKEN`",
-                    profile.name, server.url, server.url
-                ))
-            })?;
+            let token = creds
+                .remote_token
+                .ok_or_else(|| LocalRunError::NoProfileToken {
+                    profile: profile.name.clone(),
+                    url: server.url.clone(),
+                })?;
             return Connection::remote(&server.url, token);
         }
         Connection::embedded(profile).await
@@ -61,7 +63,7 @@ impl Connection {
     fn remote(url: &str, token: String) -> Result<Connection, LocalRunError> {
         let url = url.trim_end_matches('/').to_owned();
         let client = Client::new(&url, Token::new(token))
-            .map_err(|e| LocalRunError::Invalid(format!("cannot use server {url}: {e}")))?;
+            .map_err(LocalRunError::server(format!("cannot use server {url}")))?;
         Ok(Connection {
             client,
             server_label: url.clone(),
@@ -76,12 +78,11 @@ impl Connection {
         let token = local_token(profile, &store).await?;
         let server = EmbeddedServer::start(store, ServerConfig::default())
             .await
-            .map_err(|e| {
-                LocalRunError::Invalid(format!("could not start the embedded server: {e}"))
-            })?;
+            .map_err(LocalRunError::EmbeddedServer)?;
         let url = server.url();
-        let client = Client::new(&url, Token::new(token))
-            .map_err(|e| LocalRunError::Invalid(format!("embedded server client: {e}")))?;
+        let client = Client::new(&url, Token::new(token)).map_err(LocalRunError::server(
+            "cannot connect to the embedded server",
+        ))?;
         Ok(Connection {
             client,
             url,
@@ -101,10 +102,9 @@ impl Connection {
             .ok()
             .or(own.flatten())
             .or(creds.remote_token)
-            .ok_or_else(|| {
-                LocalRunError::Invalid(format!(
-                    "no token for {label}: run `wujie login --server {label} --token TOKEN`"
-                ))
+            .ok_or_else(|| LocalRunError::NoToken {
+                server: label.to_owned(),
+                env_hint: false,
             })?;
         Connection::remote(label, token)
     }
@@ -118,9 +118,13 @@ impl Connection {
 
 pub async fn open_store(profile: &Profile, options: StoreOptions) -> Result<Store, LocalRunError> {
     let path = profile.database_path();
-    Store::open_with(&path, options).await.map_err(|e| {
-        LocalRunError::Invalid(format!("cannot open database {}: {e}", path.display()))
-    })
+    Store::open_with(&path, options)
+        .await
+        .map_err(|source| LocalRunError::Database {
+            doing: "cannot open the database",
+            path,
+            source,
+        })
 }
 
 /// The profile's own user token: reused while the database still knows it, minted otherwise.
@@ -134,7 +138,11 @@ pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, Loc
     let minted = store
         .create_user_token(&format!("profile {}", profile.name))
         .await
-        .map_err(|e| LocalRunError::Invalid(format!("cannot mint a local token: {e}")))?
+        .map_err(|source| LocalRunError::Database {
+            doing: "cannot mint the profile's local token",
+            path: profile.database_path(),
+            source,
+        })?
         .token;
     creds.local_token = Some(minted.clone());
     profile.save_credentials(&creds)?;

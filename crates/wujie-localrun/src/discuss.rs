@@ -15,30 +15,29 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
-use wujie_host::user_input::UserInput;
 use wujie_host::{AdapterStdin, HostEvent, InlineCard, TerminalHost};
-use wujie_process::exit_code_of;
 use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
+use crate::adapter_session::{AdapterSession, Ending, Handled, SessionFlow};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::promotion::{self, IssueDraft};
 use crate::registry::{AdapterCommand, Provider};
-use crate::run::STOP_GRACE;
 use crate::session::{
-    Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, host_event, next_input,
-    pipe_input, revoke_adapter_token,
+    Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
-use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec};
+use crate::supervisor::SpawnSpec;
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
+
+/// Why a handoff is refused once the user's input ended.
+const INPUT_ENDED: &str = "the input ended, so nothing can confirm; pass --confirm accept";
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
 const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
@@ -87,45 +86,57 @@ pub async fn find_or_create(
     provider: &Provider,
     req: &DiscussRequest,
 ) -> Result<(Discussion, String, bool), LocalRunError> {
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
-    let existing = match &req.resume {
-        Some(id) => Some(conn.client.get_discussion(id).await.map_err(api)?),
-        None => {
-            let mut found = None;
-            for arg in req
-                .args
-                .iter()
-                .filter(|a| !a.starts_with('-') && !a.is_empty())
-            {
-                let hits = conn
-                    .client
-                    .find_discussions_by_native_session(&provider.name, arg)
-                    .await
-                    .map_err(api)?;
-                if let Some(d) = hits.into_iter().next() {
-                    found = Some(d);
-                    break;
+    let existing =
+        match &req.resume {
+            Some(id) => Some(conn.client.get_discussion(id).await.map_err(
+                LocalRunError::server(format!("cannot read discussion {id}")),
+            )?),
+            None => {
+                let mut found = None;
+                for arg in req
+                    .args
+                    .iter()
+                    .filter(|a| !a.starts_with('-') && !a.is_empty())
+                {
+                    let hits = conn
+                        .client
+                        .find_discussions_by_native_session(&provider.name, arg)
+                        .await
+                        .map_err(LocalRunError::server(format!(
+                            "cannot look up the discussions of session {arg}"
+                        )))?;
+                    if let Some(d) = hits.into_iter().next() {
+                        found = Some(d);
+                        break;
+                    }
                 }
+                found
             }
-            found
-        }
-    };
+        };
     match existing {
         Some(d) if d.status == DiscussionStatus::Promoted => {
-            let key = d.issue_key.clone().unwrap_or_default();
-            Err(LocalRunError::Invalid(format!(
-                "discussion {} was already turned into issue {key}; continue there with `wujie run {key} -- {}`",
-                d.id, d.provider
-            )))
+            Err(LocalRunError::DiscussionPromoted {
+                issue_key: d.issue_key.clone().unwrap_or_default(),
+                id: d.id,
+                provider: d.provider,
+            })
         }
         Some(d) => {
             if d.provider != provider.name {
-                return Err(LocalRunError::Invalid(format!(
-                    "discussion {} belongs to provider {:?}, not {:?}; resume it with `wujie discuss --resume {} -- {}`",
-                    d.id, d.provider, provider.name, d.id, d.provider
-                )));
+                return Err(LocalRunError::DiscussionProvider {
+                    id: d.id,
+                    provider: d.provider,
+                    asked: provider.name.clone(),
+                });
             }
-            let token = conn.client.discussion_token(&d.id).await.map_err(api)?;
+            let token =
+                conn.client
+                    .discussion_token(&d.id)
+                    .await
+                    .map_err(LocalRunError::server(format!(
+                        "cannot get a token for discussion {}",
+                        d.id
+                    )))?;
             Ok((d, token, true))
         }
         None => {
@@ -136,7 +147,7 @@ pub async fn find_or_create(
                     cwd: req.cwd.to_string_lossy().into_owned(),
                 })
                 .await
-                .map_err(api)?;
+                .map_err(LocalRunError::server("cannot create a discussion"))?;
             Ok((created.discussion, created.token, false))
         }
     }
@@ -147,10 +158,7 @@ pub fn require_v2(provider: &Provider) -> Result<(), LocalRunError> {
     if provider.manifest.protocol == ProtocolVersion::V2 {
         return Ok(());
     }
-    Err(LocalRunError::Invalid(format!(
-        "provider {:?} speaks wujie-localrun-provider.v1, which keeps the Issue-first contract: run it on an issue with `wujie run ISSUE -- {}`, or upgrade its adapter and manifest to wujie-localrun-provider.v2 to discuss before an issue exists",
-        provider.name, provider.name
-    )))
+    Err(LocalRunError::IssueFirstProvider(provider.name.clone()))
 }
 
 /// A promotion waiting for the user's answer.
@@ -171,198 +179,170 @@ pub async fn discuss(
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
     let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
-    let workspace = conn.client.workspace().await.map_err(api)?;
-    let outbox_err = |e: wujie_store::outbox::OutboxError| LocalRunError::Invalid(e.to_string());
+    let spec =
+        discussion_spawn_spec(conn, provider, &command, &req, &discussion.id, &token).await?;
     // Held until this function returns: while it is, no sync takes the discussion over.
-    let _owner = outbox
-        .add_target(&NewTarget {
-            id: &discussion.id,
-            kind: TargetKind::Discussion,
-            server_url: &conn.server_label,
-            label: "discussion",
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .map_err(outbox_err)?;
-    let reporter = Reporter::start(
-        outbox.clone(),
-        conn.client.clone(),
-        TargetRef {
-            id: discussion.id.clone(),
-            kind: TargetKind::Discussion,
-        },
-        notice,
-    );
-    let binding = Binding {
-        session_id: Some(discussion.id.clone()),
-        ..Binding::default()
+    let _owner = add_discussion_target(&outbox, conn, &discussion.id).await?;
+    let target = TargetRef {
+        id: discussion.id.clone(),
+        kind: TargetKind::Discussion,
     };
-    let env = adapter_env(
-        &binding,
-        &workspace.id,
-        &conn.url,
-        &token,
-        provider,
-        &req.provider_arg,
-        &req.args,
-    );
-    let mut args = command.leading_args.clone();
-    args.extend(req.args.iter().cloned());
-    let Started {
-        mut adapter,
-        to_adapter,
-        host,
-    } = Started::spawn(
-        &SpawnSpec {
-            program: command.program.clone(),
-            args,
-            cwd: req.cwd.clone(),
-            env,
-        },
-        provider,
-        true,
-    )?;
+    let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target.clone(), notice);
+    let (session, host) = AdapterSession::spawn(&spec, provider, true)?;
     let mut flow = Flow {
         conn,
         outbox: &outbox,
         reporter: &reporter,
         provider,
         req: &req,
-        target: TargetRef {
-            id: discussion.id.clone(),
-            kind: TargetKind::Discussion,
-        },
-        to_adapter,
-        from_user: None,
+        target,
+        to_adapter: session.stdin(),
         host,
         pending: None,
         inline_card: None,
+        typed: String::new(),
         promoted: None,
         promoted_owner: None,
+        attached_owner: None,
         may_attach: !resumed,
         abandoned: None,
         discussion_id: discussion.id.clone(),
+        input_ended: false,
     };
-    let end = match flow.pump(&mut adapter).await {
-        Ok(end) => end,
-        Err(e) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            return Err(e);
-        }
-    };
-    let cancelled = matches!(end, End::Cancelled);
-    let (exit_code, error) = match end {
-        End::Eof => {
-            let status = adapter
-                .wait()
-                .await
-                .map_err(|e| LocalRunError::Invalid(format!("waiting for the adapter: {e}")))?;
-            (exit_code_of(status), None)
-        }
-        // A cancelled adapter's signal exit is the normal end of a cancellation.
-        End::Cancelled => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            (130, None)
-        }
-        End::Invalid(message) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            flow.say(message.clone()).await;
-            (1, Some(message))
-        }
-    };
+    let ending = session.run(&mut flow).await?;
     revoke_adapter_token(&conn.url, &token).await;
-    // The last of the adapter's screen output reaches the terminal before it is restored.
-    // Notices the host had no room for are printed now; the others were seen once already.
-    if let Some(host) = flow.host.take() {
-        for notice in host.finish().await {
-            eprintln!("wujie: {notice}");
-        }
-    }
-    let promoted = flow.promoted.take();
+    flow.finish_host().await;
+    let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
     // (the discussion this session started with, the one it continued instead)
     let attached = flow
         .abandoned
         .take()
-        .map(|abandoned| (abandoned, flow.discussion_id.clone()));
-    let promoted_run = match promoted {
-        Some((issue_key, run_id)) => {
-            let status = if cancelled {
-                RunStatus::Cancelled
-            } else if exit_code == 0 {
-                RunStatus::Succeeded
-            } else {
-                RunStatus::Failed
-            };
-            let error = match status {
-                RunStatus::Cancelled => Some("cancelled by the user".to_owned()),
-                RunStatus::Failed => {
-                    error.or(Some(format!("adapter exited with code {exit_code}")))
-                }
-                _ => None,
-            };
-            reporter
-                .finish(
-                    &run_id,
-                    FinishRun {
-                        status,
-                        exit_code: Some(exit_code),
-                        error,
-                    },
-                )
-                .await
-                .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-            Some(PromotedRun {
-                issue_key,
-                run_id,
-                status,
-            })
-        }
-        None => None,
-    };
+        .map(|a| (a, flow.discussion_id.clone()));
     let summary = reporter
         .close(req.drain_timeout, |left| {
             eprintln!("wujie: delivering discussion events… {left} left");
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-    if summary.pending == 0 {
-        // A discussion has no end to record; once delivered it leaves the outbox.
-        let _ = outbox.finish_delivered(&discussion.id).await;
-        if let Some((_, continued)) = &attached {
-            let _ = outbox.finish_delivered(continued).await;
-        }
-    }
-    let (discussion_id, resumed) = match attached {
-        Some((abandoned, continued)) => {
-            // Whatever it recorded before the session id was delivered to it (usually
-            // nothing); only an empty discussion is deleted.
-            if let Err(e) = conn.client.delete_empty_discussion(&abandoned).await {
-                tracing::debug!("discussion {abandoned} stays: {e}");
-            }
-            (continued, true)
-        }
-        None => (discussion.id, resumed),
-    };
+        .map_err(LocalRunError::reporter(
+            "cannot deliver the discussion's events",
+        ))?;
+    let (discussion_id, resumed) =
+        settle_discussions(conn, &outbox, &summary, discussion.id, attached, resumed).await;
     Ok(DiscussOutcome {
         discussion_id,
         provider: provider.name.clone(),
         resumed,
-        promoted: promoted_run,
-        cancelled,
-        exit_code,
+        promoted,
+        cancelled: ending.status == RunStatus::Cancelled,
+        exit_code: ending.exit_code,
         summary,
     })
 }
 
-/// How reading the adapter's stdout ended.
-enum End {
-    Eof,
-    Cancelled,
-    Invalid(String),
+/// How to start the adapter for the discussion `discussion_id`.
+async fn discussion_spawn_spec(
+    conn: &Connection,
+    provider: &Provider,
+    command: &AdapterCommand,
+    req: &DiscussRequest,
+    discussion_id: &str,
+    token: &str,
+) -> Result<SpawnSpec, LocalRunError> {
+    let workspace = conn
+        .client
+        .workspace()
+        .await
+        .map_err(LocalRunError::server("cannot read the workspace"))?;
+    let binding = Binding {
+        session_id: Some(discussion_id.to_owned()),
+        ..Binding::default()
+    };
+    let env = adapter_env(
+        &binding,
+        &workspace.id,
+        &conn.url,
+        token,
+        provider,
+        &req.provider_arg,
+        &req.args,
+    );
+    Ok(spawn_spec(command, &req.args, &req.cwd, env))
 }
 
+async fn add_discussion_target(
+    outbox: &Outbox,
+    conn: &Connection,
+    id: &str,
+) -> Result<TargetLock, LocalRunError> {
+    outbox
+        .add_target(&NewTarget {
+            id,
+            kind: TargetKind::Discussion,
+            server_url: &conn.server_label,
+            label: "discussion",
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .map_err(LocalRunError::outbox(format!(
+            "cannot record discussion {id} in the outbox"
+        )))
+}
+
+/// The run a promotion created ends with the session.
+async fn finish_promoted_run(
+    reporter: &Reporter,
+    promoted: Option<(String, String)>,
+    ending: &Ending,
+) -> Result<Option<PromotedRun>, LocalRunError> {
+    let Some((issue_key, run_id)) = promoted else {
+        return Ok(None);
+    };
+    let finish = FinishRun {
+        status: ending.status,
+        exit_code: Some(ending.exit_code),
+        error: ending.error.clone(),
+    };
+    reporter
+        .finish(&run_id, finish)
+        .await
+        .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
+    Ok(Some(PromotedRun {
+        issue_key,
+        run_id,
+        status: ending.status,
+    }))
+}
+
+/// Once delivered, the session's discussions leave the outbox (a discussion has no end to
+/// record), and the one it abandoned for the one it continued (`attached`) is deleted if it
+/// stayed empty. Returns the discussion the session ended in, and whether it existed before.
+async fn settle_discussions(
+    conn: &Connection,
+    outbox: &Outbox,
+    summary: &CloseSummary,
+    started: String,
+    attached: Option<(String, String)>,
+    resumed: bool,
+) -> (String, bool) {
+    if summary.pending == 0 {
+        let _ = outbox.finish_delivered(&started).await;
+        if let Some((_, continued)) = &attached {
+            let _ = outbox.finish_delivered(continued).await;
+        }
+    }
+    let Some((abandoned, continued)) = attached else {
+        return (started, resumed);
+    };
+    // Whatever it recorded before the session id was delivered to it (usually nothing); only
+    // an empty discussion is deleted.
+    if let Err(e) = conn.client.delete_empty_discussion(&abandoned).await {
+        tracing::debug!("discussion {abandoned} stays: {e}");
+    }
+    (continued, true)
+}
+
+/// `wujie discuss`'s part of the session.
 struct Flow<'a> {
     conn: &'a Connection,
     outbox: &'a Outbox,
@@ -372,135 +352,153 @@ struct Flow<'a> {
     /// Where events go now: the discussion, then the run once promoted.
     target: TargetRef,
     to_adapter: AdapterStdin,
-    /// The user's stdin when the adapter is on pipes.
-    from_user: Option<UserInput>,
     /// The terminal host when the adapter is on a PTY; it draws the menu and the cards.
     host: Option<TerminalHost>,
     /// A promotion waiting for the user's answer on the terminal.
     pending: Option<Pending>,
     /// The card for `pending` when the adapter is on pipes and the user at a terminal.
     inline_card: Option<InlineCard>,
+    /// The answer typed so far to the plain prompt.
+    typed: String,
     /// (issue key, run id) once promoted.
     promoted: Option<(String, String)>,
     /// The promoted run's target lock, held until the discussion's flow ends.
     promoted_owner: Option<TargetLock>,
+    /// The target lock of the discussion this session continues (see `attach`).
+    attached_owner: Option<TargetLock>,
     /// A new discussion may still turn out to continue an existing one (see `attach`).
     may_attach: bool,
     /// The discussion this session started with, once it attached to an existing one.
     abandoned: Option<String>,
     /// The discussion this session reports into (until a promotion, then its origin).
     discussion_id: String,
+    /// The user's input (on pipes) ended: nothing can confirm a handoff any more.
+    input_ended: bool,
+}
+
+impl SessionFlow for Flow<'_> {
+    async fn on_lines(
+        &mut self,
+        read: ReadLines,
+        stopping: bool,
+    ) -> Result<Option<String>, LocalRunError> {
+        let mut items = Vec::new();
+        for line in read.lines {
+            let line = match line {
+                Ok(line) => line,
+                Err(EventError {
+                    kind: EventErrorKind::UnknownHandoffMode { request_id, mode },
+                    ..
+                }) => {
+                    self.record(std::mem::take(&mut items)).await?;
+                    let error = format!(
+                        "unknown handoff mode {mode:?}: use current_context or native_clear"
+                    );
+                    self.refuse(&request_id, None, error).await;
+                    continue;
+                }
+                Err(e) => {
+                    self.record(items).await?;
+                    self.cancel_pending("the adapter printed an invalid line")
+                        .await;
+                    self.say(e.to_string()).await;
+                    return Ok(Some(e.to_string()));
+                }
+            };
+            for event in &line.events {
+                // Everything before a request is recorded where it belongs first.
+                if matches!(event, Event::Session { .. } | Event::HandoffReady { .. }) {
+                    self.record(std::mem::take(&mut items)).await?;
+                }
+                self.on_request(event, stopping).await?;
+            }
+            let at = read.read_at_ms;
+            items.extend(
+                items_for_line(&self.target.id, line)
+                    .into_iter()
+                    .map(|i| (i, at)),
+            );
+        }
+        self.record(items).await?;
+        Ok(None)
+    }
+
+    async fn on_input(&mut self, bytes: Vec<u8>) -> Result<Handled, LocalRunError> {
+        if self.pending.is_none() {
+            return Ok(Handled::Forward(bytes));
+        }
+        let choice = match &mut self.inline_card {
+            Some(card) => card.input(&bytes),
+            None => typed_answer(&mut self.typed, &bytes),
+        };
+        match choice {
+            Some(choice) if self.decide(choice).await? => Ok(Handled::Stop),
+            _ => Ok(Handled::Kept),
+        }
+    }
+
+    /// No one is left to confirm a handoff: one waiting is answered "no" now, a later one like
+    /// any unconfirmable one. The adapter's stdin closes once its output was quiet for a
+    /// moment, so a request it printed just before is still answered first.
+    async fn on_input_end(&mut self) {
+        self.input_ended = true;
+        self.cancel_pending(INPUT_ENDED).await;
+    }
+
+    async fn host_event(&mut self) -> HostEvent {
+        host_event(&mut self.host).await
+    }
+
+    async fn on_host_event(&mut self, event: HostEvent) -> Result<Handled, LocalRunError> {
+        match event {
+            HostEvent::Command(command) if command == CREATE_ISSUE => {
+                self.on_create_issue().await;
+                Ok(Handled::Kept)
+            }
+            HostEvent::Command(_) => Ok(Handled::Kept),
+            HostEvent::Card(choice) if self.decide(choice).await? => Ok(Handled::Stop),
+            HostEvent::Card(_) => Ok(Handled::Kept),
+        }
+    }
+
+    /// The decision goes out before the adapter is told to stop.
+    async fn before_stop(&mut self) {
+        self.cancel_pending("cancelled by the user").await;
+    }
+
+    /// A message for the user: at once on a plain terminal; while the terminal host owns the
+    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
+    /// without room there, after the session).
+    async fn say(&mut self, message: String) {
+        match &self.host {
+            Some(host) => host.notice(message).await,
+            None => eprintln!("wujie: {message}"),
+        }
+    }
 }
 
 impl Flow<'_> {
-    async fn pump(&mut self, adapter: &mut Adapter) -> Result<End, LocalRunError> {
-        let mut events = StdoutEvents::take_from(adapter)?;
-        let adapter = &*adapter;
-        // Stdout is read to its end and until the adapter exited, but only for a bounded time
-        // after the exit when something the adapter started holds it open.
-        let mut life = ExitWatch::new(adapter);
-        let (mut stdout_open, mut exited) = (true, false);
-        let mut signals = StopSignals::install()?;
-        self.from_user = pipe_input(&self.host);
-        let mut answer = String::new();
-        let mut close = QuietClose::default();
-        loop {
-            tokio::select! {
-                read = events.next(), if stdout_open => {
-                    let Some(read) = read? else {
-                        if exited {
-                            return Ok(End::Eof);
-                        }
-                        stdout_open = false;
-                        continue;
-                    };
-                    close.on_output();
-                    let mut items = Vec::new();
-                    for line in read.lines {
-                        let line = match line {
-                            Ok(line) => line,
-                            Err(EventError { kind: EventErrorKind::UnknownHandoffMode { request_id, mode }, .. }) => {
-                                self.record(std::mem::take(&mut items)).await?;
-                                let error = format!("unknown handoff mode {mode:?}: use current_context or native_clear");
-                                self.refuse(&request_id, None, error).await;
-                                continue;
-                            }
-                            Err(e) => {
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.cancel_pending("the adapter printed an invalid line").await;
-                                return Ok(End::Invalid(e.to_string()));
-                            }
-                        };
-                        for event in &line.events {
-                            if let Event::Session { session_id } = event {
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.attach(session_id).await?;
-                            }
-                            if let Event::HandoffReady { request_id, mode } = event {
-                                // Everything before the request is recorded where it belongs first.
-                                self.record(std::mem::take(&mut items)).await?;
-                                self.on_handoff(request_id, *mode).await?;
-                            }
-                        }
-                        items.extend(
-                            items_for_line(&self.target.id, line)
-                                .into_iter()
-                                .map(|i| (i, read.read_at_ms)),
-                        );
-                    }
-                    self.record(items).await?;
-                    life.on_output();
-                }
-                event = host_event(&mut self.host) => match event {
-                    HostEvent::Command(command) if command == CREATE_ISSUE => {
-                        self.on_create_issue().await;
-                    }
-                    HostEvent::Command(_) => {}
-                    HostEvent::Card(choice) => {
-                        if self.decide(choice).await? {
-                            adapter.signal(Signal::SIGTERM);
-                            return Ok(End::Cancelled);
-                        }
-                    }
-                },
-                input = next_input(&mut self.from_user), if self.from_user.is_some() => match input {
-                    Some(bytes) if self.pending.is_some() => {
-                        let choice = match &mut self.inline_card {
-                            Some(card) => card.input(&bytes),
-                            None => typed_answer(&mut answer, &bytes),
-                        };
-                        if let Some(choice) = choice
-                            && self.decide(choice).await?
-                        {
-                            adapter.signal(Signal::SIGTERM);
-                            return Ok(End::Cancelled);
-                        }
-                    }
-                    Some(bytes) => self.to_adapter.send(bytes).await,
-                    None => {
-                        self.from_user = None;
-                        // An adapter that may ask for a handoff still needs its stdin for the
-                        // decision frame; any other sees the end of the user's input.
-                        if !self.provider.manifest.capabilities.native_plan_handoff {
-                            close.arm();
-                        }
-                    }
-                },
-                () = close.due(), if close.is_armed() => self.to_adapter.close().await,
-                () = signals.recv() => {
-                    // The decision goes out before the adapter is told to stop.
-                    self.cancel_pending("cancelled by the user").await;
-                    adapter.signal(Signal::SIGTERM);
-                    return Ok(End::Cancelled);
-                }
-                change = life.next(adapter) => match change {
-                    AdapterLife::Exited if !stdout_open => return Ok(End::Eof),
-                    AdapterLife::Exited => exited = true,
-                    AdapterLife::StdoutAbandoned => {
-                        self.say(STDOUT_ABANDONED.to_owned()).await;
-                        return Ok(End::Eof);
-                    }
-                },
+    /// The adapter's requests among its events: a native session id (see `attach`) and a
+    /// handoff (refused once the session is stopping).
+    async fn on_request(&mut self, event: &Event, stopping: bool) -> Result<(), LocalRunError> {
+        match event {
+            Event::Session { session_id } => self.attach(session_id).await,
+            Event::HandoffReady { request_id, mode } if stopping => {
+                let error = "cancelled by the user".to_owned();
+                self.refuse(request_id, Some(*mode), error).await;
+                Ok(())
+            }
+            Event::HandoffReady { request_id, mode } => self.on_handoff(request_id, *mode).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// The last of the adapter's screen output reaches the terminal before it is restored.
+    /// Notices the host had no room for are printed now; the others were seen once already.
+    async fn finish_host(&mut self) {
+        if let Some(host) = self.host.take() {
+            for notice in host.finish().await {
+                eprintln!("wujie: {notice}");
             }
         }
     }
@@ -531,16 +529,9 @@ impl Flow<'_> {
         else {
             return Ok(());
         };
-        self.outbox
-            .add_target(&NewTarget {
-                id: &existing.id,
-                kind: TargetKind::Discussion,
-                server_url: &self.conn.server_label,
-                label: "discussion",
-                reporter_pid: std::process::id(),
-            })
-            .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        // Held, like the others, until the discussion's flow ends.
+        self.attached_owner =
+            Some(add_discussion_target(self.outbox, self.conn, &existing.id).await?);
         let target = TargetRef {
             id: existing.id.clone(),
             kind: TargetKind::Discussion,
@@ -563,7 +554,9 @@ impl Flow<'_> {
         self.reporter
             .record(&self.target.id, items)
             .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))
+            .map_err(LocalRunError::reporter(
+                "cannot record the adapter's events",
+            ))
     }
 
     async fn send_decision(&self, decision: HandoffDecision) {
@@ -733,6 +726,11 @@ impl Flow<'_> {
                 .await;
                 Ok(())
             }
+            ConfirmMode::Ask if self.input_ended => {
+                self.refuse(request_id, Some(mode), INPUT_ENDED.to_owned())
+                    .await;
+                Ok(())
+            }
             ConfirmMode::Ask => {
                 self.ask(pending).await;
                 Ok(())
@@ -756,16 +754,6 @@ impl Flow<'_> {
             .get_discussion(&self.target.id)
             .await
             .map_err(|e| promotion::redacted(&e))
-    }
-
-    /// A message for the user: at once on a plain terminal; while the terminal host owns the
-    /// screen, as a notice in its overlay (writing into the adapter's screen would break it;
-    /// without room there, after the session).
-    async fn say(&mut self, message: String) {
-        match &self.host {
-            Some(host) => host.notice(message).await,
-            None => eprintln!("wujie: {message}"),
-        }
     }
 
     async fn accept(&mut self, pending: Pending) -> Result<(), LocalRunError> {
@@ -795,7 +783,9 @@ impl Flow<'_> {
                         reporter_pid: std::process::id(),
                     })
                     .await
-                    .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+                    .map_err(LocalRunError::outbox(format!(
+                        "cannot record run {run_id} in the outbox"
+                    )))?;
                 let target = TargetRef {
                     id: run_id.clone(),
                     kind: TargetKind::Run,

@@ -2,7 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use wujie_client::ClientError;
+use wujie_delivery::reporter::ReporterError;
 use wujie_protocol::manifest::ManifestError;
+use wujie_store::StoreError;
+use wujie_store::outbox::OutboxError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LocalRunError {
@@ -61,10 +65,97 @@ pub enum LocalRunError {
     },
     #[error("refusing to install {path}: {reason}")]
     UnsafePlugin { path: PathBuf, reason: String },
-    #[error("{0}")]
-    Invalid(String),
     #[error(transparent)]
     Host(#[from] wujie_host::HostError),
+    /// A request to the Wujie server failed; `doing` says what it was for.
+    #[error("{doing}")]
+    Server {
+        doing: String,
+        #[source]
+        source: ClientError,
+    },
+    /// The local outbox (the events not delivered yet) could not be read or written.
+    #[error("{doing}")]
+    Outbox {
+        doing: String,
+        #[source]
+        source: OutboxError,
+    },
+    /// The reporter could not record or deliver the events.
+    #[error("{doing}")]
+    Reporter {
+        doing: String,
+        #[source]
+        source: ReporterError,
+    },
+    /// The profile's database could not be opened or used.
+    #[error("{doing} ({path})")]
+    Database {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error("could not start the embedded server; pass --server URL to use another one")]
+    EmbeddedServer(#[source] std::io::Error),
+    #[error("no token for {server}: run `wujie login --server {server} --token TOKEN`{}", if *env_hint { " or set WUJIE_TOKEN" } else { "" })]
+    NoToken { server: String, env_hint: bool },
+    #[error(
+        "profile {profile:?} points at {url} but has no token: run `wujie login --server {url} --token TOKEN`"
+    )]
+    NoProfileToken { profile: String, url: String },
+    /// The adapter could not be started; `message` names the program (and a missing `#!`
+    /// interpreter, in which case there is no further cause).
+    #[error("{message}")]
+    Spawn {
+        message: String,
+        #[source]
+        source: Option<std::io::Error>,
+    },
+    #[error("could not start adapter {program} on a terminal")]
+    SpawnPty {
+        program: PathBuf,
+        #[source]
+        source: pty_process::Error,
+    },
+    /// Reading from or waiting for the adapter failed; `doing` says which.
+    #[error("{doing}")]
+    Adapter {
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the adapter was started without a pipe for its stdout")]
+    StdoutNotCaptured,
+    #[error("cannot watch for Ctrl+C and the other stop signals")]
+    Signals(#[source] std::io::Error),
+    #[error(
+        "discussion {id} was already turned into issue {issue_key}; continue there with `wujie run {issue_key} -- {provider}`"
+    )]
+    DiscussionPromoted {
+        id: String,
+        issue_key: String,
+        provider: String,
+    },
+    #[error(
+        "discussion {id} belongs to provider {provider:?}, not {asked:?}; resume it with `wujie discuss --resume {id} -- {provider}`"
+    )]
+    DiscussionProvider {
+        id: String,
+        provider: String,
+        asked: String,
+    },
+    #[error(
+        "provider {0:?} speaks wujie-localrun-provider.v1, which keeps the Issue-first contract: run it on an issue with `wujie run ISSUE -- {0}`, or upgrade its adapter and manifest to wujie-localrun-provider.v2 to discuss before an issue exists"
+    )]
+    IssueFirstProvider(String),
+    /// `wujie local-run provider check` could not prepare or use its scratch server.
+    #[error("provider check: {doing}")]
+    CheckServer {
+        doing: String,
+        #[source]
+        source: ClientError,
+    },
     #[error(
         "invalid provider name {name:?}: {reason}; a provider is named by one word such as `fake-provider` (see `wujie local-run provider list`)"
     )]
@@ -92,4 +183,44 @@ impl LocalRunError {
             error,
         }
     }
+
+    /// For `map_err`: a failed request to the server, made for `doing`.
+    pub fn server(doing: impl Into<String>) -> impl FnOnce(ClientError) -> LocalRunError {
+        let doing = doing.into();
+        move |source| LocalRunError::Server { doing, source }
+    }
+
+    /// For `map_err`: the outbox failed while `doing`.
+    pub fn outbox(doing: impl Into<String>) -> impl FnOnce(OutboxError) -> LocalRunError {
+        let doing = doing.into();
+        move |source| LocalRunError::Outbox { doing, source }
+    }
+
+    /// For `map_err`: the reporter failed while `doing`.
+    pub fn reporter(doing: impl Into<String>) -> impl FnOnce(ReporterError) -> LocalRunError {
+        let doing = doing.into();
+        move |source| LocalRunError::Reporter { doing, source }
+    }
+
+    /// What `wujie` exits with when a command fails with this error: 2 when the command line
+    /// asked for something that cannot be (as for usage errors), 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LocalRunError::InvalidProfileName(_)
+            | LocalRunError::InvalidProviderName { .. }
+            | LocalRunError::UnknownProvider { .. }
+            | LocalRunError::Disabled(_)
+            | LocalRunError::BuiltinImmutable(_)
+            | LocalRunError::IssueFirstProvider(_)
+            | LocalRunError::DiscussionPromoted { .. }
+            | LocalRunError::DiscussionProvider { .. } => EXIT_USAGE,
+            _ => EXIT_FAILURE,
+        }
+    }
 }
+
+/// The exit code of a command that failed.
+pub const EXIT_FAILURE: i32 = 1;
+/// The exit code of a command line that asks for something that cannot be (clap's code for
+/// usage errors too).
+pub const EXIT_USAGE: i32 = 2;

@@ -3,6 +3,7 @@
 //! The terminal host is `wujie-host`, the built-in providers `wujie-builtins`, the reporter
 //! with its durable outbox `wujie-delivery`.
 
+mod adapter_session;
 pub mod check;
 pub mod connection;
 pub mod discuss;

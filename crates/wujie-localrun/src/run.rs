@@ -5,28 +5,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef, refused_error};
 use wujie_host::AdapterStdin;
-use wujie_host::user_input::UserInput;
-use wujie_process::exit_code_of;
-use wujie_protocol::api::{CreateRun, FinishRun, RunStatus};
+use wujie_protocol::api::{CreateRun, FinishRun, IssueDetail, RunStatus};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind};
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind};
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
+use crate::adapter_session::{AdapterSession, Ending, SessionFlow};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
-use crate::registry::Provider;
-use crate::session::{
-    Binding, QuietClose, Started, StdoutEvents, StopSignals, adapter_env, next_input,
-    revoke_adapter_token,
-};
-use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, SpawnSpec};
-
-/// How long a cancelled adapter gets between SIGTERM and SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(3);
+use crate::registry::{AdapterCommand, Provider};
+use crate::session::{self, Binding, ReadLines, adapter_env, revoke_adapter_token};
+use crate::supervisor::SpawnSpec;
 
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -51,38 +43,90 @@ pub struct RunOutcome {
     pub summary: CloseSummary,
 }
 
-/// How reading the adapter's stdout ended.
-enum PumpEnd {
-    Eof,
-    Invalid(String),
-    Cancelled,
+/// A run created on the server, with its reporter.
+struct OpenRun {
+    issue: IssueDetail,
+    workspace_id: String,
+    run_id: String,
+    token: String,
+    reporter: Reporter,
+    /// Held while the run is reported: no sync takes it over meanwhile.
+    _owner: TargetLock,
 }
 
 pub async fn run(
     conn: &Connection,
     outbox: Outbox,
     provider: &Provider,
-    command: crate::registry::AdapterCommand,
+    command: AdapterCommand,
     req: RunRequest,
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<RunOutcome, LocalRunError> {
-    let api = |e: wujie_client::ClientError| LocalRunError::Invalid(e.to_string());
-    let issue = conn.client.get_issue(&req.issue).await.map_err(api)?;
-    let workspace = conn.client.workspace().await.map_err(api)?;
-    let created = conn
+    let open = open_run(conn, outbox, provider, &req, notice).await?;
+    let spec = spawn_spec(&open, conn, provider, &command, &req);
+    let (session, host) = match AdapterSession::spawn(&spec, provider, false) {
+        Ok(started) => started,
+        Err(e) => {
+            let finish = FinishRun {
+                status: RunStatus::Failed,
+                exit_code: None,
+                error: Some(e.to_string()),
+            };
+            let _ = open.reporter.finish(&open.run_id, finish).await;
+            let _ = open.reporter.close(req.drain_timeout, |_| {}).await;
+            return Err(e);
+        }
+    };
+    let heartbeat = spawn_heartbeat(conn.client.clone(), open.run_id.clone());
+    let mut flow = RunFlow {
+        reporter: &open.reporter,
+        target_id: &open.run_id,
+        to_adapter: session.stdin(),
+    };
+    let ending = session.run(&mut flow).await?;
+    heartbeat.abort();
+    revoke_adapter_token(&conn.url, &open.token).await;
+    // The last of the adapter's screen output reaches the terminal before it is restored.
+    if let Some(host) = host {
+        host.finish().await;
+    }
+    close_run(open, ending, req.drain_timeout).await
+}
+
+async fn open_run(
+    conn: &Connection,
+    outbox: Outbox,
+    provider: &Provider,
+    req: &RunRequest,
+    notice: Arc<dyn ReporterNotice>,
+) -> Result<OpenRun, LocalRunError> {
+    let issue = conn
         .client
-        .create_run(
-            &issue.key,
-            &CreateRun {
-                provider: provider.name.clone(),
-                cwd: req.cwd.to_string_lossy().into_owned(),
-            },
-        )
+        .get_issue(&req.issue)
         .await
-        .map_err(api)?;
+        .map_err(LocalRunError::server(format!(
+            "cannot read issue {}",
+            req.issue
+        )))?;
+    let workspace = conn
+        .client
+        .workspace()
+        .await
+        .map_err(LocalRunError::server("cannot read the workspace"))?;
+    let create = CreateRun {
+        provider: provider.name.clone(),
+        cwd: req.cwd.to_string_lossy().into_owned(),
+    };
+    let created =
+        conn.client
+            .create_run(&issue.key, &create)
+            .await
+            .map_err(LocalRunError::server(format!(
+                "cannot create a run on {}",
+                issue.key
+            )))?;
     let run_id = created.run.id.clone();
-    // Held until this function returns: while it is, no sync takes the run over.
-    let _owner = outbox
+    let owner = outbox
         .add_target(&NewTarget {
             id: &run_id,
             kind: TargetKind::Run,
@@ -91,249 +135,143 @@ pub async fn run(
             reporter_pid: std::process::id(),
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-    let reporter = Reporter::start(
-        outbox.clone(),
-        conn.client.clone(),
-        TargetRef {
-            id: run_id.clone(),
-            kind: TargetKind::Run,
-        },
-        notice,
-    );
+        .map_err(LocalRunError::outbox(format!(
+            "cannot record run {run_id} in the outbox"
+        )))?;
+    let target = TargetRef {
+        id: run_id.clone(),
+        kind: TargetKind::Run,
+    };
+    let reporter = Reporter::start(outbox, conn.client.clone(), target, notice);
+    Ok(OpenRun {
+        issue,
+        workspace_id: workspace.id,
+        run_id,
+        token: created.token,
+        reporter,
+        _owner: owner,
+    })
+}
 
-    let mut args = command.leading_args.clone();
-    args.extend(req.args.iter().cloned());
+fn spawn_spec(
+    open: &OpenRun,
+    conn: &Connection,
+    provider: &Provider,
+    command: &AdapterCommand,
+    req: &RunRequest,
+) -> SpawnSpec {
     let binding = Binding {
-        run_id: Some(run_id.clone()),
-        issue_id: Some(issue.id.clone()),
+        run_id: Some(open.run_id.clone()),
+        issue_id: Some(open.issue.id.clone()),
         session_id: None,
     };
     let env = adapter_env(
         &binding,
-        &workspace.id,
+        &open.workspace_id,
         &conn.url,
-        &created.token,
+        &open.token,
         provider,
         &req.provider_arg,
         &req.args,
     );
-    let spec = SpawnSpec {
-        program: command.program.clone(),
-        args,
-        cwd: req.cwd.clone(),
-        env,
-    };
-    let started = match Started::spawn(&spec, provider, false) {
-        Ok(started) => started,
-        Err(e) => {
-            let finish = FinishRun {
-                status: RunStatus::Failed,
-                exit_code: None,
-                error: Some(e.to_string()),
-            };
-            let _ = reporter.finish(&run_id, finish).await;
-            let _ = reporter.close(req.drain_timeout, |_| {}).await;
-            return Err(e);
-        }
-    };
-    let heartbeat = spawn_heartbeat(conn.client.clone(), run_id.clone());
+    session::spawn_spec(command, &req.args, &req.cwd, env)
+}
 
-    let Started {
-        mut adapter,
-        to_adapter,
-        host,
-    } = started;
-    let end = pump(
-        &mut adapter,
-        &to_adapter,
-        host.is_none(),
-        &reporter,
-        &run_id,
-    )
-    .await;
-    let end = match end {
-        Ok(end) => end,
-        Err(e) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            drop(host);
-            return Err(e);
-        }
-    };
-    let (status, exit_code, error) = match end {
-        PumpEnd::Eof => {
-            let code =
-                exit_code_of(adapter.wait().await.map_err(|e| {
-                    LocalRunError::Invalid(format!("waiting for the adapter: {e}"))
-                })?);
-            if code == 0 {
-                (RunStatus::Succeeded, 0, None)
-            } else {
-                (
-                    RunStatus::Failed,
-                    code,
-                    Some(format!("adapter exited with code {code}")),
-                )
-            }
-        }
-        PumpEnd::Invalid(message) => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            (RunStatus::Failed, 1, Some(message))
-        }
-        PumpEnd::Cancelled => {
-            let _ = adapter.stop(STOP_GRACE).await;
-            (
-                RunStatus::Cancelled,
-                130,
-                Some("cancelled by the user".to_owned()),
-            )
-        }
-    };
-    heartbeat.abort();
-    revoke_adapter_token(&conn.url, &created.token).await;
-    // The last of the adapter's screen output reaches the terminal before it is restored.
-    if let Some(host) = host {
-        host.finish().await;
-    }
+/// Record the run's end and deliver what is left of its events.
+async fn close_run(
+    open: OpenRun,
+    ending: Ending,
+    drain_timeout: Duration,
+) -> Result<RunOutcome, LocalRunError> {
     let finish = FinishRun {
-        status,
-        exit_code: Some(exit_code),
-        error: error.clone(),
+        status: ending.status,
+        exit_code: Some(ending.exit_code),
+        error: ending.error.clone(),
     };
-    reporter
-        .finish(&run_id, finish)
+    open.reporter
+        .finish(&open.run_id, finish)
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-    let summary = reporter
-        .close(req.drain_timeout, |left| {
+        .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
+    let summary = open
+        .reporter
+        .close(drain_timeout, |left| {
             eprintln!("wujie: delivering run events… {left} left");
         })
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::reporter("cannot deliver the run's events"))?;
     // The deliverer records the run as failed on the server too (see `counting_refusals`).
-    let (status, exit_code, error) = if summary.failed > 0 && status == RunStatus::Succeeded {
-        (RunStatus::Failed, 1, Some(refused_error(summary.failed)))
+    let ending = if summary.failed > 0 && ending.status == RunStatus::Succeeded {
+        Ending {
+            status: RunStatus::Failed,
+            exit_code: 1,
+            error: Some(refused_error(summary.failed)),
+        }
     } else {
-        (status, exit_code, error)
+        ending
     };
     Ok(RunOutcome {
-        run_id,
-        issue_key: issue.key,
-        status,
-        exit_code,
-        error,
+        run_id: open.run_id,
+        issue_key: open.issue.key,
+        status: ending.status,
+        exit_code: ending.exit_code,
+        error: ending.error,
         summary,
     })
 }
 
-/// Read the adapter's stdout to its end and until the adapter exited, recording every event
-/// and passing the user's input through. An invalid line ends reading at once; a stop signal
-/// asks the adapter's group to terminate (a second one, or the grace period, kills it) while
-/// what it still prints is kept. Stdout held open by something the adapter started is read
-/// only for a bounded time after the adapter exited ([`ExitWatch`]).
-async fn pump(
-    adapter: &mut Adapter,
-    to_adapter: &AdapterStdin,
-    forward_input: bool,
-    reporter: &Reporter,
-    target_id: &str,
-) -> Result<PumpEnd, LocalRunError> {
-    let mut events = StdoutEvents::take_from(adapter)?;
-    let adapter = &*adapter;
-    let mut life = ExitWatch::new(adapter);
-    let (mut stdout_open, mut exited) = (true, false);
-    let mut signals = StopSignals::install()?;
-    // The user's stdin, unless the terminal host relays it.
-    let mut from_user = forward_input.then(UserInput::spawn);
-    let mut close = QuietClose::default();
-    let mut cancelled = false;
-    // Armed by the first stop signal.
-    let kill_at = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
-    tokio::pin!(kill_at);
-    let end = |cancelled: bool| {
-        if cancelled {
-            PumpEnd::Cancelled
-        } else {
-            PumpEnd::Eof
-        }
-    };
-    loop {
-        tokio::select! {
-            read = events.next(), if stdout_open => {
-                let Some(read) = read? else {
-                    if exited {
-                        return Ok(end(cancelled));
-                    }
-                    stdout_open = false;
+/// `wujie run`'s part of the session: every event goes to the run; a handoff is refused.
+struct RunFlow<'a> {
+    reporter: &'a Reporter,
+    target_id: &'a str,
+    to_adapter: AdapterStdin,
+}
+
+impl SessionFlow for RunFlow<'_> {
+    async fn on_lines(
+        &mut self,
+        read: ReadLines,
+        _stopping: bool,
+    ) -> Result<Option<String>, LocalRunError> {
+        let mut items = Vec::new();
+        let mut invalid = None;
+        for line in read.lines {
+            let line = match line {
+                Ok(line) => line,
+                Err(EventError {
+                    kind: EventErrorKind::UnknownHandoffMode { request_id, .. },
+                    ..
+                }) => {
+                    refuse_handoff(&self.to_adapter, &request_id).await;
                     continue;
-                };
-                close.on_output();
-                let mut items = Vec::new();
-                let mut invalid = None;
-                for line in read.lines {
-                    match line {
-                        Ok(line) => {
-                            for event in &line.events {
-                                if let Event::HandoffReady { request_id, .. } = event {
-                                    refuse_handoff(to_adapter, request_id).await;
-                                }
-                            }
-                            items.extend(
-                                items_for_line(target_id, line)
-                                    .into_iter()
-                                    .map(|i| (i, read.read_at_ms)),
-                            );
-                        }
-                        Err(EventError {
-                            kind: EventErrorKind::UnknownHandoffMode { request_id, .. },
-                            ..
-                        }) => refuse_handoff(to_adapter, &request_id).await,
-                        Err(e) => {
-                            invalid = Some(e.to_string());
-                            break;
-                        }
-                    }
                 }
-                reporter
-                    .record(target_id, items)
-                    .await
-                    .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-                // After a cancel, nothing the adapter's descendants print delays the end.
-                if !cancelled {
-                    life.on_output();
+                Err(e) => {
+                    invalid = Some(e.to_string());
+                    break;
                 }
-                if let Some(message) = invalid {
-                    return Ok(PumpEnd::Invalid(message));
+            };
+            for event in &line.events {
+                if let Event::HandoffReady { request_id, .. } = event {
+                    refuse_handoff(&self.to_adapter, request_id).await;
                 }
             }
-            input = next_input(&mut from_user), if from_user.is_some() => match input {
-                Some(bytes) => to_adapter.send(bytes).await,
-                // End of the user's input closes the adapter's stdin too.
-                None => {
-                    from_user = None;
-                    close.arm();
-                }
-            },
-            () = close.due(), if close.is_armed() => to_adapter.close().await,
-            () = signals.recv() => {
-                if cancelled {
-                    adapter.signal(Signal::SIGKILL);
-                } else {
-                    cancelled = true;
-                    adapter.signal(Signal::SIGTERM);
-                    kill_at.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
-                }
-            }
-            () = &mut kill_at, if cancelled => adapter.signal(Signal::SIGKILL),
-            change = life.next(adapter) => match change {
-                AdapterLife::Exited if !stdout_open => return Ok(end(cancelled)),
-                AdapterLife::Exited => exited = true,
-                AdapterLife::StdoutAbandoned => {
-                    eprintln!("wujie: {STDOUT_ABANDONED}");
-                    return Ok(end(cancelled));
-                }
-            },
+            let at = read.read_at_ms;
+            items.extend(
+                items_for_line(self.target_id, line)
+                    .into_iter()
+                    .map(|i| (i, at)),
+            );
         }
+        self.reporter
+            .record(self.target_id, items)
+            .await
+            .map_err(LocalRunError::reporter(
+                "cannot record the adapter's events",
+            ))?;
+        Ok(invalid)
+    }
+
+    async fn say(&mut self, message: String) {
+        eprintln!("wujie: {message}");
     }
 }
 

@@ -1,19 +1,17 @@
-//! Plumbing shared by every way of driving an adapter (`run`, `discuss`): its environment, its
-//! stdout as decoded event lines, its stdin fed by one writer, and the user's stop signals.
+//! Plumbing of an adapter session ([`crate::adapter_session`]): the adapter's environment, its
+//! stdout as decoded event lines, when its stdin closes, and the user's stop signals.
+
+use std::path::Path;
 
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
-use wujie_host::user_input::UserInput;
-use wujie_host::{
-    AdapterStdin, HostEvent, StdinSink, TerminalHost, sleep_until_opt, stdin_is_terminal,
-    terminal_size,
-};
+use wujie_host::{HostEvent, TerminalHost, sleep_until_opt};
 use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, DecodedLine, EventError, LineDecoder};
 use wujie_store::outbox::now_ms;
 
 use crate::error::LocalRunError;
-use crate::registry::Provider;
+use crate::registry::{AdapterCommand, Provider};
 use crate::supervisor::{Adapter, SpawnSpec};
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
@@ -63,6 +61,23 @@ pub fn adapter_env(
     env
 }
 
+/// How to start the adapter: its command with the user's arguments after its own, in `cwd`.
+pub fn spawn_spec(
+    command: &AdapterCommand,
+    user_args: &[String],
+    cwd: &Path,
+    env: Vec<(String, String)>,
+) -> SpawnSpec {
+    let mut args = command.leading_args.clone();
+    args.extend(user_args.iter().cloned());
+    SpawnSpec {
+        program: command.program.clone(),
+        args,
+        cwd: cwd.to_path_buf(),
+        env,
+    }
+}
+
 /// Revokes the token handed to the adapter once its session is over, so nothing it left behind
 /// reads on with it. Best effort: a run's token also dies when the run's end is recorded, a
 /// discussion's when it is promoted.
@@ -99,7 +114,7 @@ impl StdoutEvents {
         let stdout = adapter
             .stdout
             .take()
-            .ok_or_else(|| LocalRunError::Invalid("adapter stdout is not captured".to_owned()))?;
+            .ok_or(LocalRunError::StdoutNotCaptured)?;
         Ok(StdoutEvents::new(stdout))
     }
 
@@ -122,7 +137,10 @@ impl StdoutEvents {
             .stdout
             .read(&mut self.buf)
             .await
-            .map_err(|e| LocalRunError::Invalid(format!("reading adapter stdout: {e}")))?;
+            .map_err(|source| LocalRunError::Adapter {
+                doing: "cannot read the adapter's stdout",
+                source,
+            })?;
         let read_at_ms = now_ms();
         let lines = if n == 0 {
             self.done = true;
@@ -143,8 +161,7 @@ pub struct StopSignals {
 
 impl StopSignals {
     pub fn install() -> Result<StopSignals, LocalRunError> {
-        let sig =
-            |kind| signal(kind).map_err(|e| LocalRunError::Invalid(format!("signal handler: {e}")));
+        let sig = |kind| signal(kind).map_err(LocalRunError::Signals);
         Ok(StopSignals {
             int: sig(SignalKind::interrupt())?,
             term: sig(SignalKind::terminate())?,
@@ -161,44 +178,6 @@ impl StopSignals {
     }
 }
 
-/// An adapter that was started, with the way the user reaches it.
-pub struct Started {
-    pub adapter: Adapter,
-    /// The single writer of the adapter's stdin (a pipe, or its PTY).
-    pub to_adapter: AdapterStdin,
-    /// For `interactive_pty` providers: the terminal host that relays the user's terminal.
-    pub host: Option<TerminalHost>,
-}
-
-impl Started {
-    /// Start the adapter the way its manifest asks: on a PTY behind the terminal host for
-    /// `interactive_pty` providers (`menu` enables the `/wujie` menu), else on pipes.
-    pub fn spawn(
-        spec: &SpawnSpec,
-        provider: &Provider,
-        menu: bool,
-    ) -> Result<Started, LocalRunError> {
-        if provider.manifest.capabilities.interactive_pty {
-            let size = terminal_size();
-            let terminal = TerminalHost::prepare(size, menu)?;
-            let (adapter, pty) = Adapter::spawn_pty(spec, size, !stdin_is_terminal())?;
-            let (host, to_adapter) = TerminalHost::start(pty, terminal)?;
-            return Ok(Started {
-                adapter,
-                to_adapter,
-                host: Some(host),
-            });
-        }
-        let mut adapter = Adapter::spawn(spec)?;
-        let to_adapter = AdapterStdin::spawn(adapter.stdin.take().map(StdinSink::Pipe));
-        Ok(Started {
-            adapter,
-            to_adapter,
-            host: None,
-        })
-    }
-}
-
 /// The next event from the terminal host; never resolves without a host or once it ended.
 pub async fn host_event(host: &mut Option<TerminalHost>) -> HostEvent {
     if let Some(host) = host
@@ -207,20 +186,6 @@ pub async fn host_event(host: &mut Option<TerminalHost>) -> HostEvent {
         return event;
     }
     std::future::pending().await
-}
-
-/// The user's stdin for a pump that forwards it itself (adapters on pipes); `None` when the
-/// terminal host relays the user's input.
-pub fn pipe_input(host: &Option<TerminalHost>) -> Option<UserInput> {
-    host.is_none().then(UserInput::spawn)
-}
-
-/// The next chunk of the user's input; never resolves without a reader.
-pub async fn next_input(from_user: &mut Option<UserInput>) -> Option<Vec<u8>> {
-    match from_user {
-        Some(input) => input.recv().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// After the user's input ended, the adapter's stdin closes once the adapter has printed

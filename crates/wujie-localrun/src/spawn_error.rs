@@ -5,23 +5,32 @@
 use std::io::{self, Read};
 use std::path::Path;
 
+use crate::error::LocalRunError;
+
 /// The first line of a script is read at most this far.
 const SHEBANG_MAX: usize = 256;
 
-/// "could not start adapter PROGRAM: …", naming a missing interpreter when that is the cause.
-pub(crate) fn describe(program: &Path, e: &io::Error) -> String {
+/// "could not start adapter PROGRAM" with the system's error as its cause, or naming a
+/// missing interpreter when that is the cause (the system's "not found" would mislead).
+pub(crate) fn spawn_failed(program: &Path, e: io::Error) -> LocalRunError {
     let program_shown = program.display();
     if e.kind() == io::ErrorKind::NotFound
         && program.is_file()
         && let Some(interpreter) = shebang_interpreter(program)
         && !Path::new(&interpreter).is_file()
     {
-        return format!(
-            "could not start adapter {program_shown}: its interpreter {interpreter:?} (the \
-             script's #! line) does not exist; install it or correct the first line"
-        );
+        return LocalRunError::Spawn {
+            message: format!(
+                "could not start adapter {program_shown}: its interpreter {interpreter:?} (the \
+                 script's #! line) does not exist; install it or correct the first line"
+            ),
+            source: None,
+        };
     }
-    format!("could not start adapter {program_shown}: {e}")
+    LocalRunError::Spawn {
+        message: format!("could not start adapter {program_shown}"),
+        source: Some(e),
+    }
 }
 
 /// The interpreter named by the script's `#!` line, as written (a trailing `\r` kept, since it
@@ -53,12 +62,14 @@ mod tests {
         let script = dir.path().join("adapter");
         std::fs::write(&script, "#! /no/such/python3 -u\nprint()\n").unwrap();
         let e = io::Error::from(io::ErrorKind::NotFound);
-        let message = describe(&script, &e);
+        let describe =
+            |program: &Path| spawn_failed(program, io::Error::from(e.kind())).to_string();
+        let message = describe(&script);
         assert!(message.contains("\"/no/such/python3\""), "{message}");
         std::fs::write(&script, "#!/bin/sh\r\necho\r\n").unwrap();
-        let message = describe(&script, &e);
+        let message = describe(&script);
         assert!(message.contains("\"/bin/sh\\r\""), "{message}");
-        let missing = describe(&dir.path().join("gone"), &e);
+        let missing = describe(&dir.path().join("gone"));
         assert!(!missing.contains("interpreter"), "{missing}");
     }
 }

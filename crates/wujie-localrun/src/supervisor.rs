@@ -16,6 +16,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use wujie_term::TermSize;
 
 use crate::error::LocalRunError;
+use crate::spawn_error::spawn_failed;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
 /// from inside another run never sees its parent's context.
@@ -64,9 +65,7 @@ impl Adapter {
             cmd.env_remove(var);
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| LocalRunError::Invalid(crate::spawn_error::describe(&spec.program, &e)))?;
+        let mut child = cmd.spawn().map_err(|e| spawn_failed(&spec.program, e))?;
         Ok(Adapter {
             stdout: child.stdout.take(),
             stdin: child.stdin.take(),
@@ -84,11 +83,9 @@ impl Adapter {
         size: TermSize,
         raw: bool,
     ) -> Result<(Adapter, pty_process::Pty), LocalRunError> {
-        let failed = |e: pty_process::Error| {
-            LocalRunError::Invalid(format!(
-                "could not start adapter {} on a terminal: {e}",
-                spec.program.display()
-            ))
+        let failed = |source: pty_process::Error| LocalRunError::SpawnPty {
+            program: spec.program.clone(),
+            source,
         };
         let (pty, pts) = pty_process::open().map_err(failed)?;
         pty.resize(pty_process::Size::new(size.rows, size.cols))
@@ -116,9 +113,7 @@ impl Adapter {
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .spawn(pts)
             .map_err(|e| match e {
-                pty_process::Error::Io(e) => {
-                    LocalRunError::Invalid(crate::spawn_error::describe(&spec.program, &e))
-                }
+                pty_process::Error::Io(e) => spawn_failed(&spec.program, e),
                 other => failed(other),
             })?;
         let adapter = Adapter {
@@ -146,6 +141,9 @@ impl Adapter {
         wujie_process::stop_group(&mut self.child, grace).await
     }
 }
+
+/// How long a stopped adapter gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// How long the adapter's stdout may stay open and silent after the adapter itself exited
 /// (held by something it started) before what is left of its group is killed, and again after

@@ -13,7 +13,7 @@ use serde::Serialize;
 use wujie_delivery::reporter::{Reporter, ReporterNotice, TargetRef};
 use wujie_protocol::api::{FinishRun, RunStatus};
 use wujie_store::REPORTER_STOPPED;
-use wujie_store::outbox::{Outbox, TargetKind};
+use wujie_store::outbox::{Outbox, TargetKind, TargetState};
 
 use crate::connection::Connection;
 use crate::error::LocalRunError;
@@ -50,15 +50,11 @@ fn kind_str(kind: TargetKind) -> &'static str {
     }
 }
 
-fn invalid(e: wujie_store::outbox::OutboxError) -> LocalRunError {
-    LocalRunError::Invalid(e.to_string())
-}
-
 pub async fn status(outbox: &Outbox) -> Result<Vec<TargetStatus>, LocalRunError> {
     let targets = outbox
         .targets()
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::outbox("cannot list the outbox's targets"))?;
     Ok(targets
         .iter()
         .map(|t| TargetStatus {
@@ -90,7 +86,7 @@ pub async fn sync(
     let targets = outbox
         .targets()
         .await
-        .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
+        .map_err(LocalRunError::outbox("cannot list the outbox's targets"))?;
     let mut out = Vec::new();
     let mut connections: Vec<(String, Connection)> = Vec::new();
     for listed in targets {
@@ -100,11 +96,24 @@ pub async fn sync(
         }
         // Held until this target is done: a live reporter keeps it, and two syncs never
         // deliver one target at the same time.
-        let Some(_owner) = outbox.claim(&listed.id).map_err(invalid)? else {
+        let Some(_owner) = outbox
+            .claim(&listed.id)
+            .map_err(LocalRunError::outbox(format!(
+                "cannot claim {}",
+                listed.label
+            )))?
+        else {
             continue;
         };
         // What the previous owner left, read again now that nobody else can change it.
-        let Some(t) = outbox.target(&listed.id).await.map_err(invalid)? else {
+        let Some(t) = outbox
+            .target(&listed.id)
+            .await
+            .map_err(LocalRunError::outbox(format!(
+                "cannot read {}",
+                listed.label
+            )))?
+        else {
             outbox.forget_lock_file(&listed.id);
             continue;
         };
@@ -112,71 +121,94 @@ pub async fn sync(
         if t.pending == 0 && !needs_finish {
             continue;
         }
-        let conn = match connections.iter().position(|(l, _)| *l == t.server_url) {
-            Some(i) => &connections[i].1,
-            None => match Connection::for_label(profile, &t.server_url).await {
-                Ok(c) => {
-                    connections.push((t.server_url.clone(), c));
-                    &connections.last().expect("just pushed").1
-                }
-                Err(e) => {
-                    out.push(SyncedTarget {
-                        id: t.id.clone(),
-                        label: t.label.clone(),
-                        delivered: 0,
-                        pending: t.pending,
-                        failed: t.failed,
-                        finished: false,
-                        error: Some(e.to_string()),
-                    });
-                    continue;
-                }
-            },
-        };
-        let reporter = Reporter::start(
-            outbox.clone(),
-            conn.client.clone(),
-            TargetRef {
-                id: t.id.clone(),
-                kind: t.kind,
-            },
-            notice.clone(),
-        );
-        if needs_finish {
-            let finish = t
-                .finish_json
-                .as_deref()
-                .and_then(|j| serde_json::from_str::<FinishRun>(j).ok())
-                .unwrap_or(FinishRun {
-                    status: RunStatus::Failed,
-                    exit_code: None,
-                    error: Some(REPORTER_STOPPED.to_owned()),
+        let conn = match connection_for(&mut connections, profile, &t.server_url).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                out.push(SyncedTarget {
+                    id: t.id.clone(),
+                    label: t.label.clone(),
+                    delivered: 0,
+                    pending: t.pending,
+                    failed: t.failed,
+                    finished: false,
+                    error: Some(e.to_string()),
                 });
-            reporter
-                .finish(&t.id, finish)
-                .await
-                .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-        }
-        let label = t.label.clone();
-        let summary = reporter
-            .close(idle_timeout, |left| progress(&label, left))
-            .await
-            .map_err(|e| LocalRunError::Invalid(e.to_string()))?;
-        if t.kind == TargetKind::Discussion && summary.pending == 0 {
-            let _ = outbox.finish_delivered(&t.id).await;
-        }
-        out.push(SyncedTarget {
-            id: t.id,
-            label: t.label,
-            delivered: summary.stats.delivered,
-            pending: summary.pending,
-            failed: summary.failed,
-            finished: needs_finish && summary.finish_delivered,
-            error: None,
-        });
+                continue;
+            }
+        };
+        out.push(deliver(outbox, conn, t, notice.clone(), idle_timeout, progress).await?);
     }
     for (_, c) in connections {
         c.close().await;
     }
     Ok(out)
+}
+
+/// The connection to the server a target was recorded for, made once per sync.
+async fn connection_for<'c>(
+    connections: &'c mut Vec<(String, Connection)>,
+    profile: &Profile,
+    label: &str,
+) -> Result<&'c Connection, LocalRunError> {
+    if let Some(i) = connections.iter().position(|(l, _)| l == label) {
+        return Ok(&connections[i].1);
+    }
+    let conn = Connection::for_label(profile, label).await?;
+    connections.push((label.to_owned(), conn));
+    Ok(&connections.last().expect("just pushed").1)
+}
+
+/// Deliver one claimed target: its end first when the reporter that owned it never sent it.
+async fn deliver(
+    outbox: &Outbox,
+    conn: &Connection,
+    t: TargetState,
+    notice: Arc<dyn ReporterNotice>,
+    idle_timeout: Duration,
+    progress: &mut (dyn FnMut(&str, i64) + Send),
+) -> Result<SyncedTarget, LocalRunError> {
+    let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
+    let target = TargetRef {
+        id: t.id.clone(),
+        kind: t.kind,
+    };
+    let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target, notice);
+    if needs_finish {
+        let finish = t
+            .finish_json
+            .as_deref()
+            .and_then(|j| serde_json::from_str::<FinishRun>(j).ok())
+            .unwrap_or(FinishRun {
+                status: RunStatus::Failed,
+                exit_code: None,
+                error: Some(REPORTER_STOPPED.to_owned()),
+            });
+        reporter
+            .finish(&t.id, finish)
+            .await
+            .map_err(LocalRunError::reporter(format!(
+                "cannot record the end of {}",
+                t.label
+            )))?;
+    }
+    let label = t.label.clone();
+    let summary = reporter
+        .close(idle_timeout, |left| progress(&label, left))
+        .await
+        .map_err(LocalRunError::reporter(format!(
+            "cannot deliver the events of {}",
+            t.label
+        )))?;
+    if t.kind == TargetKind::Discussion && summary.pending == 0 {
+        let _ = outbox.finish_delivered(&t.id).await;
+    }
+    Ok(SyncedTarget {
+        id: t.id,
+        label: t.label,
+        delivered: summary.stats.delivered,
+        pending: summary.pending,
+        failed: summary.failed,
+        finished: needs_finish && summary.finish_delivered,
+        error: None,
+    })
 }

@@ -36,27 +36,70 @@ pub struct Turn {
 /// (an agent comment) or the error, then finish it as succeeded or failed. Keys are per run, so
 /// a retried call stores nothing twice.
 pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientError> {
-    let created = client
-        .create_run(
-            &turn.issue,
-            &CreateRun {
-                provider: turn.agent_cli.clone(),
-                cwd: turn.workdir.clone(),
-            },
-        )
-        .await?;
-    let run_id = created.run.id;
-    let item = |mut message: Message, suffix: &str| {
-        let source_key = format!("session:{}:run:{run_id}:{suffix}", turn.session_id);
-        message.source = turn.label.clone();
-        message.source_key = source_key.clone();
-        IngestItem {
-            source: turn.label.clone(),
-            source_key,
-            event: Event::Message(message),
-        }
+    let create = CreateRun {
+        provider: turn.agent_cli.clone(),
+        cwd: turn.workdir.clone(),
     };
-    let message = |kind: MessageKind| Message {
+    let run_id = client.create_run(&turn.issue, &create).await?.run.id;
+    let items = turn_messages(turn)
+        .into_iter()
+        .map(|(suffix, message)| keyed(turn, &run_id, message, &suffix))
+        .collect();
+    client
+        .ingest_run_events(&run_id, &IngestBatch { items })
+        .await?;
+    let (status, error) = match &turn.outcome {
+        TurnOutcome::Replied(_) => (RunStatus::Succeeded, None),
+        TurnOutcome::Failed(error) => (RunStatus::Failed, Some(error.clone())),
+    };
+    let finish = FinishRun {
+        status,
+        exit_code: None,
+        error,
+    };
+    client.finish_run(&run_id, &finish).await?;
+    Ok(run_id)
+}
+
+/// The turn's messages in order, each with the end of its key.
+fn turn_messages(turn: &Turn) -> Vec<(String, Message)> {
+    let mut messages = vec![(
+        "user".to_owned(),
+        Message {
+            content: Some(turn.prompt.clone()),
+            ..blank(MessageKind::UserInput)
+        },
+    )];
+    for (n, call) in turn.tool_calls.iter().enumerate() {
+        let tool_use = Message {
+            tool: Some(call.tool.clone()),
+            input: Some(call.input.clone().unwrap_or_default()),
+            ..blank(MessageKind::ToolUse)
+        };
+        messages.push((format!("tool:{n}"), tool_use));
+        if let Some(output) = &call.output {
+            let result = Message {
+                tool: Some(call.tool.clone()),
+                output: Some(output.clone()),
+                ..blank(MessageKind::ToolResult)
+            };
+            messages.push((format!("tool:{n}:result"), result));
+        }
+    }
+    let (suffix, kind, content) = match &turn.outcome {
+        TurnOutcome::Replied(reply) => ("final", MessageKind::Final, reply),
+        TurnOutcome::Failed(error) => ("error", MessageKind::Error, error),
+    };
+    let last = Message {
+        content: Some(content.clone()),
+        ..blank(kind)
+    };
+    messages.push((suffix.to_owned(), last));
+    messages
+}
+
+fn blank(kind: MessageKind) -> Message {
+    Message {
         kind,
         content: None,
         tool: None,
@@ -64,68 +107,17 @@ pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientE
         output: None,
         source: String::new(),
         source_key: String::new(),
-    };
-    let mut items = vec![item(
-        Message {
-            content: Some(turn.prompt.clone()),
-            ..message(MessageKind::UserInput)
-        },
-        "user",
-    )];
-    for (n, call) in turn.tool_calls.iter().enumerate() {
-        items.push(item(
-            Message {
-                tool: Some(call.tool.clone()),
-                input: Some(call.input.clone().unwrap_or_default()),
-                ..message(MessageKind::ToolUse)
-            },
-            &format!("tool:{n}"),
-        ));
-        if let Some(output) = &call.output {
-            items.push(item(
-                Message {
-                    tool: Some(call.tool.clone()),
-                    output: Some(output.clone()),
-                    ..message(MessageKind::ToolResult)
-                },
-                &format!("tool:{n}:result"),
-            ));
-        }
     }
-    let (status, error) = match &turn.outcome {
-        TurnOutcome::Replied(reply) => {
-            items.push(item(
-                Message {
-                    content: Some(reply.clone()),
-                    ..message(MessageKind::Final)
-                },
-                "final",
-            ));
-            (RunStatus::Succeeded, None)
-        }
-        TurnOutcome::Failed(error) => {
-            items.push(item(
-                Message {
-                    content: Some(error.clone()),
-                    ..message(MessageKind::Error)
-                },
-                "error",
-            ));
-            (RunStatus::Failed, Some(error.clone()))
-        }
-    };
-    client
-        .ingest_run_events(&run_id, &IngestBatch { items })
-        .await?;
-    client
-        .finish_run(
-            &run_id,
-            &FinishRun {
-                status,
-                exit_code: None,
-                error,
-            },
-        )
-        .await?;
-    Ok(run_id)
+}
+
+/// A message of the turn as an item of the run, keyed by the backend session and the run.
+fn keyed(turn: &Turn, run_id: &str, mut message: Message, suffix: &str) -> IngestItem {
+    let source_key = format!("session:{}:run:{run_id}:{suffix}", turn.session_id);
+    message.source = turn.label.clone();
+    message.source_key = source_key.clone();
+    IngestItem {
+        source: turn.label.clone(),
+        source_key,
+        event: Event::Message(message),
+    }
 }
