@@ -56,6 +56,8 @@ pub enum Command {
     LocalRun(LocalRunCommand),
     /// Serve the profile's database over HTTP (loopback by default).
     Server(ServerArgs),
+    /// Token usage and cost across the workspace, per provider and model.
+    Cost,
     /// Mint API tokens for other machines.
     #[command(subcommand)]
     Token(TokenCommand),

@@ -83,3 +83,54 @@ fn a_malformed_price_table_is_named() {
     assert!(err.contains("are not a price table"), "{err}");
     assert!(err.contains("config.json"), "{err}");
 }
+
+#[test]
+fn the_workspace_cost_adds_up_every_issue_per_model() {
+    let env = Env::new();
+    let empty = env.ok(&["cost"]);
+    assert!(empty.contains("No usage yet"), "{empty}");
+    assert_eq!(
+        env.json(&["cost"]),
+        serde_json::json!({"usage": [], "cost": {"usd": 0.0, "priced_usd": 0.0, "unpriced_models": []}})
+    );
+
+    usage_plugin(&env, "sonnet", "anthropic", "claude-sonnet-4-5");
+    usage_plugin(&env, "llama", "local", "llama");
+    let first = env.create_issue("Cost one");
+    let second = env.create_issue("Cost two");
+    env.ok(&["run", &first, "--", "sonnet"]);
+    env.ok(&["run", &second, "--", "sonnet"]);
+    env.ok(&["run", &second, "--", "llama"]);
+
+    let doc = env.json(&["cost"]);
+    let usage = doc["usage"].as_array().expect("usage rows");
+    assert_eq!(usage.len(), 2, "{doc:#}");
+    let sonnet = usage
+        .iter()
+        .find(|u| u["model"] == "claude-sonnet-4-5")
+        .expect("the sonnet row");
+    // Two runs of one usage event each, summed.
+    assert_eq!(sonnet["input_tokens"], 2000, "{doc:#}");
+    assert_eq!(sonnet["output_tokens"], 1000, "{doc:#}");
+    assert_eq!(sonnet["cache_read_tokens"], 4000, "{doc:#}");
+    let priced = 2.0 * (0.003 + 0.0075 + 0.0006);
+    assert!((sonnet["cost"]["usd"].as_f64().unwrap() - priced).abs() < 1e-12);
+    let llama = usage.iter().find(|u| u["model"] == "llama").expect("llama");
+    assert!(llama["cost"]["usd"].is_null(), "{doc:#}");
+    assert!(doc["cost"]["usd"].is_null(), "{doc:#}");
+    assert!((doc["cost"]["priced_usd"].as_f64().unwrap() - priced).abs() < 1e-12);
+    assert_eq!(
+        doc["cost"]["unpriced_models"],
+        serde_json::json!(["local/llama"])
+    );
+
+    let text = env.ok(&["cost"]);
+    assert!(text.contains("anthropic/claude-sonnet-4-5"), "{text}");
+    assert!(text.contains("$0.0222"), "{text}");
+    assert!(text.contains("local/llama"), "{text}");
+    assert!(text.contains("unknown (no price)"), "{text}");
+    assert!(
+        text.contains("Workspace cost: $0.0222 + unknown (no price for local/llama"),
+        "{text}"
+    );
+}

@@ -258,6 +258,11 @@ impl Client {
         self.call(Method::GET, "/workspace", None).await
     }
 
+    /// The workspace's usage, summed per provider and model.
+    pub async fn workspace_usage(&self) -> Result<Vec<wujie_protocol::event::Usage>, ClientError> {
+        self.call(Method::GET, "/workspace/usage", None).await
+    }
+
     pub async fn create_issue(&self, req: &CreateIssue) -> Result<IssueDetail, ClientError> {
         self.call(Method::POST, "/issues", Some(req)).await
     }

@@ -79,8 +79,9 @@ fn main() {
                 )
                 .await
                 .expect("run");
-            let reporter =
-                Client::new(&server.url(), Token::new(created.token)).expect("client");
+            // Events are reported with a user token (the reporter's credential); the run's
+            // own token is the adapter's, which may only read.
+            let reporter = client.clone();
             let prepared: Vec<IngestBatch> = (0..batches).map(|b| batch(r, b, size)).collect();
             work.push((reporter, created.run.id, prepared));
         }

@@ -13,7 +13,7 @@ use crate::sse;
     info(title = "Wujie API", version = "1", description = "Issues worked on by local coding agents. \
         Every route but health and this document needs `Authorization: Bearer <token>`."),
     paths(
-        meta::health, meta::openapi, meta::workspace,
+        meta::health, meta::openapi, meta::workspace, meta::workspace_usage,
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,

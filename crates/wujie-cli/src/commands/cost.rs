@@ -44,3 +44,55 @@ pub fn cost_text(cost: &Cost) -> String {
         )
     }
 }
+
+/// `wujie cost`: the workspace's usage per provider and model with what each cost, then the
+/// total. JSON: `{"usage": [{provider, model, …tokens, cost}], "cost": {…}}`.
+pub async fn workspace(ctx: &crate::context::Context) -> anyhow::Result<()> {
+    use crate::output::{inline, outln, print_json};
+    let conn = ctx.connect().await?;
+    let usage = conn.client.workspace_usage().await?;
+    let prices = ctx.prices()?;
+    let total = prices.cost(&usage);
+    if ctx.json() {
+        let mut rows = Vec::with_capacity(usage.len());
+        for u in &usage {
+            let mut row = serde_json::to_value(u)?;
+            if let Some(obj) = row.as_object_mut() {
+                obj.insert("cost".into(), cost_json(&prices.cost(std::iter::once(u))));
+            }
+            rows.push(row);
+        }
+        return print_json(&json!({ "usage": rows, "cost": cost_json(&total) }));
+    }
+    if usage.is_empty() {
+        outln!("No usage yet: runs and discussions report it as their agents work.");
+        return Ok(());
+    }
+    outln!(
+        "{:<28} {:>12} {:>12} {:>12} {:>12}  COST",
+        "PROVIDER/MODEL",
+        "INPUT",
+        "OUTPUT",
+        "CACHE READ",
+        "CACHE WRITE"
+    );
+    for u in &usage {
+        let cost = prices.cost(std::iter::once(u));
+        let unpriced = if cost.unpriced_models.is_empty() {
+            ""
+        } else {
+            " (no price)"
+        };
+        outln!(
+            "{:<28} {:>12} {:>12} {:>12} {:>12}  {}{unpriced}",
+            inline(&format!("{}/{}", u.provider, u.model)),
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            cost.text(),
+        );
+    }
+    outln!("\nWorkspace cost: {}", inline(&cost_text(&total)));
+    Ok(())
+}

@@ -39,6 +39,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Token(cmd) => auth::token(&ctx, cmd).await.map(|()| 0),
         Command::Login(args) => auth::login(&ctx, args).await.map(|()| 0),
         Command::Demo => demo::run(&ctx).await,
+        Command::Cost => cost::workspace(&ctx).await.map(|()| 0),
         Command::Branch(cmd) => {
             let (observer, delivery) = IssueTurns::start(&ctx);
             let result =

@@ -25,6 +25,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/health", get(meta::health))
         .route("/openapi.json", get(meta::openapi))
         .route("/workspace", get(meta::workspace))
+        .route("/workspace/usage", get(meta::workspace_usage))
         .route(
             "/issues",
             post(issues::create_issue).get(issues::list_issues),
