@@ -254,6 +254,11 @@ pub struct ServerArgs {
     /// Refuse single events larger than this many bytes.
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
     pub max_event_bytes: usize,
+    /// The database to serve: a postgres://USER:PASSWORD@HOST:PORT/DB URL (several servers
+    /// may share one) or a SQLite file. Default: WUJIE_DATABASE_URL, else the profile config's
+    /// `database`, else the profile's SQLite file.
+    #[arg(long)]
+    pub database: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,7 +8,7 @@
 
 use wujie_client::{Client, Token};
 use wujie_server::{EmbeddedServer, ServerConfig};
-use wujie_store::{Store, StoreOptions};
+use wujie_store::{Database, Store, StoreError, StoreOptions};
 
 use crate::error::LocalRunError;
 use crate::profile::Profile;
@@ -116,11 +116,40 @@ impl Connection {
     }
 }
 
+/// The database of `profile`: `WUJIE_DATABASE_URL` when set, else the `database` of the
+/// profile's config, else the profile's SQLite file.
+pub fn profile_database(profile: &Profile) -> Result<Database, LocalRunError> {
+    let named = match std::env::var("WUJIE_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some((url, "WUJIE_DATABASE_URL".to_owned())),
+        _ => profile
+            .load_config()?
+            .database
+            .map(|url| (url, profile.config_path().display().to_string())),
+    };
+    match named {
+        Some((text, from)) => Database::parse(&text)
+            .map_err(|e| LocalRunError::Invalid(format!("the database named in {from}: {e}"))),
+        None => Ok(Database::Sqlite(profile.database_path())),
+    }
+}
+
 pub async fn open_store(profile: &Profile, options: StoreOptions) -> Result<Store, LocalRunError> {
-    let path = profile.database_path();
-    Store::open_with(&path, options).await.map_err(|e| {
-        LocalRunError::Invalid(format!("cannot open database {}: {e}", path.display()))
-    })
+    open_database(&profile_database(profile)?, options).await
+}
+
+pub async fn open_database(
+    database: &Database,
+    options: StoreOptions,
+) -> Result<Store, LocalRunError> {
+    Store::open_database(database, options)
+        .await
+        .map_err(|e| match e {
+            // Names the database (without its password) itself.
+            StoreError::Connect { .. } => LocalRunError::Invalid(e.to_string()),
+            e => {
+                LocalRunError::Invalid(format!("cannot open database {}: {e}", database.describe()))
+            }
+        })
 }
 
 /// The profile's own user token: reused while the database still knows it, minted otherwise.

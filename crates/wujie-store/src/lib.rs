@@ -157,6 +157,9 @@ impl StoreOptions {
     };
 }
 
+/// How long connecting to a PostgreSQL server may take before it counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Store {
     /// Opens (creating the file and its parent directories if needed) the SQLite database at
     /// `path`, applies the embedded migrations and creates the default workspace.
@@ -225,9 +228,21 @@ impl Store {
             source,
         };
         let options = AnyConnectOptions::from_str(url).map_err(connect_error)?;
+        // A pool retries a failing connect until its acquire timeout and then only says that
+        // it timed out; one plain connection first says why (refused, unknown host, password).
+        let probe = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+            .await
+            .unwrap_or_else(|_| {
+                Err(sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+                )))
+            })
+            .map_err(connect_error)?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = AnyPoolOptions::new()
             .max_connections(tuning.pg_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(connect_error)?;
