@@ -26,7 +26,8 @@ pub struct Global {
     /// Profile to use (its own config, credentials and database).
     #[arg(long, global = true, env = "WUJIE_PROFILE", default_value = "default")]
     pub profile: String,
-    /// Talk to this Wujie server instead of the profile's default.
+    /// Talk to this Wujie server instead of the profile's default. Replicas of one team
+    /// server as URL,URL,…: a replica that does not answer is skipped.
     #[arg(long, global = true)]
     pub server: Option<String>,
 }

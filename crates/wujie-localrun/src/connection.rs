@@ -63,9 +63,10 @@ impl Connection {
         let client = Client::new(&url, Token::new(token))
             .map_err(|e| LocalRunError::Invalid(format!("cannot use server {url}: {e}")))?;
         Ok(Connection {
+            // One URL for the adapter's environment, also when `url` lists several replicas.
+            url: client.base_url().to_owned(),
             client,
-            server_label: url.clone(),
-            url,
+            server_label: url,
             embedded: None,
         })
     }
