@@ -266,8 +266,19 @@ pub struct ServerArgs {
 pub enum TokenCommand {
     /// Mint a user token (shown once) for `wujie login` on another machine.
     Create {
+        /// Who or what it is for (a person, a laptop); `token list` shows it.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// Stop working after this long: a number and s, m, h, d or w (e.g. 30d, 12h).
+        #[arg(long, value_parser = crate::commands::auth::parse_expiry)]
+        expires: Option<std::time::Duration>,
+    },
+    /// The user tokens: names, created, last used, expiry, status (never the secrets).
+    List,
+    /// Revoke a token, by the id or the name `token list` shows; refused at once everywhere.
+    Revoke {
+        /// The token's id, or its name if no other token has it.
+        token: String,
     },
 }
 

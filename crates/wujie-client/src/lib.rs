@@ -13,7 +13,7 @@ use wujie_protocol::api::{
     ApiError, BrowserLogin, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun,
     CreateToken, CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun,
     FinishedRun, IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
-    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, Workspace,
+    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, TokenInfo, Workspace,
 };
 
 mod feed;
@@ -456,6 +456,18 @@ impl Client {
 
     pub async fn create_token(&self, req: &CreateToken) -> Result<CreatedToken, ClientError> {
         self.call(Method::POST, "/tokens", Some(req)).await
+    }
+
+    /// Every user token (names, dates, status; never a secret).
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, ClientError> {
+        self.call(Method::GET, "/tokens", None).await
+    }
+
+    /// Revokes the token with this id: later requests with it get 401, on every replica.
+    pub async fn revoke_token(&self, id: &str) -> Result<(), ClientError> {
+        let path = format!("/tokens/{}", segment(id));
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
     }
 
     /// Revokes this client's own token: later requests with it get 401.

@@ -167,6 +167,7 @@ impl Store {
             id: token_id,
             name,
             token,
+            expires_at: None,
         })
     }
 
