@@ -149,3 +149,49 @@ fn a_token_revoked_or_expired_through_one_replica_is_refused_by_the_other_at_onc
     assert_eq!(listed(&tokens, "brief")["status"], "expired");
     assert_eq!(listed(&tokens, "carol laptop")["status"], "revoked");
 }
+
+/// The `by` of each change in the replay of `key`'s live feed on `server`, in order.
+fn writers_of(server: &str, token: &str, key: &str) -> Vec<(String, Option<String>)> {
+    use std::io::BufRead;
+    let feed = reqwest::blocking::Client::new()
+        .get(format!("{server}/api/v1/issues/{key}/events"))
+        .bearer_auth(token)
+        .send()
+        .expect("feed");
+    assert_eq!(feed.status(), 200);
+    let mut changes = Vec::new();
+    let mut event = String::new();
+    for line in std::io::BufReader::new(feed).lines() {
+        let line = line.expect("feed line");
+        if let Some(name) = line.strip_prefix("event: ") {
+            if name == "live" {
+                break;
+            }
+            event = name.to_owned();
+        } else if let Some(data) = line.strip_prefix("data: ")
+            && event == "issue"
+        {
+            let change: Value = serde_json::from_str(data).expect("JSON");
+            changes.push((
+                change["change"]["type"].as_str().expect("type").to_owned(),
+                change["by"].as_str().map(str::to_owned),
+            ));
+        }
+    }
+    changes
+}
+
+#[test]
+fn what_a_laptop_writes_records_the_name_of_its_token() {
+    let team = Env::new();
+    let server = Server::start(&team, &[]);
+    let alice = team.json(&["token", "create", "--name", "alice"]);
+    let alice = alice["token"].as_str().expect("secret").to_owned();
+    let laptop = Env::new();
+    laptop.ok(&["--server", &server.url, "login", "--token", &alice]);
+    let key = laptop.create_issue("from alice's laptop");
+    laptop.ok(&["issue", "comment", &key, "alice was here"]);
+    let changes = writers_of(&server.url, &alice, &key);
+    let by_alice = |what: &str| (what.to_owned(), Some("alice".to_owned()));
+    assert_eq!(changes, [by_alice("created"), by_alice("comment")]);
+}

@@ -485,6 +485,10 @@ pub struct IssueEvent {
     pub issue_id: String,
     pub issue_key: String,
     pub author: Author,
+    /// The name of the user token whose request made the change; absent for changes the
+    /// server made itself (failing a silent run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     pub change: IssueChange,
     pub created_at: String,
 }

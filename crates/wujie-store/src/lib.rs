@@ -65,6 +65,9 @@ pub struct Store {
     changes: Arc<watch::Sender<u64>>,
     /// The PostgreSQL listener task; it ends when the last handle is dropped.
     _listener: Option<Arc<notify::Listener>>,
+    /// The user token this handle writes for ([`Store::written_by`]), recorded with every
+    /// change in the activity log.
+    author_token: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -79,6 +82,8 @@ pub(crate) struct WriteTx<'a> {
     pub(crate) backend: Backend,
     _guard: Option<MutexGuard<'a, ()>>,
     changes: &'a watch::Sender<u64>,
+    /// Whose request this is (a user token's id), for the activity log.
+    pub(crate) author_token: Option<&'a str>,
 }
 
 impl WriteTx<'_> {
@@ -279,6 +284,17 @@ impl Store {
             writer: Arc::new(Mutex::new(())),
             changes,
             _listener: listener,
+            author_token: None,
+        }
+    }
+
+    /// This store, writing for the user token `token_id`: every change it records in the
+    /// activity log names that token (and so its name) as who made it. Cheap: handles share
+    /// their connections.
+    pub fn written_by(&self, token_id: &str) -> Store {
+        Store {
+            author_token: Some(Arc::from(token_id)),
+            ..self.clone()
         }
     }
 
@@ -311,6 +327,7 @@ impl Store {
             backend: self.backend,
             _guard: guard,
             changes: &self.changes,
+            author_token: self.author_token.as_deref(),
         })
     }
 
