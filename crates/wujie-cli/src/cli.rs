@@ -26,7 +26,8 @@ pub struct Global {
     /// Profile to use (its own config, credentials and database).
     #[arg(long, global = true, env = "WUJIE_PROFILE", default_value = "default")]
     pub profile: String,
-    /// Talk to this Wujie server instead of the profile's default.
+    /// Talk to this Wujie server instead of the profile's default. Replicas of one team
+    /// server as URL,URL,…: a replica that does not answer is skipped.
     #[arg(long, global = true)]
     pub server: Option<String>,
 }
@@ -256,14 +257,30 @@ pub struct ServerArgs {
     /// Refuse single events larger than this many bytes.
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
     pub max_event_bytes: usize,
+    /// The database to serve: a postgres://USER:PASSWORD@HOST:PORT/DB URL (several servers
+    /// may share one) or a SQLite file. Default: WUJIE_DATABASE_URL, else the profile config's
+    /// `database`, else the profile's SQLite file.
+    #[arg(long)]
+    pub database: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
     /// Mint a user token (shown once) for `wujie login` on another machine.
     Create {
+        /// Who or what it is for (a person, a laptop); `token list` shows it.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// Stop working after this long: a number and s, m, h, d or w (e.g. 30d, 12h).
+        #[arg(long, value_parser = crate::commands::auth::parse_expiry)]
+        expires: Option<std::time::Duration>,
+    },
+    /// The user tokens: names, created, last used, expiry, status (never the secrets).
+    List,
+    /// Revoke a token, by the id or the name `token list` shows; refused at once everywhere.
+    Revoke {
+        /// The token's id, or its name if no other token has it.
+        token: String,
     },
 }
 

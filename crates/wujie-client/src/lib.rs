@@ -2,6 +2,7 @@
 //! route's path and the server's message, never the token.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Re-exported so callers can match on `ClientError` without depending on reqwest.
@@ -12,11 +13,13 @@ use wujie_protocol::api::{
     ApiError, BrowserLogin, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun,
     CreateToken, CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun,
     FinishedRun, IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
-    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, Workspace,
+    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, TokenInfo, Workspace,
 };
 
 mod feed;
+mod replicas;
 pub use feed::{FeedEvent, IssueFeed};
+use replicas::Replicas;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -110,18 +113,19 @@ impl ClientError {
     }
 }
 
-/// Client of one server with one token.
+/// Client of one server (or of several replicas of it) with one token. Clones share which
+/// replica they talk to.
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
-    base: String,
+    replicas: Arc<Replicas>,
     token: Token,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("base", &self.base)
+            .field("replicas", &self.replicas)
             .field("token", &self.token)
             .finish()
     }
@@ -141,52 +145,66 @@ fn segment(s: &str) -> String {
 }
 
 impl Client {
-    /// `base_url` is the server's root, e.g. `http://127.0.0.1:7070`.
+    /// `base_url` is the server's root, e.g. `http://127.0.0.1:7070`, or the roots of several
+    /// replicas of one server separated by commas: a request that cannot connect to one is
+    /// sent to the next, and after a request that got no answer the next request goes to the
+    /// next replica.
     pub fn new(base_url: &str, token: Token) -> Result<Client, ClientError> {
-        let base = base_url.trim_end_matches('/').to_string();
-        let parsed = reqwest::Url::parse(&base).map_err(|e| ClientError::InvalidUrl {
-            url: base_url.to_string(),
-            reason: e.to_string(),
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(ClientError::InvalidUrl {
-                url: base_url.to_string(),
-                reason: "the scheme must be http or https".into(),
-            });
-        }
+        let replicas = Arc::new(Replicas::parse(base_url)?);
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build()
             .map_err(|e| ClientError::Build(e.to_string()))?;
-        Ok(Client { http, base, token })
+        Ok(Client {
+            http,
+            replicas,
+            token,
+        })
     }
 
+    /// The root of the server (the replica) requests go to now.
     pub fn base_url(&self) -> &str {
-        &self.base
+        self.replicas.url(self.replicas.current())
     }
 
     async fn send(
         &self,
         method: Method,
         path: &str,
-        body: Option<Vec<u8>>,
+        mut body: Option<Vec<u8>>,
     ) -> Result<reqwest::Response, ClientError> {
-        let url = format!("{}/api/v1{path}", self.base);
-        let mut req = self
-            .http
-            .request(method.clone(), &url)
-            .bearer_auth(&self.token.0);
-        if let Some(bytes) = body {
-            req = req
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(bytes);
-        }
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| network_error(&method, path, e))?;
+        let first = self.replicas.current();
+        let mut attempt = 0;
+        let resp = loop {
+            let index = first + attempt;
+            let last = attempt + 1 == self.replicas.len();
+            let url = format!("{}/api/v1{path}", self.replicas.url(index));
+            let mut req = self
+                .http
+                .request(method.clone(), &url)
+                .bearer_auth(&self.token.0);
+            // Kept for the next replica while there is one.
+            let this_body = if last { body.take() } else { body.clone() };
+            if let Some(bytes) = this_body {
+                req = req
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(bytes);
+            }
+            match req.send().await {
+                Ok(resp) => {
+                    self.replicas.answered(index);
+                    break resp;
+                }
+                // Not connected, so nothing was sent: another replica may take any request.
+                Err(e) if e.is_connect() && !last => attempt += 1,
+                Err(e) => {
+                    self.replicas.failed(index);
+                    return Err(network_error(&method, path, e));
+                }
+            }
+        };
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -328,7 +346,7 @@ impl Client {
         last_event_id: Option<&str>,
     ) -> Result<IssueFeed, ClientError> {
         let path = format!("/issues/{}/events", segment(key_or_id));
-        let url = format!("{}/api/v1{path}", self.base);
+        let url = format!("{}/api/v1{path}", self.base_url());
         // No whole-request timeout: a feed lasts as long as its runs. The server's keep-alive
         // comments arrive far more often than the read timeout.
         let http = reqwest::Client::builder()
@@ -443,6 +461,18 @@ impl Client {
 
     pub async fn create_token(&self, req: &CreateToken) -> Result<CreatedToken, ClientError> {
         self.call(Method::POST, "/tokens", Some(req)).await
+    }
+
+    /// Every user token (names, dates, status; never a secret).
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, ClientError> {
+        self.call(Method::GET, "/tokens", None).await
+    }
+
+    /// Revokes the token with this id: later requests with it get 401, on every replica.
+    pub async fn revoke_token(&self, id: &str) -> Result<(), ClientError> {
+        let path = format!("/tokens/{}", segment(id));
+        self.send(Method::DELETE, &path, None).await?;
+        Ok(())
     }
 
     /// Revokes this client's own token: later requests with it get 401.

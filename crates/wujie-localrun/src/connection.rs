@@ -8,7 +8,7 @@
 
 use wujie_client::{Client, Token};
 use wujie_server::{EmbeddedServer, ServerConfig};
-use wujie_store::{Store, StoreOptions};
+use wujie_store::{Database, Store, StoreError, StoreOptions};
 
 use crate::error::LocalRunError;
 use crate::profile::Profile;
@@ -65,9 +65,10 @@ impl Connection {
         let client = Client::new(&url, Token::new(token))
             .map_err(LocalRunError::server(format!("cannot use server {url}")))?;
         Ok(Connection {
+            // One URL for the adapter's environment, also when `url` lists several replicas.
+            url: client.base_url().to_owned(),
             client,
-            server_label: url.clone(),
-            url,
+            server_label: url,
             embedded: None,
         })
     }
@@ -116,14 +117,41 @@ impl Connection {
     }
 }
 
+/// The database of `profile`: `WUJIE_DATABASE_URL` when set, else the `database` of the
+/// profile's config, else the profile's SQLite file.
+pub fn profile_database(profile: &Profile) -> Result<Database, LocalRunError> {
+    let named = match std::env::var("WUJIE_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some((url, "WUJIE_DATABASE_URL".to_owned())),
+        _ => profile
+            .load_config()?
+            .database
+            .map(|url| (url, profile.config_path().display().to_string())),
+    };
+    match named {
+        Some((text, from)) => Database::parse(&text)
+            .map_err(|source| LocalRunError::BadDatabaseUrl { from, source }),
+        None => Ok(Database::Sqlite(profile.database_path())),
+    }
+}
+
 pub async fn open_store(profile: &Profile, options: StoreOptions) -> Result<Store, LocalRunError> {
-    let path = profile.database_path();
-    Store::open_with(&path, options)
+    open_database(&profile_database(profile)?, options).await
+}
+
+pub async fn open_database(
+    database: &Database,
+    options: StoreOptions,
+) -> Result<Store, LocalRunError> {
+    Store::open_database(database, options)
         .await
-        .map_err(|source| LocalRunError::Database {
-            doing: "cannot open the database",
-            path,
-            source,
+        .map_err(|source| match source {
+            // Names the database (without its password) itself.
+            StoreError::Connect { .. } => LocalRunError::DatabaseUnreachable(source),
+            source => LocalRunError::Database {
+                doing: "cannot open the database",
+                database: database.describe(),
+                source,
+            },
         })
 }
 
@@ -140,7 +168,9 @@ pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, Loc
         .await
         .map_err(|source| LocalRunError::Database {
             doing: "cannot mint the profile's local token",
-            path: profile.database_path(),
+            database: profile_database(profile)
+                .map(|d| d.describe())
+                .unwrap_or_else(|_| profile.database_path().display().to_string()),
             source,
         })?
         .token;

@@ -89,10 +89,20 @@ pub enum LocalRunError {
         source: ReporterError,
     },
     /// The profile's database could not be opened or used.
-    #[error("{doing} ({path})")]
+    #[error("{doing} ({database})")]
     Database {
         doing: &'static str,
-        path: PathBuf,
+        /// The SQLite file, or the PostgreSQL URL without its password.
+        database: String,
+        #[source]
+        source: StoreError,
+    },
+    /// The database server could not be reached; the error names it (without its password).
+    #[error(transparent)]
+    DatabaseUnreachable(StoreError),
+    #[error("the database named in {from} is not usable")]
+    BadDatabaseUrl {
+        from: String,
         #[source]
         source: StoreError,
     },

@@ -166,6 +166,10 @@ impl Profile {
 pub struct Config {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerSetting>,
+    /// The database this profile's server (and embedded server) keeps its data in: a
+    /// `postgres://` URL for a team server; the profile's SQLite file when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
     #[serde(default)]
     pub localrun_providers: BTreeMap<String, ProviderEntry>,
     #[serde(flatten)]

@@ -257,7 +257,11 @@ pub struct CreateComment {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateToken {
+    /// Who or what the token is for (a person, a laptop); shown by `GET /tokens`.
     pub name: String,
+    /// The token stops working this many seconds after it is minted; never when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_secs: Option<u64>,
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -266,6 +270,31 @@ pub struct CreatedToken {
     pub id: String,
     pub name: String,
     pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// Whether a user token still works.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenStatus {
+    Active,
+    Expired,
+    Revoked,
+}
+
+/// A user token as `GET /tokens` lists it: never its secret (only its hash is stored).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    /// When a request last used it (to the minute); never when absent.
+    pub last_used_at: Option<String>,
+    pub expires_at: Option<String>,
+    pub status: TokenStatus,
 }
 
 /// Error body of every non-2xx answer.
@@ -456,6 +485,10 @@ pub struct IssueEvent {
     pub issue_id: String,
     pub issue_key: String,
     pub author: Author,
+    /// The name of the user token whose request made the change; absent for changes the
+    /// server made itself (failing a silent run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     pub change: IssueChange,
     pub created_at: String,
 }

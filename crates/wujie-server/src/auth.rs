@@ -54,6 +54,15 @@ impl Caller {
         }
     }
 
+    /// The store, writing for this caller: a user token's changes record that token as who
+    /// made them.
+    pub(crate) fn store(&self, state: &AppState) -> wujie_store::Store {
+        match &self.0 {
+            Principal::User { token_id } => state.store.written_by(token_id),
+            _ => state.store.clone(),
+        }
+    }
+
     pub(crate) fn is_user(&self) -> bool {
         matches!(self.0, Principal::User { .. })
     }

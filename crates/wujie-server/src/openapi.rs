@@ -18,7 +18,7 @@ use crate::sse;
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,
         runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
-        tokens::create_token, tokens::revoke_current,
+        tokens::create_token, tokens::revoke_current, tokens::list_tokens, tokens::revoke_token,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
         discussions::create_token, discussions::delete_empty,
@@ -33,7 +33,7 @@ use crate::sse;
         api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,
         api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
         api::IssueChange, api::IssueEvent, api::RunMessageEvent,
-        api::BrowserLogin,
+        api::BrowserLogin, api::TokenStatus, api::TokenInfo,
     )),
     modifiers(&BearerAuth),
 )]

@@ -36,20 +36,23 @@ pub(crate) fn user() -> Author {
     }
 }
 
-/// Appends a change of `issue_id` to the log, inside the caller's transaction.
+/// Appends a change of `issue_id` to the log, inside the caller's transaction; `token` is
+/// the user token of the request that made it ([`crate::WriteTx::author_token`]).
 pub(crate) async fn record(
     conn: &mut AnyConnection,
     issue_id: &str,
     author: &Author,
+    token: Option<&str>,
     change: &IssueChange,
 ) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, change, created_at) \
-         VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO issue_activity (issue_id, author_kind, author_run_id, author_token_id, \
+         change, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(issue_id)
     .bind(author_kind_str(author.kind))
     .bind(&author.run_id)
+    .bind(token)
     .bind(serde_json::to_string(change)?)
     .bind(time::now())
     .execute(conn)
@@ -64,16 +67,19 @@ type ActivityRow = (
     String,
     String,
     Option<String>,
+    Option<String>,
     String,
     String,
 );
 
 const ACTIVITY_SELECT: &str = "SELECT a.seq, a.issue_id, i.seq, w.key_prefix, a.author_kind, \
-     a.author_run_id, a.change, a.created_at FROM issue_activity a \
-     JOIN issues i ON i.id = a.issue_id JOIN workspaces w ON w.id = i.workspace_id";
+     a.author_run_id, t.name, a.change, a.created_at FROM issue_activity a \
+     JOIN issues i ON i.id = a.issue_id JOIN workspaces w ON w.id = i.workspace_id \
+     LEFT JOIN tokens t ON t.id = a.author_token_id";
 
 fn event_from_row(row: ActivityRow) -> Result<IssueEvent, StoreError> {
-    let (seq, issue_id, issue_seq, prefix, author_kind, author_run_id, change, created_at) = row;
+    let (seq, issue_id, issue_seq, prefix, author_kind, author_run_id, by, change, created_at) =
+        row;
     Ok(IssueEvent {
         seq,
         issue_id,
@@ -82,6 +88,7 @@ fn event_from_row(row: ActivityRow) -> Result<IssueEvent, StoreError> {
             kind: parse_author_kind(&author_kind),
             run_id: author_run_id,
         },
+        by,
         change: serde_json::from_str(&change)?,
         created_at,
     })

@@ -167,6 +167,7 @@ impl Store {
             id: token_id,
             name,
             token,
+            expires_at: None,
         })
     }
 
@@ -330,6 +331,7 @@ impl Store {
                 description: req.description.clone(),
                 discussion_id: Some(discussion_id.to_string()),
             },
+            w.author_token,
         )
         .await?;
         let created = insert_run(
@@ -339,6 +341,7 @@ impl Store {
                 provider: req.provider.clone(),
                 cwd: req.cwd.clone(),
             },
+            w.author_token,
         )
         .await?;
         sqlx::query("UPDATE discussions SET status = 'promoted', issue_id = $1 WHERE id = $2")

@@ -325,7 +325,7 @@ impl Store {
                     kind,
                     run_id: Some(run_id.to_owned()),
                 };
-                insert_comment(&mut w.tx, &issue_id, &author, body).await?;
+                insert_comment(&mut w.tx, &issue_id, &author, w.author_token, body).await?;
             }
         }
         let reporter = Author {
@@ -348,7 +348,7 @@ impl Store {
                     run_id: run_id.to_owned(),
                     usage: usage.clone(),
                 };
-                activity::record(&mut w.tx, &issue_id, &reporter, &change).await?;
+                activity::record(&mut w.tx, &issue_id, &reporter, w.author_token, &change).await?;
             }
             results[index] = Some(outcome(if stored {
                 IngestOutcome::Stored

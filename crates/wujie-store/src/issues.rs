@@ -10,10 +10,12 @@ use crate::activity::{self, author_kind_str};
 use crate::rows::{issue_key, load_issue, parse_issue_status, parse_run_status};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
-/// Creates an issue in the default workspace inside the caller's transaction; returns its id.
+/// Creates an issue in the default workspace inside the caller's transaction, for the user
+/// token `token` (see [`activity::record`]); returns its id.
 pub(crate) async fn insert_issue(
     conn: &mut AnyConnection,
     req: &CreateIssue,
+    token: Option<&str>,
 ) -> Result<String, StoreError> {
     let title = req.title.trim();
     if title.is_empty() {
@@ -47,7 +49,7 @@ pub(crate) async fn insert_issue(
     let created = IssueChange::Created {
         title: title.to_owned(),
     };
-    activity::record(conn, &id, &activity::user(), &created).await?;
+    activity::record(conn, &id, &activity::user(), token, &created).await?;
     Ok(id)
 }
 
@@ -56,6 +58,7 @@ pub(crate) async fn insert_comment(
     conn: &mut AnyConnection,
     issue_id: &str,
     author: &Author,
+    token: Option<&str>,
     body: &str,
 ) -> Result<Comment, StoreError> {
     let comment = Comment {
@@ -79,7 +82,7 @@ pub(crate) async fn insert_comment(
     let change = IssueChange::Comment {
         comment: comment.clone(),
     };
-    activity::record(conn, issue_id, author, &change).await?;
+    activity::record(conn, issue_id, author, token, &change).await?;
     Ok(comment)
 }
 
@@ -122,7 +125,7 @@ pub(crate) async fn resolve_issue(
 impl Store {
     pub async fn create_issue(&self, req: &CreateIssue) -> Result<IssueDetail, StoreError> {
         let mut w = self.write().await?;
-        let id = insert_issue(&mut w.tx, req).await?;
+        let id = insert_issue(&mut w.tx, req, w.author_token).await?;
         let detail = load_issue(&mut w.tx, &id).await?;
         w.commit().await?;
         Ok(detail)
@@ -210,7 +213,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
-        let comment = insert_comment(&mut w.tx, &issue_id, author, body).await?;
+        let comment = insert_comment(&mut w.tx, &issue_id, author, w.author_token, body).await?;
         w.commit().await?;
         Ok(comment)
     }
@@ -260,7 +263,7 @@ impl Store {
             .bind(&issue_id)
             .execute(&mut *w.tx)
             .await?;
-            activity::record(&mut w.tx, &issue_id, author, &change).await?;
+            activity::record(&mut w.tx, &issue_id, author, w.author_token, &change).await?;
         }
         let detail = load_issue(&mut w.tx, &issue_id).await?;
         w.commit().await?;
@@ -294,6 +297,7 @@ impl Store {
                 &mut w.tx,
                 &issue_id,
                 author,
+                w.author_token,
                 &IssueChange::Status { status },
             )
             .await?;

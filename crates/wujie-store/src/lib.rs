@@ -65,6 +65,9 @@ pub struct Store {
     changes: Arc<watch::Sender<u64>>,
     /// The PostgreSQL listener task; it ends when the last handle is dropped.
     _listener: Option<Arc<notify::Listener>>,
+    /// The user token this handle writes for ([`Store::written_by`]), recorded with every
+    /// change in the activity log.
+    author_token: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -79,6 +82,8 @@ pub(crate) struct WriteTx<'a> {
     pub(crate) backend: Backend,
     _guard: Option<MutexGuard<'a, ()>>,
     changes: &'a watch::Sender<u64>,
+    /// Whose request this is (a user token's id), for the activity log.
+    pub(crate) author_token: Option<&'a str>,
 }
 
 impl WriteTx<'_> {
@@ -157,6 +162,9 @@ impl StoreOptions {
     };
 }
 
+/// How long connecting to a PostgreSQL server may take before it counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Store {
     /// Opens (creating the file and its parent directories if needed) the SQLite database at
     /// `path`, applies the embedded migrations and creates the default workspace.
@@ -225,9 +233,21 @@ impl Store {
             source,
         };
         let options = AnyConnectOptions::from_str(url).map_err(connect_error)?;
+        // A pool retries a failing connect until its acquire timeout and then only says that
+        // it timed out; one plain connection first says why (refused, unknown host, password).
+        let probe = tokio::time::timeout(CONNECT_TIMEOUT, options.connect())
+            .await
+            .unwrap_or_else(|_| {
+                Err(sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+                )))
+            })
+            .map_err(connect_error)?;
+        let _ = sqlx::Connection::close(probe).await;
         let pool = AnyPoolOptions::new()
             .max_connections(tuning.pg_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(CONNECT_TIMEOUT)
             .connect_with(options)
             .await
             .map_err(connect_error)?;
@@ -264,6 +284,17 @@ impl Store {
             writer: Arc::new(Mutex::new(())),
             changes,
             _listener: listener,
+            author_token: None,
+        }
+    }
+
+    /// This store, writing for the user token `token_id`: every change it records in the
+    /// activity log names that token (and so its name) as who made it. Cheap: handles share
+    /// their connections.
+    pub fn written_by(&self, token_id: &str) -> Store {
+        Store {
+            author_token: Some(Arc::from(token_id)),
+            ..self.clone()
         }
     }
 
@@ -296,6 +327,7 @@ impl Store {
             backend: self.backend,
             _guard: guard,
             changes: &self.changes,
+            author_token: self.author_token.as_deref(),
         })
     }
 

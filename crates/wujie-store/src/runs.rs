@@ -15,11 +15,13 @@ use crate::rows::{load_run, parse_run_status, run_not_found};
 use crate::tokens::{TokenKind, insert_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
-/// Creates a running run on `issue_id` and its token inside the caller's transaction.
+/// Creates a running run on `issue_id` and its token inside the caller's transaction, for the
+/// user token `token` (see [`activity::record`]).
 pub(crate) async fn insert_run(
     conn: &mut AnyConnection,
     issue_id: &str,
     req: &CreateRun,
+    token: Option<&str>,
 ) -> Result<CreatedRun, StoreError> {
     if req.provider.trim().is_empty() {
         return Err(StoreError::Invalid("a run needs a provider name".into()));
@@ -42,7 +44,7 @@ pub(crate) async fn insert_run(
         run_id: id.clone(),
         provider: req.provider.clone(),
     };
-    activity::record(conn, issue_id, &activity::user(), &started).await?;
+    activity::record(conn, issue_id, &activity::user(), token, &started).await?;
     let in_progress =
         sqlx::query("UPDATE issues SET status = $1 WHERE id = $2 AND status = 'open'")
             .bind(IssueStatus::InProgress.as_str())
@@ -53,7 +55,7 @@ pub(crate) async fn insert_run(
         let status = IssueChange::Status {
             status: IssueStatus::InProgress,
         };
-        activity::record(conn, issue_id, &activity::user(), &status).await?;
+        activity::record(conn, issue_id, &activity::user(), token, &status).await?;
     }
     let (_, token) = insert_token(conn, TokenKind::Run, &format!("run {id}"), Some(&id)).await?;
     let run = load_run(conn, &id).await?;
@@ -69,7 +71,7 @@ impl Store {
     ) -> Result<CreatedRun, StoreError> {
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, issue_key_or_id).await?;
-        let created = insert_run(&mut w.tx, &issue_id, req).await?;
+        let created = insert_run(&mut w.tx, &issue_id, req, w.author_token).await?;
         w.commit().await?;
         Ok(created)
     }
@@ -147,7 +149,7 @@ impl Store {
                 kind: AuthorKind::Agent,
                 run_id: Some(run_id.to_owned()),
             };
-            activity::record(&mut w.tx, &issue_id, &reporter, &finished).await?;
+            activity::record(&mut w.tx, &issue_id, &reporter, w.author_token, &finished).await?;
         } else if !(status == req.status
             && exit_code == req.exit_code.map(i64::from)
             && error == req.error)
@@ -210,7 +212,7 @@ impl Store {
                 kind: AuthorKind::Agent,
                 run_id: Some(run_id.clone()),
             };
-            activity::record(&mut w.tx, issue_id, &reporter, &finished).await?;
+            activity::record(&mut w.tx, issue_id, &reporter, w.author_token, &finished).await?;
         }
         w.commit().await?;
         Ok(failed.len() as u64)

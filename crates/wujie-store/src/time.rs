@@ -22,6 +22,16 @@ pub(crate) fn before_now(ago: Duration) -> String {
     format(at)
 }
 
+/// The timestamp `ahead` after now (the far future if that does not fit).
+pub(crate) fn after_now(ahead: Duration) -> String {
+    let ahead = time::Duration::try_from(ahead).unwrap_or(time::Duration::MAX);
+    let at = OffsetDateTime::now_utc()
+        .checked_add(ahead)
+        .filter(|at| at.year() <= 9999)
+        .unwrap_or(time::macros::datetime!(9999-12-31 23:59:59 UTC));
+    format(at)
+}
+
 fn format(at: OffsetDateTime) -> String {
     // Formatting a UTC date with a four-digit year cannot fail; the fallback only avoids a panic.
     at.format(FORMAT)
@@ -38,5 +48,8 @@ mod tests {
         let later = now();
         assert!(earlier < later, "{earlier} !< {later}");
         assert_eq!(later.len(), "2026-01-01T00:00:00.000000Z".len());
+        let ahead = after_now(Duration::from_secs(90));
+        assert!(later < ahead, "{later} !< {ahead}");
+        assert_eq!(after_now(Duration::MAX), "9999-12-31T23:59:59.000000Z");
     }
 }

@@ -1,9 +1,11 @@
 //! Bearer tokens: minted as `wjt_` + 64 hex digits, stored only as their SHA-256.
 
+use std::time::Duration;
+
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
-use wujie_protocol::api::{CreatedToken, TOKEN_PREFIX};
+use wujie_protocol::api::{CreatedToken, TOKEN_PREFIX, TokenInfo, TokenStatus};
 
 use crate::{Store, StoreError, new_id, time};
 
@@ -42,6 +44,10 @@ impl TokenKind {
     }
 }
 
+/// How stale a token's `last_used_at` may get before a request refreshes it: often enough to
+/// say when a token was last used, rarely enough that requests do not each write.
+const LAST_USED_RESOLUTION: Duration = Duration::from_secs(60);
+
 /// A fresh secret: `wjt_` followed by the hex of 32 random bytes.
 pub fn mint_token_secret() -> String {
     let mut bytes = [0u8; 32];
@@ -79,39 +85,110 @@ pub(crate) async fn insert_token(
 impl Store {
     /// Mints a user token (full access). The secret is only in the answer, never stored.
     pub async fn create_user_token(&self, name: &str) -> Result<CreatedToken, StoreError> {
+        self.create_team_token(name, None).await
+    }
+
+    /// Mints a user token named `name` that stops working `expires_in` from now (never when
+    /// `None`).
+    pub async fn create_team_token(
+        &self,
+        name: &str,
+        expires_in: Option<Duration>,
+    ) -> Result<CreatedToken, StoreError> {
         let name = name.trim();
         if name.is_empty() {
             return Err(StoreError::Invalid(
                 "a token needs a name (e.g. the machine or person it is for)".into(),
             ));
         }
+        if expires_in.is_some_and(|d| d.is_zero()) {
+            return Err(StoreError::Invalid(
+                "a token that expires at once is no use; give a positive duration".into(),
+            ));
+        }
+        let expires_at = expires_in.map(time::after_now);
         let mut w = self.write().await?;
         let (id, token) = insert_token(&mut w.tx, TokenKind::User, name, None).await?;
+        if let Some(at) = &expires_at {
+            sqlx::query("UPDATE tokens SET expires_at = $1 WHERE id = $2")
+                .bind(at)
+                .bind(&id)
+                .execute(&mut *w.tx)
+                .await?;
+        }
         w.commit().await?;
         Ok(CreatedToken {
             id,
             name: name.to_string(),
             token,
+            expires_at,
         })
     }
 
-    /// Whom `secret` speaks for; `None` if it is unknown or revoked, or if it is the adapter's
-    /// token of a run that is no longer running or of a discussion that was promoted: a token
-    /// handed to an adapter dies with what it was handed out for.
+    /// Every user token, oldest first, without secrets (none are stored).
+    pub async fn list_user_tokens(&self) -> Result<Vec<TokenInfo>, StoreError> {
+        type Row = (String, String, String, Option<String>, Option<String>, i64);
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT id, name, created_at, last_used_at, expires_at, revoked FROM tokens \
+                 WHERE kind = 'user' ORDER BY created_at, id",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        let now = time::now();
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, name, created_at, last_used_at, expires_at, revoked)| {
+                    let status = if revoked != 0 {
+                        TokenStatus::Revoked
+                    } else if expires_at.as_ref().is_some_and(|at| *at <= now) {
+                        TokenStatus::Expired
+                    } else {
+                        TokenStatus::Active
+                    };
+                    TokenInfo {
+                        id,
+                        name,
+                        created_at,
+                        last_used_at,
+                        expires_at,
+                        status,
+                    }
+                },
+            )
+            .collect())
+    }
+
+    /// Whom `secret` speaks for; `None` if it is unknown, revoked or expired, or if it is the
+    /// adapter's token of a run that is no longer running or of a discussion that was
+    /// promoted: a token handed to an adapter dies with what it was handed out for. Every
+    /// call reads the database, so a token revoked through one server process is refused by
+    /// all at once.
     pub async fn verify_token(&self, secret: &str) -> Result<Option<Principal>, StoreError> {
-        let row: Option<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
-            "SELECT t.id, t.kind, t.subject_id, r.issue_id FROM tokens t \
+        type Row = (
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let row: Option<Row> = sqlx::query_as(
+            "SELECT t.id, t.kind, t.subject_id, r.issue_id, t.last_used_at FROM tokens t \
              LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id AND r.status = 'running' \
              LEFT JOIN discussions d ON t.kind = 'discussion' AND d.id = t.subject_id \
-             WHERE t.hash = $1 AND t.revoked = 0 \
+             WHERE t.hash = $1 AND t.revoked = 0 AND (t.expires_at IS NULL OR t.expires_at > $2) \
                AND (t.kind = 'user' OR r.id IS NOT NULL OR d.status = 'open')",
         )
         .bind(hash(secret))
+        .bind(time::now())
         .fetch_optional(self.pool())
         .await?;
-        let Some((token_id, kind, subject, issue_id)) = row else {
+        let Some((token_id, kind, subject, issue_id, last_used)) = row else {
             return Ok(None);
         };
+        if kind == "user" {
+            self.note_used(&token_id, last_used.as_deref()).await;
+        }
         Ok(match (kind.as_str(), subject, issue_id) {
             ("user", _, _) => Some(Principal::User { token_id }),
             ("run", Some(run_id), Some(issue_id)) => Some(Principal::Run {
@@ -125,6 +202,26 @@ impl Store {
             }),
             _ => None,
         })
+    }
+
+    /// Records that `token_id` was used now, unless that is already known to the minute. Not
+    /// part of any write transaction: it must not take the activity lock on every request.
+    async fn note_used(&self, token_id: &str, last_used: Option<&str>) {
+        let stale = time::before_now(LAST_USED_RESOLUTION);
+        if last_used.is_some_and(|at| at > stale.as_str()) {
+            return;
+        }
+        // Ignored when it fails (the database busy past its timeout): the request it would
+        // fail matters more than the date.
+        let _ = sqlx::query(
+            "UPDATE tokens SET last_used_at = $1 WHERE id = $2 \
+             AND (last_used_at IS NULL OR last_used_at <= $3)",
+        )
+        .bind(time::now())
+        .bind(token_id)
+        .bind(&stale)
+        .execute(self.pool())
+        .await;
     }
 
     /// Revokes a token by id; later verifications fail.

@@ -1,7 +1,7 @@
 //! One module per command group; each parses nothing, calls the libraries, prints.
 
 mod adapter;
-mod auth;
+pub(crate) mod auth;
 pub mod branch;
 mod branch_issue;
 mod cost;

@@ -4,15 +4,19 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use wujie_localrun::connection::{OwnServerRecord, local_token, open_store};
+use wujie_localrun::connection::{OwnServerRecord, local_token, open_database, profile_database};
 use wujie_server::ServerConfig;
-use wujie_store::StoreOptions;
+use wujie_store::{Database, StoreOptions};
 
 use crate::cli::ServerArgs;
 use crate::context::Context;
 
 pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
-    let store = open_store(&ctx.profile, StoreOptions::SERVER).await?;
+    let database = match &args.database {
+        Some(text) => Database::parse(text).context("--database")?,
+        None => profile_database(&ctx.profile)?,
+    };
+    let store = open_database(&database, StoreOptions::SERVER).await?;
     // Mint the profile's token if needed, so the CLI on this profile can talk to this server
     // without any step.
     local_token(&ctx.profile, &store).await?;
@@ -30,7 +34,7 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     // Whoever started us may stop reading stdout after the address line (scripts, tests): a
     // closed stdout must not stop the server.
     let url = format!("http://{addr}");
-    let database = ctx.profile.database_path();
+    let database = database.describe();
     let mut out = std::io::stdout();
     let _ = if ctx.json() {
         // One line, so a script can read the document as soon as it is printed.
@@ -41,7 +45,7 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
         )
     } else {
         writeln!(out, "Wujie server listening on {url}")
-            .and_then(|()| writeln!(out, "Database: {}", database.display()))
+            .and_then(|()| writeln!(out, "Database: {database}"))
     };
     let _ = out.flush();
     let config = ServerConfig {

@@ -127,7 +127,7 @@ pub(crate) async fn promote(
     Body(req): Body<PromoteDiscussion>,
 ) -> ApiResult<(StatusCode, Json<Promoted>)> {
     caller.require_user("promote discussions")?;
-    let promoted = state.store.promote_discussion(&id, &req).await?;
+    let promoted = caller.store(&state).promote_discussion(&id, &req).await?;
     Ok((StatusCode::CREATED, Json(promoted)))
 }
 

@@ -24,7 +24,7 @@ pub(crate) async fn create_issue(
     caller.require_user("create issues")?;
     Ok((
         StatusCode::CREATED,
-        Json(state.store.create_issue(&req).await?),
+        Json(caller.store(&state).create_issue(&req).await?),
     ))
 }
 
@@ -67,7 +67,10 @@ pub(crate) async fn edit_issue(
     caller.require_user("edit issues")?;
     let author = caller.author();
     Ok(Json(
-        state.store.edit_issue(&key_or_id, &req, &author).await?,
+        caller
+            .store(&state)
+            .edit_issue(&key_or_id, &req, &author)
+            .await?,
     ))
 }
 
@@ -86,8 +89,8 @@ pub(crate) async fn set_status(
 ) -> ApiResult<Json<IssueDetail>> {
     caller.require_user("close or reopen issues")?;
     let author = caller.author();
-    let detail = state
-        .store
+    let detail = caller
+        .store(&state)
         .set_issue_status(&key_or_id, req.status, &author)
         .await?;
     Ok(Json(detail))
@@ -147,8 +150,8 @@ pub(crate) async fn add_comment(
     caller.require_issue_comment(&key_or_id)?;
     let issue_id = state.store.resolve_issue(&key_or_id).await?;
     let author = caller.author();
-    let comment = state
-        .store
+    let comment = caller
+        .store(&state)
         .add_comment(&issue_id, &req.body, &author)
         .await?;
     Ok((StatusCode::CREATED, Json(comment)))

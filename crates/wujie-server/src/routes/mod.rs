@@ -46,8 +46,12 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/runs/{id}/events", post(runs::ingest_events))
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))
-        .route("/tokens", post(tokens::create_token))
+        .route(
+            "/tokens",
+            post(tokens::create_token).get(tokens::list_tokens),
+        )
         .route("/tokens/current", delete(tokens::revoke_current))
+        .route("/tokens/{id}", delete(tokens::revoke_token))
         .route(
             "/discussions",
             post(discussions::create_discussion).get(discussions::list_discussions),

@@ -23,7 +23,7 @@ pub(crate) async fn create_run(
     Body(req): Body<CreateRun>,
 ) -> ApiResult<(StatusCode, Json<CreatedRun>)> {
     caller.require_user("start runs")?;
-    let created = state.store.create_run(&key_or_id, &req).await?;
+    let created = caller.store(&state).create_run(&key_or_id, &req).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -53,8 +53,8 @@ pub(crate) async fn ingest_events(
     Body(batch): Body<IngestBatch>,
 ) -> ApiResult<Json<IngestResult>> {
     caller.require_user("report events")?;
-    let result = state
-        .store
+    let result = caller
+        .store(&state)
         .ingest_run_events(&id, &batch.items, state.config.max_event_bytes)
         .await?;
     Ok(Json(result))
@@ -86,5 +86,5 @@ pub(crate) async fn finish_run(
     Body(req): Body<FinishRun>,
 ) -> ApiResult<Json<FinishedRun>> {
     caller.require_user("finish runs")?;
-    Ok(Json(state.store.finish_run(&id, &req).await?))
+    Ok(Json(caller.store(&state).finish_run(&id, &req).await?))
 }

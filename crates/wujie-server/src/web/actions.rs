@@ -32,10 +32,11 @@ pub(crate) struct NewIssue {
 
 pub(crate) async fn create_issue(
     State(state): State<AppState>,
-    CsrfForm(form): CsrfForm<NewIssue>,
+    CsrfForm { form, token_id }: CsrfForm<NewIssue>,
 ) -> Result<Response, WebError> {
     let issue = state
         .store
+        .written_by(&token_id)
         .create_issue(&CreateIssue {
             title: form.title,
             description: form.description,
@@ -54,11 +55,12 @@ pub(crate) struct NewComment {
 pub(crate) async fn comment(
     State(state): State<AppState>,
     Path(key): Path<String>,
-    CsrfForm(form): CsrfForm<NewComment>,
+    CsrfForm { form, token_id }: CsrfForm<NewComment>,
 ) -> Result<Response, WebError> {
     let issue_id = state.store.resolve_issue(&key).await?;
     let comment = state
         .store
+        .written_by(&token_id)
         .add_comment(&issue_id, &form.body, &user())
         .await?;
     Ok(see_other(&format!(
@@ -77,7 +79,7 @@ pub(crate) struct NewStatus {
 pub(crate) async fn set_status(
     State(state): State<AppState>,
     Path(key): Path<String>,
-    CsrfForm(form): CsrfForm<NewStatus>,
+    CsrfForm { form, token_id }: CsrfForm<NewStatus>,
 ) -> Result<Response, WebError> {
     let status = IssueStatus::from_name(&form.status).ok_or_else(|| {
         WebError::new(
@@ -88,7 +90,11 @@ pub(crate) async fn set_status(
             ),
         )
     })?;
-    let issue = state.store.set_issue_status(&key, status, &user()).await?;
+    let issue = state
+        .store
+        .written_by(&token_id)
+        .set_issue_status(&key, status, &user())
+        .await?;
     Ok(see_other(&format!("/issues/{}", issue.key)))
 }
 
@@ -105,7 +111,7 @@ pub(crate) struct Promotion {
 pub(crate) async fn promote(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    CsrfForm(form): CsrfForm<Promotion>,
+    CsrfForm { form, token_id }: CsrfForm<Promotion>,
 ) -> Result<Response, WebError> {
     if form.title.trim().is_empty() {
         return Err(WebError::new(
@@ -114,8 +120,8 @@ pub(crate) async fn promote(
         ));
     }
     let d = state.store.discussion(&id).await?;
-    let promoted = state
-        .store
+    let store = state.store.written_by(&token_id);
+    let promoted = store
         .promote_discussion(
             &id,
             &PromoteDiscussion {
@@ -126,8 +132,7 @@ pub(crate) async fn promote(
             },
         )
         .await?;
-    state
-        .store
+    store
         .finish_run(
             &promoted.run.id,
             &FinishRun {

@@ -203,6 +203,8 @@ fn check_origin(headers: &HeaderMap) -> Result<(), WebError> {
 /// The logged-in browser behind a request.
 pub(crate) struct Viewer {
     session_id: String,
+    /// The user token that logged the browser in.
+    token_id: String,
 }
 
 impl Viewer {
@@ -228,13 +230,18 @@ impl FromRequestParts<AppState> for Viewer {
         }
         Ok(Viewer {
             session_id: session_id.to_owned(),
+            token_id,
         })
     }
 }
 
 /// A form posted by a logged-in page: from this server's origin, with the session's CSRF
 /// token (field `csrf`). Handlers of state-changing requests take their input only this way.
-pub(crate) struct CsrfForm<T>(pub(crate) T);
+pub(crate) struct CsrfForm<T> {
+    pub(crate) form: T,
+    /// The user token that logged the browser in: who the change is recorded as.
+    pub(crate) token_id: String,
+}
 
 #[derive(Deserialize)]
 struct WithCsrf<T> {
@@ -260,7 +267,10 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for CsrfForm<T> {
                  from an older page); reload the page and try again",
             ));
         }
-        Ok(CsrfForm(form.fields))
+        Ok(CsrfForm {
+            form: form.fields,
+            token_id: viewer.token_id,
+        })
     }
 }
 
@@ -354,7 +364,9 @@ pub(crate) mod handlers {
     pub(crate) async fn logout(
         State(state): State<AppState>,
         headers: HeaderMap,
-        CsrfForm(Nothing {}): CsrfForm<Nothing>,
+        CsrfForm {
+            form: Nothing {}, ..
+        }: CsrfForm<Nothing>,
     ) -> Response {
         if let Some(session) = session_cookie(&headers) {
             state.browser.close_session(session);

@@ -28,6 +28,7 @@ async fn missing_unknown_and_revoked_tokens_get_401() {
         .admin
         .create_token(&CreateToken {
             name: "laptop".into(),
+            expires_in_secs: None,
         })
         .await
         .expect("token");
@@ -101,6 +102,7 @@ async fn a_run_token_reads_its_own_issue_and_nothing_more() {
         adapter
             .create_token(&CreateToken {
                 name: "escalate".into(),
+                expires_in_secs: None,
             })
             .await
             .expect_err("token"),
@@ -126,7 +128,10 @@ async fn tokens_are_stored_hashed() {
     let run = h.run_on(&issue.key).await;
     let user = h
         .admin
-        .create_token(&CreateToken { name: "ci".into() })
+        .create_token(&CreateToken {
+            name: "ci".into(),
+            expires_in_secs: None,
+        })
         .await
         .expect("token");
     for secret in [&h.admin_token, &run.token, &user.token] {

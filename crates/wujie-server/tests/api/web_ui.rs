@@ -216,6 +216,15 @@ async fn forms_need_the_session_csrf_token_and_this_origin() {
     let comments = h.admin.get_issue(&issue.key).await.unwrap().comments;
     assert_eq!(comments.len(), 1);
     assert_eq!(comments[0].body, "from the page");
+    // Recorded as written by the token that logged the browser in.
+    let issue_id = h.admin.get_issue(&issue.key).await.unwrap().id;
+    let activity = h
+        .store
+        .issue_activity_after(Some(&issue_id), 0, 100)
+        .await
+        .unwrap();
+    let last = activity.last().expect("the comment's change");
+    assert_eq!(last.by.as_deref(), Some("test admin"), "{last:?}");
 
     // Another browser's session has another token.
     let other_cookie = log_in(&h).await;
