@@ -128,8 +128,9 @@ pub fn profile_database(profile: &Profile) -> Result<Database, LocalRunError> {
             .map(|url| (url, profile.config_path().display().to_string())),
     };
     match named {
-        Some((text, from)) => Database::parse(&text)
-            .map_err(|source| LocalRunError::BadDatabaseUrl { from, source }),
+        Some((text, from)) => {
+            Database::parse(&text).map_err(|source| LocalRunError::BadDatabaseUrl { from, source })
+        }
         None => Ok(Database::Sqlite(profile.database_path())),
     }
 }
