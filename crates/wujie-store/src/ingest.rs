@@ -6,7 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult, IssueChange,
+    Author, AuthorKind, IngestInput, IngestItem, IngestItemResult, IngestOutcome, IngestResult,
+    IssueChange,
 };
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
@@ -38,7 +39,11 @@ pub(crate) fn rejected(reason: String) -> IngestItemResult {
 }
 
 /// Checks that hold for every target: keys present, size within the limit. `None` = acceptable.
-pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<IngestItemResult> {
+pub(crate) fn precheck(
+    input: &impl IngestInput,
+    max_event_bytes: usize,
+) -> Option<IngestItemResult> {
+    let item = input.item();
     if item.source.is_empty() || item.source_key.is_empty() {
         return Some(rejected(
             "item has an empty source or source_key; both are needed for exactly-once storage"
@@ -53,8 +58,10 @@ pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<Inge
             limits::MAX_EVENT_DEPTH
         )));
     }
-    let size = limits::encoded_len(&item.event);
-    if size > max_event_bytes {
+    // A request's text of the event measures it unless the event is close to the limit; a
+    // plain item is measured by encoding it.
+    let text_len = input.event_text_len().unwrap_or(usize::MAX);
+    if let Err(size) = limits::check_encoded_len(&item.event, text_len, max_event_bytes) {
         return Some(rejected(format!(
             "event is {size} bytes, over this server's limit of {max_event_bytes} bytes per event; \
              it will not be stored"
@@ -203,21 +210,22 @@ struct PendingMessage<'a> {
 
 impl Store {
     /// Stores a batch of events on a run; one result per item, in order. Items over
-    /// `max_event_bytes` (serialized) are rejected without affecting the others.
+    /// `max_event_bytes` (as JSON) are rejected without affecting the others.
     pub async fn ingest_run_events(
         &self,
         run_id: &str,
-        items: &[IngestItem],
+        items: &[impl IngestInput],
         max_event_bytes: usize,
     ) -> Result<IngestResult, StoreError> {
         let mut results: Vec<Option<IngestItemResult>> = vec![None; items.len()];
         let mut messages = Vec::new();
         let mut usages = Vec::new();
-        for (index, item) in items.iter().enumerate() {
-            if let Some(refused) = precheck(item, max_event_bytes) {
+        for (index, input) in items.iter().enumerate() {
+            if let Some(refused) = precheck(input, max_event_bytes) {
                 results[index] = Some(refused);
                 continue;
             }
+            let item = input.item();
             match &item.event {
                 Event::Message(message) => {
                     let input_json = match &message.input {

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use wujie_protocol::api::{
     ApiError, CreateDiscussion, CreatedDiscussion, CreatedToken, Discussion, IngestBatch,
-    IngestResult, PromoteDiscussion, Promoted,
+    IngestResult, PromoteDiscussion, Promoted, ReceivedBatch,
 };
 
 use super::Body;
@@ -103,7 +103,7 @@ pub(crate) async fn ingest_events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Body(batch): Body<IngestBatch>,
+    Body(batch): Body<ReceivedBatch>,
 ) -> ApiResult<Json<IngestResult>> {
     caller.require_user("report events")?;
     let result = state

@@ -2,7 +2,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
-    ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
+    ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult,
+    ReceivedBatch, Run,
 };
 
 use super::Body;
@@ -50,7 +51,7 @@ pub(crate) async fn ingest_events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Body(batch): Body<IngestBatch>,
+    Body(batch): Body<ReceivedBatch>,
 ) -> ApiResult<Json<IngestResult>> {
     caller.require_user("report events")?;
     let result = state
