@@ -2,3 +2,4 @@
 //! them to the server in batches, retrying until the server acknowledged them.
 
 pub mod reporter;
+pub mod server;

@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use wujie_client::{Client, ClientError, EncodedBatch};
+use wujie_client::ClientError;
 use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
+
+use crate::server::DeliveryServer;
 
 /// Most items in one request; about the point where larger batches stop paying off.
 pub const BATCH_MAX_ITEMS: usize = 1000;
@@ -149,7 +151,7 @@ pub struct Reporter {
 impl Reporter {
     pub fn start(
         outbox: Outbox,
-        client: Client,
+        client: impl DeliveryServer,
         first: TargetRef,
         notice: Arc<dyn ReporterNotice>,
     ) -> Reporter {
@@ -468,7 +470,7 @@ async fn append(
 
 async fn deliver_loop(
     outbox: Outbox,
-    client: Client,
+    client: impl DeliveryServer,
     shared: Arc<Shared>,
     notice: Arc<dyn ReporterNotice>,
 ) -> DeliveryStats {
@@ -675,7 +677,7 @@ struct Sent {
 /// merely sent again.
 async fn deliver_batch(
     outbox: &Outbox,
-    client: &Client,
+    client: &impl DeliveryServer,
     target: &TargetRef,
     rows: Vec<OutboxRow>,
     previous: Option<Settlement>,
@@ -693,17 +695,8 @@ async fn deliver_batch(
         }
         sent.push(row);
     }
-    let batch = EncodedBatch::from_items(sent.iter().map(|r| r.item_json.as_str()));
-    let request = async {
-        match target.kind {
-            TargetKind::Run => client.ingest_run_events_encoded(&target.id, batch).await,
-            TargetKind::Discussion => {
-                client
-                    .ingest_discussion_events_encoded(&target.id, batch)
-                    .await
-            }
-        }
-    };
+    let items: Vec<&str> = sent.iter().map(|r| r.item_json.as_str()).collect();
+    let request = client.ingest(target, &items);
     let settle_previous = async {
         match previous {
             Some(s) => s.apply(outbox, stats).await,
