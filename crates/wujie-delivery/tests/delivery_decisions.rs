@@ -251,6 +251,46 @@ async fn a_batch_the_server_could_not_take_is_sent_again_whole_until_it_is() {
 }
 
 #[tokio::test]
+async fn a_batch_refused_whole_is_halved_until_the_row_at_fault_stands_alone() {
+    let fixture = outbox_with(8).await;
+    let bad = key(5);
+    let server = ScriptedServer::new(move |_, keys| {
+        if keys.contains(&bad) {
+            Err(status(StatusCode::UNPROCESSABLE_ENTITY, "not an event"))
+        } else {
+            stored(keys)
+        }
+    });
+    let (summary, notices) = deliver(&fixture, &server, None).await;
+    let batches = server.batches();
+    // Each batch sent after a refusal is at most half the refused one.
+    for pair in batches.windows(2) {
+        if pair[0].contains(&key(5)) && pair[0].len() > 1 {
+            assert!(
+                pair[1].len() <= pair[0].len() / 2,
+                "{} rows sent after {} were refused: {batches:?}",
+                pair[1].len(),
+                pair[0].len()
+            );
+        }
+    }
+    assert_eq!(batches.last().unwrap(), &keys(6..8));
+    let refused = notices.refused.lock().unwrap().clone();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, key(5));
+    assert!(refused[0].1.contains("not an event"), "{refused:?}");
+    let failed = fixture.outbox.failed(RUN).await.expect("failed rows");
+    assert_eq!(failed.len(), 1);
+    assert!(
+        failed[0].reason.contains("not an event"),
+        "{}",
+        failed[0].reason
+    );
+    assert_eq!(summary.stats.delivered, 7);
+    assert_eq!((summary.pending, summary.failed), (0, 1));
+}
+
+#[tokio::test]
 async fn a_lone_row_refused_for_good_is_kept_with_the_servers_reason() {
     let fixture = outbox_with(1).await;
     let server =
@@ -337,4 +377,19 @@ async fn a_runs_end_is_sent_after_its_rows_and_retried_while_the_server_is_unava
     assert_eq!(server.finishes(), 2);
     assert_eq!(*notices.retrying.lock().unwrap(), 1);
     assert!(summary.finish_delivered);
+}
+
+#[tokio::test]
+async fn a_runs_end_refused_for_good_is_sent_once_and_settled() {
+    let fixture = outbox_with(1).await;
+    let server = ScriptedServer::with_finish(
+        |_, keys| stored(keys),
+        |_| Err(status(StatusCode::CONFLICT, "run run-1 already ended")),
+    );
+    let (summary, _) = deliver(&fixture, &server, Some(succeeded())).await;
+    assert_eq!(server.finishes(), 1, "a refusal for good is not sent again");
+    assert!(summary.finish_delivered, "nothing is left to deliver");
+    // The outbox forgets a target whose end was settled and whose rows were all delivered.
+    let targets = fixture.outbox.targets().await.expect("targets");
+    assert!(targets.iter().all(|t| t.id != RUN), "{targets:?}");
 }
