@@ -1,6 +1,7 @@
 //! Batch ingest of adapter events into a run. All accepted items of a batch are written in one
 //! transaction; messages go in multi-row inserts (one prepared statement per chunk size), and
-//! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate.
+//! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate
+//! (`ON CONFLICT DO NOTHING`, as for usage and discussion entries).
 
 use std::collections::{HashMap, HashSet};
 
@@ -125,12 +126,13 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
      source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
      cache_write_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING";
 
-/// Keys of `messages` already stored on the run. Batches normally share one source, so this is
-/// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
+/// Keys of `messages` already stored on an ended run, which stores nothing more, to answer
+/// `duplicate` for them. Batches normally share one source, so this is one indexed
+/// `source_key IN (...)` lookup per source and chunk; only duplicates come back.
 async fn existing_message_keys<'a>(
     conn: &mut AnyConnection,
     run_id: &str,
-    messages: &[PendingMessage<'a>],
+    messages: &[&PendingMessage<'a>],
 ) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
     let mut by_source: HashMap<&'a str, Vec<&'a str>> = HashMap::new();
     for p in messages {
@@ -163,6 +165,43 @@ async fn existing_message_keys<'a>(
         }
     }
     Ok(existing)
+}
+
+/// Inserts messages whose keys are distinct, in multi-row statements; returns the keys the
+/// UNIQUE (run, source, source_key) key let in (the messages stored now), by source.
+async fn insert_messages(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    messages: &[&PendingMessage<'_>],
+    now: &str,
+) -> Result<HashMap<String, HashSet<String>>, StoreError> {
+    let mut stored: HashMap<String, HashSet<String>> = HashMap::new();
+    for chunk in messages.chunks(MESSAGE_CHUNK) {
+        let mut sql = String::from(
+            "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
+             source_key, created_at) VALUES ",
+        );
+        push_value_rows(&mut sql, chunk.len(), 9);
+        sql.push_str(" ON CONFLICT DO NOTHING RETURNING source, source_key");
+        let mut insert = sqlx::query_as(&sql);
+        for p in chunk {
+            insert = insert
+                .bind(run_id)
+                .bind(p.message.kind.as_str())
+                .bind(p.message.content.as_deref())
+                .bind(p.message.tool.as_deref())
+                .bind(p.input_json.as_deref())
+                .bind(p.message.output.as_deref())
+                .bind(p.item.source.as_str())
+                .bind(p.item.source_key.as_str())
+                .bind(now);
+        }
+        let rows: Vec<(String, String)> = insert.fetch_all(&mut *conn).await?;
+        for (source, key) in rows {
+            stored.entry(source).or_default().insert(key);
+        }
+    }
+    Ok(stored)
 }
 
 /// Why a new event of an ended run is not stored.
@@ -268,49 +307,34 @@ impl Store {
         let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
             .then(|| after_end(run_id, &status));
 
-        // A message is stored now when its key is neither in the database nor earlier in this
-        // batch. Nothing can slip in between this check and the insert (SQLite's transaction is
-        // IMMEDIATE; on PostgreSQL the issue's lock is held); the UNIQUE key would turn any such
-        // bug into an error, not a double.
-        let existing = existing_message_keys(&mut w.tx, run_id, &messages).await?;
+        // The UNIQUE (run, source, source_key) key decides what is stored: each new key of the
+        // batch (its first occurrence) is inserted with ON CONFLICT DO NOTHING, and the rows the
+        // insert returns are the ones stored now. That holds however many transactions ingest
+        // the same batch at once (a reporter retrying against another replica): PostgreSQL
+        // makes a conflicting insert wait for the other to commit, SQLite has one writer.
         let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
-        let mut stored_now = vec![false; items.len()];
-        let mut new_messages = Vec::with_capacity(messages.len());
-        for pending in &messages {
-            let key = (
-                pending.item.source.as_str(),
-                pending.item.source_key.as_str(),
-            );
-            if !existing.contains(&key) && seen.insert(key) {
-                if let Some(refusal) = &ended {
-                    results[pending.index] = Some(rejected(refusal.clone()));
-                    continue;
+        let firsts: Vec<&PendingMessage<'_>> = messages
+            .iter()
+            .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
+            .collect();
+        let stored_keys = match &ended {
+            None => insert_messages(&mut w.tx, run_id, &firsts, &now).await?,
+            // An ended run takes nothing new; what it holds already answers `duplicate`.
+            Some(refusal) => {
+                let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
+                for p in &firsts {
+                    if !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())) {
+                        results[p.index] = Some(rejected(refusal.clone()));
+                    }
                 }
-                stored_now[pending.index] = true;
-                new_messages.push(pending);
+                HashMap::new()
             }
-        }
-        for chunk in new_messages.chunks(MESSAGE_CHUNK) {
-            let mut sql = String::from(
-                "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
-                 source_key, created_at) VALUES ",
-            );
-            push_value_rows(&mut sql, chunk.len(), 9);
-            let mut insert = sqlx::query(&sql);
-            for p in chunk {
-                insert = insert
-                    .bind(run_id)
-                    .bind(p.message.kind.as_str())
-                    .bind(p.message.content.as_deref())
-                    .bind(p.message.tool.as_deref())
-                    .bind(p.input_json.as_deref())
-                    .bind(p.message.output.as_deref())
-                    .bind(p.item.source.as_str())
-                    .bind(p.item.source_key.as_str())
-                    .bind(now.as_str());
-            }
-            // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
-            insert.execute(&mut *w.tx).await?;
+        };
+        let mut stored_now = vec![false; items.len()];
+        for p in &firsts {
+            stored_now[p.index] = stored_keys
+                .get(p.item.source.as_str())
+                .is_some_and(|keys| keys.contains(p.item.source_key.as_str()));
         }
         for pending in &messages {
             if results[pending.index].is_some() {
