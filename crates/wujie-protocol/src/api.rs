@@ -291,7 +291,7 @@ struct ReceivedEvent {
 impl<'de> Deserialize<'de> for ReceivedEvent {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
-        let event = serde_json::from_str(text.get()).map_err(|e| {
+        let event = decode_at_batch_depth(text.get()).map_err(|e| {
             // The request's deserializer adds its own position (where the event ends in the
             // body); the one inside the event's text would only mislead next to it.
             let message = e.to_string();
@@ -304,6 +304,18 @@ impl<'de> Deserialize<'de> for ReceivedEvent {
             text_len: text.get().len(),
         })
     }
+}
+
+/// Decodes an event's text nested as deep as a batch nests it, so that the parser's nesting
+/// limit falls where it does for the whole body (taking the text whole does not count levels).
+fn decode_at_batch_depth(text: &str) -> Result<Event, serde_json::Error> {
+    const DEPTH: usize = crate::limits::BATCH_WRAPPER_DEPTH;
+    let mut nested = String::with_capacity(text.len() + 2 * DEPTH);
+    nested.push_str(&"[".repeat(DEPTH));
+    nested.push_str(text);
+    nested.push_str(&"]".repeat(DEPTH));
+    let [[[event]]]: [[[Event; 1]; 1]; 1] = serde_json::from_str(&nested)?;
+    Ok(event)
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

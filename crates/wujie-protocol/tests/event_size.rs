@@ -224,3 +224,34 @@ fn an_event_that_does_not_decode_is_an_error_of_the_body_named_once() {
     assert_eq!(message.matches(" at line ").count(), 1, "{message}");
     assert_eq!(e.classify(), plain.classify());
 }
+
+#[test]
+fn a_body_nested_past_the_parser_fails_where_the_plain_batch_does() {
+    for depth in [60, 64, 65, 100, 123, 124, 125, 126, 127, 128, 200, 5000] {
+        let inner = depth - 2;
+        let event = format!(
+            r#"{{"event":"message","type":"tool_use","tool":"t","input":{{"x":{}1{}}},"source":"s","source_key":"k"}}"#,
+            "[".repeat(inner),
+            "]".repeat(inner)
+        );
+        // The same depth in a field the event drops.
+        let dropped = format!(
+            r#"{{"event":"session","session_id":"x","unknown":{{"x":{}1{}}}}}"#,
+            "[".repeat(inner),
+            "]".repeat(inner)
+        );
+        for event in [event, dropped] {
+            let body =
+                format!(r#"{{"items":[{{"source":"s","source_key":"k","event":{event}}}]}}"#);
+            let received = serde_json::from_str::<ReceivedBatch>(&body);
+            let plain = serde_json::from_str::<IngestBatch>(&body);
+            assert_eq!(
+                received.is_ok(),
+                plain.is_ok(),
+                "depth {depth}: {:?} / {:?}",
+                received.err(),
+                plain.err()
+            );
+        }
+    }
+}

@@ -4,10 +4,10 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use wujie_protocol::api::{
     ApiError, CreateDiscussion, CreatedDiscussion, CreatedToken, Discussion, IngestBatch,
-    IngestResult, PromoteDiscussion, Promoted, ReceivedBatch,
+    IngestResult, PromoteDiscussion, Promoted,
 };
 
-use super::Body;
+use super::{Body, IngestBody};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
@@ -103,7 +103,7 @@ pub(crate) async fn ingest_events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Body(batch): Body<ReceivedBatch>,
+    IngestBody(batch): IngestBody,
 ) -> ApiResult<Json<IngestResult>> {
     caller.require_user("report events")?;
     let result = state

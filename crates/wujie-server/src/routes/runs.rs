@@ -2,11 +2,10 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
-    ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult,
-    ReceivedBatch, Run,
+    ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
 };
 
-use super::Body;
+use super::{Body, IngestBody};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -51,7 +50,7 @@ pub(crate) async fn ingest_events(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Body(batch): Body<ReceivedBatch>,
+    IngestBody(batch): IngestBody,
 ) -> ApiResult<Json<IngestResult>> {
     caller.require_user("report events")?;
     let result = state

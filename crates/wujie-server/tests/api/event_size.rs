@@ -132,3 +132,23 @@ async fn an_item_whose_event_does_not_decode_fails_the_request_naming_it() {
     assert!(stored.messages.is_empty(), "nothing of the request is kept");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_nested_past_the_json_parser_is_refused_whole_as_before() {
+    let h = small_limit().await;
+    let issue = h.issue("too deep").await;
+    let run = h.run_on(&issue.key).await.run;
+    // 126 levels in the event and 3 around it pass serde_json's limit of 127.
+    let inner = 124;
+    let deep = format!(
+        r#"{{"event":"message","type":"tool_use","tool":"t","input":{{"x":{}1{}}},"source":"s","source_key":"deep"}}"#,
+        "[".repeat(inner),
+        "]".repeat(inner)
+    );
+    let resp = post(&h, &run.id, &[("deep", &deep)]).await;
+    assert_eq!(resp.status().as_u16(), 400);
+    let body: Value = resp.json().await.expect("error body");
+    let error = body["error"].as_str().expect("error");
+    assert!(error.contains("recursion limit exceeded"), "{error}");
+    h.stop().await;
+}
