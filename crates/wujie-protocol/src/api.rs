@@ -309,7 +309,12 @@ impl<'de> Deserialize<'de> for ReceivedEvent {
 /// Decodes an event's text nested as deep as a batch nests it, so that the parser's nesting
 /// limit falls where it does for the whole body (taking the text whole does not count levels).
 fn decode_at_batch_depth(text: &str) -> Result<Event, serde_json::Error> {
-    const DEPTH: usize = crate::limits::BATCH_WRAPPER_DEPTH;
+    use crate::limits::{BATCH_WRAPPER_DEPTH as DEPTH, JSON_PARSER_MAX_DEPTH};
+    // A text is nested at most as deep as it has opening brackets: most cannot reach the limit.
+    let opening = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    if opening + DEPTH <= JSON_PARSER_MAX_DEPTH {
+        return serde_json::from_str(text);
+    }
     let mut nested = String::with_capacity(text.len() + 2 * DEPTH);
     nested.push_str(&"[".repeat(DEPTH));
     nested.push_str(text);
