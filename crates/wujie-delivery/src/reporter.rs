@@ -529,26 +529,7 @@ async fn deliver_loop(
                 break;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
-                let finish = counting_refusals(&outbox, &target.id, finish).await;
-                let answer = client.finish_run(&target.id, &finish).await;
-                outcome = match (NextStep::after(Request::Finish, &answer), answer) {
-                    (NextStep::Retry, Err(e)) => Step::Retry(Some(e)),
-                    // Recorded, or refused for good (e.g. the run was finished elsewhere):
-                    // either way there is nothing more to send.
-                    _ => {
-                        let _ = outbox.finish_delivered(&target.id).await;
-                        if let Some(t) = shared
-                            .targets
-                            .lock()
-                            .expect("targets lock")
-                            .iter_mut()
-                            .find(|t| t.target.id == target.id)
-                        {
-                            t.finish_sent = true;
-                        }
-                        Step::Progress
-                    }
-                };
+                outcome = deliver_finish(&outbox, &client, &shared, &target.id, finish).await;
                 break;
             }
         }
@@ -590,6 +571,34 @@ async fn deliver_loop(
             }
         }
     }
+}
+
+/// Send how a run ended, once all of its rows were settled.
+async fn deliver_finish(
+    outbox: &Outbox,
+    client: &impl DeliveryServer,
+    shared: &Shared,
+    target_id: &str,
+    finish: &FinishRun,
+) -> Step {
+    let finish = counting_refusals(outbox, target_id, finish).await;
+    let answer = client.finish_run(target_id, &finish).await;
+    if let (NextStep::Retry, Err(e)) = (NextStep::after(Request::Finish, &answer), answer) {
+        return Step::Retry(Some(e));
+    }
+    // Recorded, or refused for good (e.g. the run was finished elsewhere): either way there is
+    // nothing more to send.
+    let _ = outbox.finish_delivered(target_id).await;
+    if let Some(t) = shared
+        .targets
+        .lock()
+        .expect("targets lock")
+        .iter_mut()
+        .find(|t| t.target.id == target_id)
+    {
+        t.finish_sent = true;
+    }
+    Step::Progress
 }
 
 /// The outcome to record for a run once all of its rows were settled: a run the server refused
