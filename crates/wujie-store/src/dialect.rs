@@ -10,9 +10,9 @@
 //!   and of one issue's messages therefore hold a transaction-scoped advisory lock until they
 //!   commit, which makes seq order commit order.
 //!
-//! What is stored once is decided by UNIQUE keys alone (`INSERT … ON CONFLICT DO NOTHING`),
-//! which needs no lock on either: PostgreSQL makes an insert that conflicts with an uncommitted
-//! one wait for it, then skips the row.
+//! What is stored once is decided by UNIQUE keys (`INSERT … ON CONFLICT DO NOTHING`), which
+//! needs no lock on either: PostgreSQL makes an insert that conflicts with an uncommitted one
+//! wait for it, then skips the row.
 
 use sqlx::{Any, Transaction};
 

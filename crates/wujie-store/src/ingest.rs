@@ -126,9 +126,8 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
      source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
      cache_write_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING";
 
-/// Keys of `messages` already stored on an ended run, which stores nothing more, to answer
-/// `duplicate` for them. Batches normally share one source, so this is one indexed
-/// `source_key IN (...)` lookup per source and chunk; only duplicates come back.
+/// Keys of `messages` already stored on the run. Batches normally share one source, so this is
+/// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
 async fn existing_message_keys<'a>(
     conn: &mut AnyConnection,
     run_id: &str,
@@ -167,23 +166,23 @@ async fn existing_message_keys<'a>(
     Ok(existing)
 }
 
-/// Inserts messages whose keys are distinct, in multi-row statements; returns the keys the
-/// UNIQUE (run, source, source_key) key let in (the messages stored now), by source.
+/// Inserts messages whose keys are distinct and were not found stored, in multi-row
+/// statements. The UNIQUE (run, source, source_key) key skips any another transaction stored
+/// since; then the batch is refused (`StoreError::Contended`) and sent again.
 async fn insert_messages(
     conn: &mut AnyConnection,
     run_id: &str,
     messages: &[&PendingMessage<'_>],
     now: &str,
-) -> Result<HashMap<String, HashSet<String>>, StoreError> {
-    let mut stored: HashMap<String, HashSet<String>> = HashMap::new();
+) -> Result<(), StoreError> {
     for chunk in messages.chunks(MESSAGE_CHUNK) {
         let mut sql = String::from(
             "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
              source_key, created_at) VALUES ",
         );
         push_value_rows(&mut sql, chunk.len(), 9);
-        sql.push_str(" ON CONFLICT DO NOTHING RETURNING source, source_key");
-        let mut insert = sqlx::query_as(&sql);
+        sql.push_str(" ON CONFLICT DO NOTHING");
+        let mut insert = sqlx::query(&sql);
         for p in chunk {
             insert = insert
                 .bind(run_id)
@@ -196,12 +195,17 @@ async fn insert_messages(
                 .bind(p.item.source_key.as_str())
                 .bind(now);
         }
-        let rows: Vec<(String, String)> = insert.fetch_all(&mut *conn).await?;
-        for (source, key) in rows {
-            stored.entry(source).or_default().insert(key);
+        // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
+        let inserted = insert.execute(&mut *conn).await?.rows_affected();
+        if inserted != chunk.len() as u64 {
+            return Err(StoreError::Contended(format!(
+                "another request stored {} of these events of run {run_id} at the same time; \
+                 nothing of this batch was stored, send it again",
+                chunk.len() as u64 - inserted
+            )));
         }
     }
-    Ok(stored)
+    Ok(())
 }
 
 /// Why a new event of an ended run is not stored.
@@ -307,34 +311,38 @@ impl Store {
         let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
             .then(|| after_end(run_id, &status));
 
-        // The UNIQUE (run, source, source_key) key decides what is stored: each new key of the
-        // batch (its first occurrence) is inserted with ON CONFLICT DO NOTHING, and the rows the
-        // insert returns are the ones stored now. That holds however many transactions ingest
-        // the same batch at once (a reporter retrying against another replica): PostgreSQL
-        // makes a conflicting insert wait for the other to commit, SQLite has one writer.
+        // The UNIQUE (run, source, source_key) key decides what is stored: each key of the batch
+        // (its first occurrence) not found stored is inserted with ON CONFLICT DO NOTHING, so
+        // no key is ever stored twice nor fails the batch, however many transactions ingest it
+        // at once (a reporter retrying against another replica). The lookup spares a retried
+        // batch the inserts (a key it finds is stored: keys are never deleted); should another
+        // transaction store a key it missed before this insert, the insert says so by its count
+        // and the batch is refused whole, to be sent again, rather than answered wrongly.
         let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
         let firsts: Vec<&PendingMessage<'_>> = messages
             .iter()
             .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
             .collect();
-        let stored_keys = match &ended {
-            None => insert_messages(&mut w.tx, run_id, &firsts, &now).await?,
+        let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
+        let missing: Vec<&PendingMessage<'_>> = firsts
+            .iter()
+            .copied()
+            .filter(|p| !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())))
+            .collect();
+        match &ended {
+            None => insert_messages(&mut w.tx, run_id, &missing, &now).await?,
             // An ended run takes nothing new; what it holds already answers `duplicate`.
             Some(refusal) => {
-                let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
-                for p in &firsts {
-                    if !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())) {
-                        results[p.index] = Some(rejected(refusal.clone()));
-                    }
+                for p in &missing {
+                    results[p.index] = Some(rejected(refusal.clone()));
                 }
-                HashMap::new()
             }
-        };
+        }
         let mut stored_now = vec![false; items.len()];
-        for p in &firsts {
-            stored_now[p.index] = stored_keys
-                .get(p.item.source.as_str())
-                .is_some_and(|keys| keys.contains(p.item.source_key.as_str()));
+        if ended.is_none() {
+            for p in &missing {
+                stored_now[p.index] = true;
+            }
         }
         for pending in &messages {
             if results[pending.index].is_some() {
@@ -395,5 +403,93 @@ impl Store {
                 .map(|r| r.unwrap_or_else(|| rejected("item was not processed".into())))
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wujie_protocol::api::{CreateIssue, CreateRun};
+
+    use super::*;
+
+    fn text(key: &str) -> IngestItem {
+        IngestItem {
+            source: "s".into(),
+            source_key: key.into(),
+            event: Event::Message(Message {
+                kind: MessageKind::Text,
+                content: Some(key.into()),
+                tool: None,
+                input: None,
+                output: None,
+                source: "s".into(),
+                source_key: key.into(),
+            }),
+        }
+    }
+
+    fn pending(item: &IngestItem) -> PendingMessage<'_> {
+        let Event::Message(message) = &item.event else {
+            unreachable!("a message")
+        };
+        PendingMessage {
+            index: 0,
+            item,
+            message,
+            input_json: None,
+        }
+    }
+
+    /// What a lookup that went stale leads to: a key another transaction stored after it is
+    /// skipped by the UNIQUE key, and the insert refuses the batch instead of calling it stored.
+    #[tokio::test]
+    async fn a_key_stored_after_the_lookup_refuses_the_batch_and_stores_nothing_of_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("wujie.db"))
+            .await
+            .expect("open");
+        let issue = store
+            .create_issue(&CreateIssue {
+                title: "t".into(),
+                description: String::new(),
+                discussion_id: None,
+            })
+            .await
+            .expect("issue");
+        let run = store
+            .create_run(
+                &issue.key,
+                &CreateRun {
+                    provider: "p".into(),
+                    cwd: "/".into(),
+                },
+            )
+            .await
+            .expect("run")
+            .run;
+        let first = text("stored-meanwhile");
+        store
+            .ingest_run_events(&run.id, std::slice::from_ref(&first), 1 << 20)
+            .await
+            .expect("ingest");
+
+        let new = text("new");
+        let (a, b) = (pending(&new), pending(&first));
+        let mut w = store.write().await.expect("write");
+        let e = insert_messages(&mut w.tx, &run.id, &[&a, &b], &time::now())
+            .await
+            .expect_err("one key was stored meanwhile");
+        assert!(matches!(e, StoreError::Contended(_)), "{e:?}");
+        assert!(e.to_string().contains("send it again"), "{e}");
+        drop(w);
+        let keys: Vec<String> = store
+            .run(&run.id)
+            .await
+            .expect("run")
+            .messages
+            .into_iter()
+            .map(|m| m.source_key)
+            .collect();
+        assert_eq!(keys, ["stored-meanwhile"]);
     }
 }
