@@ -313,8 +313,9 @@ impl Store {
 
         // The UNIQUE (run, source, source_key) key decides what is stored: each key of the batch
         // (its first occurrence) not found stored is inserted with ON CONFLICT DO NOTHING, so
-        // no key is ever stored twice nor fails the batch, however many transactions ingest it
-        // at once (a reporter retrying against another replica). The lookup spares a retried
+        // no key is ever stored twice, nor does a UNIQUE violation fail the statement, however
+        // many transactions ingest the batch at once (a reporter retrying against another
+        // replica). The lookup spares a retried
         // batch the inserts (a key it finds is stored: keys are never deleted); should another
         // transaction store a key it missed before this insert, the insert says so by its count
         // and the batch is refused whole, to be sent again, rather than answered wrongly.
