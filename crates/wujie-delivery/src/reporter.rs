@@ -13,9 +13,12 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use wujie_client::{Client, ClientError, EncodedBatch};
+use wujie_client::ClientError;
 use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
+
+use crate::next_step::{NextStep, Request};
+use crate::server::DeliveryServer;
 
 /// Most items in one request; about the point where larger batches stop paying off.
 pub const BATCH_MAX_ITEMS: usize = 1000;
@@ -149,7 +152,7 @@ pub struct Reporter {
 impl Reporter {
     pub fn start(
         outbox: Outbox,
-        client: Client,
+        client: impl DeliveryServer,
         first: TargetRef,
         notice: Arc<dyn ReporterNotice>,
     ) -> Reporter {
@@ -468,7 +471,7 @@ async fn append(
 
 async fn deliver_loop(
     outbox: Outbox,
-    client: Client,
+    client: impl DeliveryServer,
     shared: Arc<Shared>,
     notice: Arc<dyn ReporterNotice>,
 ) -> DeliveryStats {
@@ -526,28 +529,7 @@ async fn deliver_loop(
                 break;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
-                let finish = counting_refusals(&outbox, &target.id, finish).await;
-                outcome = match client.finish_run(&target.id, &finish).await {
-                    Ok(_) => {
-                        let _ = outbox.finish_delivered(&target.id).await;
-                        if let Some(t) = shared
-                            .targets
-                            .lock()
-                            .expect("targets lock")
-                            .iter_mut()
-                            .find(|t| t.target.id == target.id)
-                        {
-                            t.finish_sent = true;
-                        }
-                        Step::Progress
-                    }
-                    Err(e) if e.is_retryable() => Step::Retry(Some(e)),
-                    // Refused for good (e.g. the run was finished elsewhere): nothing to retry.
-                    Err(_) => {
-                        let _ = outbox.finish_delivered(&target.id).await;
-                        Step::Progress
-                    }
-                };
+                outcome = deliver_finish(&outbox, &client, &shared, &target.id, finish).await;
                 break;
             }
         }
@@ -556,7 +538,7 @@ async fn deliver_loop(
                 backoff = BACKOFF_START;
                 batch_cap = BATCH_MAX_ITEMS;
             }
-            Step::Shrink => batch_cap = (batch_cap / 2).max(1),
+            Step::Shrink(rows) => batch_cap = rows,
             Step::Retry(err) => {
                 if let Some(e) = &err {
                     let pending = outbox
@@ -589,6 +571,34 @@ async fn deliver_loop(
             }
         }
     }
+}
+
+/// Send how a run ended, once all of its rows were settled.
+async fn deliver_finish(
+    outbox: &Outbox,
+    client: &impl DeliveryServer,
+    shared: &Shared,
+    target_id: &str,
+    finish: &FinishRun,
+) -> Step {
+    let finish = counting_refusals(outbox, target_id, finish).await;
+    let answer = client.finish_run(target_id, &finish).await;
+    if let (NextStep::Retry, Err(e)) = (NextStep::after(Request::Finish, &answer), answer) {
+        return Step::Retry(Some(e));
+    }
+    // Recorded, or refused for good (e.g. the run was finished elsewhere): either way there is
+    // nothing more to send.
+    let _ = outbox.finish_delivered(target_id).await;
+    if let Some(t) = shared
+        .targets
+        .lock()
+        .expect("targets lock")
+        .iter_mut()
+        .find(|t| t.target.id == target_id)
+    {
+        t.finish_sent = true;
+    }
+    Step::Progress
 }
 
 /// The outcome to record for a run once all of its rows were settled: a run the server refused
@@ -625,10 +635,12 @@ pub fn refused_error(refused: i64) -> String {
     )
 }
 
+/// How a pass of the deliverer ended.
 enum Step {
     Idle,
     Progress,
-    Shrink,
+    /// Send at most this many rows next.
+    Shrink(usize),
     Retry(Option<ClientError>),
 }
 
@@ -675,7 +687,7 @@ struct Sent {
 /// merely sent again.
 async fn deliver_batch(
     outbox: &Outbox,
-    client: &Client,
+    client: &impl DeliveryServer,
     target: &TargetRef,
     rows: Vec<OutboxRow>,
     previous: Option<Settlement>,
@@ -693,17 +705,8 @@ async fn deliver_batch(
         }
         sent.push(row);
     }
-    let batch = EncodedBatch::from_items(sent.iter().map(|r| r.item_json.as_str()));
-    let request = async {
-        match target.kind {
-            TargetKind::Run => client.ingest_run_events_encoded(&target.id, batch).await,
-            TargetKind::Discussion => {
-                client
-                    .ingest_discussion_events_encoded(&target.id, batch)
-                    .await
-            }
-        }
-    };
+    let items: Vec<&str> = sent.iter().map(|r| r.item_json.as_str()).collect();
+    let request = client.ingest(target, &items);
     let settle_previous = async {
         match previous {
             Some(s) => s.apply(outbox, stats).await,
@@ -717,14 +720,23 @@ async fn deliver_batch(
         outbox.pending_after(&target.id, last_sent, BATCH_MAX_ITEMS as i64),
         settle_previous
     );
-    // The prefetched rows follow this batch only if the server answered for every row of it
-    // and the outbox is healthy; otherwise the next batch starts over from the oldest row.
-    let answered_all = matches!(&result, Ok(r) if r.results.len() >= sent.len());
-    let (step, settlement) = answer(result, &sent, notice);
-    let next = match (&step, next, settled.is_ok()) {
-        (Step::Progress, Ok(rows), true) if answered_all => Some(rows),
+    let next_step = NextStep::after(Request::Batch { rows: sent.len() }, &result);
+    let answered_every_row = matches!(&result, Ok(r) if r.results.len() >= sent.len());
+    let next = match next {
+        Ok(rows) if next_step.prefetched_batch_follows(answered_every_row, settled.is_ok()) => {
+            Some(rows)
+        }
         _ => None,
     };
+    let (step, settlement) = match (next_step, result) {
+        // Every answer is settled (`NextStep::Settle`).
+        (_, Ok(answer)) => (Step::Progress, Some(answered(&answer, &sent, notice))),
+        (NextStep::Retry, Err(e)) => (Step::Retry(Some(e)), None),
+        (NextStep::Shrink { rows }, Err(_)) => (Step::Shrink(rows), None),
+        // `NextStep::Refuse`: a lone row refused for good.
+        (_, Err(e)) => (Step::Progress, Some(refused_whole(&e, &sent, notice))),
+    };
+    // A settlement that did not reach the outbox is tried again before anything is read.
     let step = match (step, settled) {
         (Step::Progress, Err(_)) => Step::Retry(None),
         (step, _) => step,
@@ -736,51 +748,43 @@ async fn deliver_batch(
     }
 }
 
-/// What the server's answer means for the rows sent.
-fn answer(
-    result: Result<IngestResult, ClientError>,
+/// The rows the server answered for: stored (or duplicates) are delivered, rejected ones are
+/// kept refused with its reason. An answer with fewer results than rows leaves the rest pending.
+fn answered(answer: &IngestResult, sent: &[OutboxRow], notice: &dyn ReporterNotice) -> Settlement {
+    let mut settlement = Settlement {
+        delivered: Vec::with_capacity(sent.len()),
+        refused: Vec::new(),
+        read_at: Vec::with_capacity(sent.len()),
+        acked_at: now_ms(),
+    };
+    for (row, r) in sent.iter().zip(answer.results.iter()) {
+        if r.outcome == IngestOutcome::Rejected {
+            let reason = r.reason.clone().unwrap_or_else(|| "refused".to_owned());
+            notice.refused(&row.item_json, &reason);
+            settlement.refused.push((row.seq, reason));
+        } else {
+            settlement.delivered.push(row.seq);
+            settlement.read_at.push(row.read_at_ms);
+        }
+    }
+    settlement
+}
+
+/// Rows refused as a whole and for good (e.g. the run no longer exists): every one is kept,
+/// marked with the server's reason, and the user is told.
+fn refused_whole(
+    error: &ClientError,
     sent: &[OutboxRow],
     notice: &dyn ReporterNotice,
-) -> (Step, Option<Settlement>) {
-    match result {
-        Ok(result) => {
-            let mut settlement = Settlement {
-                delivered: Vec::with_capacity(sent.len()),
-                refused: Vec::new(),
-                read_at: Vec::with_capacity(sent.len()),
-                acked_at: now_ms(),
-            };
-            // An answer with fewer results than items leaves the rest pending for a retry.
-            for (row, r) in sent.iter().zip(result.results.iter()) {
-                if r.outcome == IngestOutcome::Rejected {
-                    let reason = r.reason.clone().unwrap_or_else(|| "refused".to_owned());
-                    notice.refused(&row.item_json, &reason);
-                    settlement.refused.push((row.seq, reason));
-                } else {
-                    settlement.delivered.push(row.seq);
-                    settlement.read_at.push(row.read_at_ms);
-                }
-            }
-            (Step::Progress, Some(settlement))
-        }
-        Err(e) if e.is_retryable() => (Step::Retry(Some(e)), None),
-        // Too large, or refused as a whole: halve the batch until the row at fault stands alone,
-        // so one bad row never takes the others with it.
-        Err(_) if sent.len() > 1 => (Step::Shrink, None),
-        Err(e) => {
-            // Refused as a whole and for good (e.g. the run no longer exists): keep every row,
-            // marked with the server's reason, and say so.
-            let reason = e.to_string();
-            if let Some(first) = sent.first() {
-                notice.refused(&first.item_json, &reason);
-            }
-            let settlement = Settlement {
-                delivered: Vec::new(),
-                refused: sent.iter().map(|r| (r.seq, reason.clone())).collect(),
-                read_at: Vec::new(),
-                acked_at: now_ms(),
-            };
-            (Step::Progress, Some(settlement))
-        }
+) -> Settlement {
+    let reason = error.to_string();
+    if let Some(first) = sent.first() {
+        notice.refused(&first.item_json, &reason);
+    }
+    Settlement {
+        delivered: Vec::new(),
+        refused: sent.iter().map(|r| (r.seq, reason.clone())).collect(),
+        read_at: Vec::new(),
+        acked_at: now_ms(),
     }
 }

@@ -218,6 +218,111 @@ pub struct IngestBatch {
     pub items: Vec<IngestItem>,
 }
 
+/// An item to store, with what is known of its event's size as JSON. A plain [`IngestItem`]
+/// knows nothing (its event is measured by encoding it); one a server read from a request
+/// ([`ReceivedItem`]) knows the length of its event's text there.
+pub trait IngestInput {
+    fn item(&self) -> &IngestItem;
+    /// Length of a JSON text the event was decoded from, if any.
+    fn event_text_len(&self) -> Option<usize>;
+}
+
+impl IngestInput for IngestItem {
+    fn item(&self) -> &IngestItem {
+        self
+    }
+
+    fn event_text_len(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// An [`IngestBatch`] as a server reads it from a request body: the same JSON, each event
+/// decoded and the length of its text kept, so that the size limit is checked from the request
+/// instead of by encoding every event again ([`crate::limits::check_encoded_len`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ReceivedBatch {
+    pub items: Vec<ReceivedItem>,
+}
+
+/// One item of a [`ReceivedBatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceivedItem {
+    pub item: IngestItem,
+    pub event_text_len: usize,
+}
+
+impl IngestInput for ReceivedItem {
+    fn item(&self) -> &IngestItem {
+        &self.item
+    }
+
+    fn event_text_len(&self) -> Option<usize> {
+        Some(self.event_text_len)
+    }
+}
+
+impl<'de> Deserialize<'de> for ReceivedItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            source: String,
+            source_key: String,
+            event: ReceivedEvent,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        Ok(ReceivedItem {
+            item: IngestItem {
+                source: wire.source,
+                source_key: wire.source_key,
+                event: wire.event.event,
+            },
+            event_text_len: wire.event.text_len,
+        })
+    }
+}
+
+/// An event decoded from its own text, taken whole from the request (serde_json's `RawValue`).
+struct ReceivedEvent {
+    event: Event,
+    text_len: usize,
+}
+
+impl<'de> Deserialize<'de> for ReceivedEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+        let event = decode_at_batch_depth(text.get()).map_err(|e| {
+            // The request's deserializer adds its own position (where the event ends in the
+            // body); the one inside the event's text would only mislead next to it.
+            let message = e.to_string();
+            let inner_position = format!(" at line {} column {}", e.line(), e.column());
+            let message = message.strip_suffix(&inner_position).unwrap_or(&message);
+            <D::Error as serde::de::Error>::custom(message)
+        })?;
+        Ok(ReceivedEvent {
+            event,
+            text_len: text.get().len(),
+        })
+    }
+}
+
+/// Decodes an event's text nested as deep as a batch nests it, so that the parser's nesting
+/// limit falls where it does for the whole body (taking the text whole does not count levels).
+fn decode_at_batch_depth(text: &str) -> Result<Event, serde_json::Error> {
+    use crate::limits::{BATCH_WRAPPER_DEPTH as DEPTH, JSON_PARSER_MAX_DEPTH};
+    // A text is nested at most as deep as it has opening brackets: most cannot reach the limit.
+    let opening = text.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    if opening + DEPTH <= JSON_PARSER_MAX_DEPTH {
+        return serde_json::from_str(text);
+    }
+    let mut nested = String::with_capacity(text.len() + 2 * DEPTH);
+    nested.push_str(&"[".repeat(DEPTH));
+    nested.push_str(text);
+    nested.push_str(&"]".repeat(DEPTH));
+    let [[[event]]]: [[[Event; 1]; 1]; 1] = serde_json::from_str(&nested)?;
+    Ok(event)
+}
+
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -304,11 +304,6 @@ fn parse_line_events(line: &[u8]) -> Result<Vec<Event>, EventErrorKind> {
     Ok(events)
 }
 
-/// Most bytes the encoding of an event without a JSON `input` adds to the line it came from:
-/// its `event` tag and usage fields the line left out. Its strings encode no longer than the
-/// line wrote them (JSON escapes only what a line must escape too), its integers the same.
-const ENCODING_GROWTH_BOUND: usize = 128;
-
 /// The limits every stored event is held to (the server applies the same ones).
 fn within_limits(event: &Event, line_len: usize) -> Result<(), EventErrorKind> {
     if limits::event_depth(event) > limits::MAX_EVENT_DEPTH {
@@ -316,20 +311,12 @@ fn within_limits(event: &Event, line_len: usize) -> Result<(), EventErrorKind> {
             limit: limits::MAX_EVENT_DEPTH,
         });
     }
-    // Measuring costs a second encoding; only an `input` (numbers are written out again) or a
-    // line close to the limit can make the event's encoding exceed it.
-    let has_input = matches!(event, Event::Message(Message { input: Some(_), .. }));
-    if !has_input && line_len + ENCODING_GROWTH_BOUND <= limits::MAX_EVENT_BYTES {
-        return Ok(());
-    }
-    let size = limits::encoded_len(event);
-    if size > limits::MAX_EVENT_BYTES {
-        return Err(EventErrorKind::EventTooLarge {
+    limits::check_encoded_len(event, line_len, limits::MAX_EVENT_BYTES).map_err(|size| {
+        EventErrorKind::EventTooLarge {
             size,
             limit: limits::MAX_EVENT_BYTES,
-        });
-    }
-    Ok(())
+        }
+    })
 }
 
 /// Why a line is not a JSON object at all.

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::event::Event;
+use crate::event::{Event, Message};
 
 /// Largest event, measured as its JSON encoding ([`encoded_len`]), that the reader accepts and
 /// the server stores. Message content is taken as is, so the limit is generous; it exists so a
@@ -42,6 +42,49 @@ pub fn encoded_len(event: &Event) -> usize {
         // that ever change, an event that cannot be encoded is treated as too large.
         Err(_) => usize::MAX,
     }
+}
+
+/// Most bytes an event's encoding adds to a JSON text it was decoded from, as long as no number
+/// in its `input` decoded as floating point: an `event` tag a stdout line leaves implicit and the
+/// usage fields a text may leave out. Its strings encode no longer than a text must write them
+/// (JSON escapes only what a text must escape too), its integers the same, and whitespace,
+/// nulls and unknown fields are dropped. A float can grow without such a bound (`1e15` is
+/// written `1000000000000000.0`).
+pub const ENCODING_GROWTH_BOUND: usize = 128;
+
+/// Whether the event's encoding is at most `limit` bytes, given the length of the JSON text it
+/// was decoded from (a stdout line, or its text in an ingest request): that length settles it
+/// when it leaves room for [`ENCODING_GROWTH_BOUND`], so that only an event close to the limit,
+/// or one holding a float, is encoded again to be measured. `Err` carries the encoded size.
+pub fn check_encoded_len(event: &Event, text_len: usize, limit: usize) -> Result<(), usize> {
+    if !holds_float(event) && text_len.saturating_add(ENCODING_GROWTH_BOUND) <= limit {
+        return Ok(());
+    }
+    match encoded_len(event) {
+        size if size <= limit => Ok(()),
+        size => Err(size),
+    }
+}
+
+/// Whether a number in the event's `input` decoded as floating point (serde_json does so for a
+/// fraction, an exponent, `-0` and integers beyond 64 bits). Iterative, like [`value_depth`].
+fn holds_float(event: &Event) -> bool {
+    let Event::Message(Message {
+        input: Some(input), ..
+    }) = event
+    else {
+        return false;
+    };
+    let mut stack: Vec<&Value> = input.values().collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Number(n) if n.is_f64() => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Nesting depth of the event's JSON encoding (its own object is level 1).

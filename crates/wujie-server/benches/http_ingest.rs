@@ -58,7 +58,7 @@ fn main() {
         let server = EmbeddedServer::start(store, ServerConfig::default())
             .await
             .expect("server");
-        let client = Client::new(&server.url(), Token::new(admin)).expect("client");
+        let client = Client::new(&server.url(), Token::new(admin.clone())).expect("client");
         let mut work = Vec::new();
         for r in 0..reporters {
             let issue = client
@@ -79,9 +79,10 @@ fn main() {
                 )
                 .await
                 .expect("run");
-            // Events are reported with a user token (the reporter's credential); the run's
-            // own token is the adapter's, which may only read.
-            let reporter = client.clone();
+            // Events are reported with a user token (a run's own token may not report them),
+            // each reporter over a client of its own.
+            let reporter =
+                Client::new(&server.url(), Token::new(admin.clone())).expect("client");
             let prepared: Vec<IngestBatch> = (0..batches).map(|b| batch(r, b, size)).collect();
             work.push((reporter, created.run.id, prepared));
         }

@@ -3,14 +3,16 @@
 //!
 //! SQLite has one writer at a time (`BEGIN IMMEDIATE` behind the store's mutex), so ordering
 //! comes for free. PostgreSQL runs writers concurrently, possibly from several server
-//! processes, and two things need them kept apart:
+//! processes, and one thing needs them kept apart:
 //! - the live feeds page by `seq` and take "after the last seq I saw" as "everything new". A
 //!   sequence number is taken at insert time but becomes visible at commit, so a transaction
 //!   that took a lower number and commits later would be skipped. Writers of the activity log
 //!   and of one issue's messages therefore hold a transaction-scoped advisory lock until they
-//!   commit, which makes seq order commit order;
-//! - ingest checks which keys are stored before inserting, which is only sound while no other
-//!   transaction ingests into the same issue (a reporter retrying against another replica).
+//!   commit, which makes seq order commit order.
+//!
+//! What is stored once is decided by UNIQUE keys (`INSERT … ON CONFLICT DO NOTHING`), which
+//! needs no lock on either: PostgreSQL makes an insert that conflicts with an uncommitted one
+//! wait for it, then skips the row.
 
 use sqlx::{Any, Transaction};
 

@@ -6,8 +6,8 @@
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
     CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, CreatedToken, Discussion,
-    DiscussionEntry, DiscussionStatus, IngestItem, IngestOutcome, IngestResult, PromoteDiscussion,
-    Promoted,
+    DiscussionEntry, DiscussionStatus, IngestInput, IngestItem, IngestOutcome, IngestResult,
+    PromoteDiscussion, Promoted,
 };
 use wujie_protocol::event::Event;
 
@@ -212,7 +212,7 @@ impl Store {
     pub async fn ingest_discussion_events(
         &self,
         discussion_id: &str,
-        items: &[IngestItem],
+        items: &[impl IngestInput],
         max_event_bytes: usize,
     ) -> Result<IngestResult, StoreError> {
         let now = time::now();
@@ -225,11 +225,12 @@ impl Store {
             return Err(discussion_not_found(discussion_id));
         }
         let mut results = Vec::with_capacity(items.len());
-        for item in items {
-            if let Some(refused) = precheck(item, max_event_bytes) {
+        for input in items {
+            if let Some(refused) = precheck(input, max_event_bytes) {
                 results.push(refused);
                 continue;
             }
+            let item = input.item();
             let stored = match &item.event {
                 Event::Message(m) if m.kind.is_discussion_entry() => {
                     let Some(content) = m.content.as_deref() else {

@@ -44,4 +44,8 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("stored JSON could not be read back: {0}")]
     Json(#[from] serde_json::Error),
+    /// Another transaction wrote what this one was writing, at the same moment; nothing of this
+    /// one was kept, and sending it again settles it.
+    #[error("{0}")]
+    Contended(String),
 }

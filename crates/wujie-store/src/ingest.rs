@@ -1,12 +1,14 @@
 //! Batch ingest of adapter events into a run. All accepted items of a batch are written in one
 //! transaction; messages go in multi-row inserts (one prepared statement per chunk size), and
-//! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate.
+//! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate
+//! (`ON CONFLICT DO NOTHING`, as for usage and discussion entries).
 
 use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IngestResult, IssueChange,
+    Author, AuthorKind, IngestInput, IngestItem, IngestItemResult, IngestOutcome, IngestResult,
+    IssueChange,
 };
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
@@ -38,7 +40,11 @@ pub(crate) fn rejected(reason: String) -> IngestItemResult {
 }
 
 /// Checks that hold for every target: keys present, size within the limit. `None` = acceptable.
-pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<IngestItemResult> {
+pub(crate) fn precheck(
+    input: &impl IngestInput,
+    max_event_bytes: usize,
+) -> Option<IngestItemResult> {
+    let item = input.item();
     if item.source.is_empty() || item.source_key.is_empty() {
         return Some(rejected(
             "item has an empty source or source_key; both are needed for exactly-once storage"
@@ -53,8 +59,10 @@ pub(crate) fn precheck(item: &IngestItem, max_event_bytes: usize) -> Option<Inge
             limits::MAX_EVENT_DEPTH
         )));
     }
-    let size = limits::encoded_len(&item.event);
-    if size > max_event_bytes {
+    // A request's text of the event measures it unless the event is close to the limit; a
+    // plain item is measured by encoding it.
+    let text_len = input.event_text_len().unwrap_or(usize::MAX);
+    if let Err(size) = limits::check_encoded_len(&item.event, text_len, max_event_bytes) {
         return Some(rejected(format!(
             "event is {size} bytes, over this server's limit of {max_event_bytes} bytes per event; \
              it will not be stored"
@@ -123,7 +131,7 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
 async fn existing_message_keys<'a>(
     conn: &mut AnyConnection,
     run_id: &str,
-    messages: &[PendingMessage<'a>],
+    messages: &[&PendingMessage<'a>],
 ) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
     let mut by_source: HashMap<&'a str, Vec<&'a str>> = HashMap::new();
     for p in messages {
@@ -156,6 +164,50 @@ async fn existing_message_keys<'a>(
         }
     }
     Ok(existing)
+}
+
+/// Inserts messages whose keys are distinct and were not found stored, in multi-row
+/// statements. The UNIQUE (run, source, source_key) key skips any another transaction stored
+/// since; then the batch is refused (`StoreError::Contended`) and sent again.
+async fn insert_messages(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    messages: &[&PendingMessage<'_>],
+    now: &str,
+) -> Result<(), StoreError> {
+    for chunk in messages.chunks(MESSAGE_CHUNK) {
+        let mut sql = String::from(
+            "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
+             source_key, created_at) VALUES ",
+        );
+        push_value_rows(&mut sql, chunk.len(), 9);
+        // Naming the key: with no target, SQLite treats every constraint as ON CONFLICT
+        // IGNORE, which made new events about a tenth slower to insert.
+        sql.push_str(" ON CONFLICT (run_id, source, source_key) DO NOTHING");
+        let mut insert = sqlx::query(&sql);
+        for p in chunk {
+            insert = insert
+                .bind(run_id)
+                .bind(p.message.kind.as_str())
+                .bind(p.message.content.as_deref())
+                .bind(p.message.tool.as_deref())
+                .bind(p.input_json.as_deref())
+                .bind(p.message.output.as_deref())
+                .bind(p.item.source.as_str())
+                .bind(p.item.source_key.as_str())
+                .bind(now);
+        }
+        // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
+        let inserted = insert.execute(&mut *conn).await?.rows_affected();
+        if inserted != chunk.len() as u64 {
+            return Err(StoreError::Contended(format!(
+                "another request stored {} of these events of run {run_id} at the same time; \
+                 nothing of this batch was stored, send it again",
+                chunk.len() as u64 - inserted
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Why a new event of an ended run is not stored.
@@ -203,21 +255,22 @@ struct PendingMessage<'a> {
 
 impl Store {
     /// Stores a batch of events on a run; one result per item, in order. Items over
-    /// `max_event_bytes` (serialized) are rejected without affecting the others.
+    /// `max_event_bytes` (as JSON) are rejected without affecting the others.
     pub async fn ingest_run_events(
         &self,
         run_id: &str,
-        items: &[IngestItem],
+        items: &[impl IngestInput],
         max_event_bytes: usize,
     ) -> Result<IngestResult, StoreError> {
         let mut results: Vec<Option<IngestItemResult>> = vec![None; items.len()];
         let mut messages = Vec::new();
         let mut usages = Vec::new();
-        for (index, item) in items.iter().enumerate() {
-            if let Some(refused) = precheck(item, max_event_bytes) {
+        for (index, input) in items.iter().enumerate() {
+            if let Some(refused) = precheck(input, max_event_bytes) {
                 results[index] = Some(refused);
                 continue;
             }
+            let item = input.item();
             match &item.event {
                 Event::Message(message) => {
                     let input_json = match &message.input {
@@ -260,49 +313,39 @@ impl Store {
         let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
             .then(|| after_end(run_id, &status));
 
-        // A message is stored now when its key is neither in the database nor earlier in this
-        // batch. Nothing can slip in between this check and the insert (SQLite's transaction is
-        // IMMEDIATE; on PostgreSQL the issue's lock is held); the UNIQUE key would turn any such
-        // bug into an error, not a double.
-        let existing = existing_message_keys(&mut w.tx, run_id, &messages).await?;
+        // The UNIQUE (run, source, source_key) key decides what is stored: each key of the batch
+        // (its first occurrence) not found stored is inserted with ON CONFLICT DO NOTHING, so
+        // no key is ever stored twice, nor does a UNIQUE violation fail the statement, however
+        // many transactions ingest the batch at once (a reporter retrying against another
+        // replica). The lookup spares a retried
+        // batch the inserts (a key it finds is stored: keys are never deleted); should another
+        // transaction store a key it missed before this insert, the insert says so by its count
+        // and the batch is refused whole, to be sent again, rather than answered wrongly.
         let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
-        let mut stored_now = vec![false; items.len()];
-        let mut new_messages = Vec::with_capacity(messages.len());
-        for pending in &messages {
-            let key = (
-                pending.item.source.as_str(),
-                pending.item.source_key.as_str(),
-            );
-            if !existing.contains(&key) && seen.insert(key) {
-                if let Some(refusal) = &ended {
-                    results[pending.index] = Some(rejected(refusal.clone()));
-                    continue;
+        let firsts: Vec<&PendingMessage<'_>> = messages
+            .iter()
+            .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
+            .collect();
+        let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
+        let missing: Vec<&PendingMessage<'_>> = firsts
+            .iter()
+            .copied()
+            .filter(|p| !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())))
+            .collect();
+        match &ended {
+            None => insert_messages(&mut w.tx, run_id, &missing, &now).await?,
+            // An ended run takes nothing new; what it holds already answers `duplicate`.
+            Some(refusal) => {
+                for p in &missing {
+                    results[p.index] = Some(rejected(refusal.clone()));
                 }
-                stored_now[pending.index] = true;
-                new_messages.push(pending);
             }
         }
-        for chunk in new_messages.chunks(MESSAGE_CHUNK) {
-            let mut sql = String::from(
-                "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
-                 source_key, created_at) VALUES ",
-            );
-            push_value_rows(&mut sql, chunk.len(), 9);
-            let mut insert = sqlx::query(&sql);
-            for p in chunk {
-                insert = insert
-                    .bind(run_id)
-                    .bind(p.message.kind.as_str())
-                    .bind(p.message.content.as_deref())
-                    .bind(p.message.tool.as_deref())
-                    .bind(p.input_json.as_deref())
-                    .bind(p.message.output.as_deref())
-                    .bind(p.item.source.as_str())
-                    .bind(p.item.source_key.as_str())
-                    .bind(now.as_str());
+        let mut stored_now = vec![false; items.len()];
+        if ended.is_none() {
+            for p in &missing {
+                stored_now[p.index] = true;
             }
-            // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
-            insert.execute(&mut *w.tx).await?;
         }
         for pending in &messages {
             if results[pending.index].is_some() {
@@ -363,5 +406,93 @@ impl Store {
                 .map(|r| r.unwrap_or_else(|| rejected("item was not processed".into())))
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wujie_protocol::api::{CreateIssue, CreateRun};
+
+    use super::*;
+
+    fn text(key: &str) -> IngestItem {
+        IngestItem {
+            source: "s".into(),
+            source_key: key.into(),
+            event: Event::Message(Message {
+                kind: MessageKind::Text,
+                content: Some(key.into()),
+                tool: None,
+                input: None,
+                output: None,
+                source: "s".into(),
+                source_key: key.into(),
+            }),
+        }
+    }
+
+    fn pending(item: &IngestItem) -> PendingMessage<'_> {
+        let Event::Message(message) = &item.event else {
+            unreachable!("a message")
+        };
+        PendingMessage {
+            index: 0,
+            item,
+            message,
+            input_json: None,
+        }
+    }
+
+    /// What a lookup that went stale leads to: a key another transaction stored after it is
+    /// skipped by the UNIQUE key, and the insert refuses the batch instead of calling it stored.
+    #[tokio::test]
+    async fn a_key_stored_after_the_lookup_refuses_the_batch_and_stores_nothing_of_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("wujie.db"))
+            .await
+            .expect("open");
+        let issue = store
+            .create_issue(&CreateIssue {
+                title: "t".into(),
+                description: String::new(),
+                discussion_id: None,
+            })
+            .await
+            .expect("issue");
+        let run = store
+            .create_run(
+                &issue.key,
+                &CreateRun {
+                    provider: "p".into(),
+                    cwd: "/".into(),
+                },
+            )
+            .await
+            .expect("run")
+            .run;
+        let first = text("stored-meanwhile");
+        store
+            .ingest_run_events(&run.id, std::slice::from_ref(&first), 1 << 20)
+            .await
+            .expect("ingest");
+
+        let new = text("new");
+        let (a, b) = (pending(&new), pending(&first));
+        let mut w = store.write().await.expect("write");
+        let e = insert_messages(&mut w.tx, &run.id, &[&a, &b], &time::now())
+            .await
+            .expect_err("one key was stored meanwhile");
+        assert!(matches!(e, StoreError::Contended(_)), "{e:?}");
+        assert!(e.to_string().contains("send it again"), "{e}");
+        drop(w);
+        let keys: Vec<String> = store
+            .run(&run.id)
+            .await
+            .expect("run")
+            .messages
+            .into_iter()
+            .map(|m| m.source_key)
+            .collect();
+        assert_eq!(keys, ["stored-meanwhile"]);
     }
 }

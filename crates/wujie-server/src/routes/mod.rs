@@ -2,6 +2,7 @@
 
 pub(crate) mod browser_logins;
 pub(crate) mod discussions;
+mod ingest_body;
 pub(crate) mod issues;
 pub(crate) mod meta;
 pub(crate) mod runs;
@@ -19,6 +20,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Failure;
 use crate::{AppState, MAX_BODY_BYTES};
+pub(crate) use ingest_body::IngestBody;
 
 pub(crate) fn router(state: AppState) -> Router {
     let api = Router::new()

@@ -3,6 +3,7 @@
 
 mod auth;
 mod discussions;
+mod event_size;
 mod harness;
 mod ingest;
 mod issues;
