@@ -672,7 +672,7 @@ impl Relay {
             return;
         }
         let cols = self.size.cols;
-        match self.open_overlay(MENU_MAX_ROWS, |rows| menu.lines(cols, rows)) {
+        match self.open_overlay(MENU_MAX_ROWS, 1, |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
@@ -682,7 +682,8 @@ impl Relay {
     async fn open_card(&mut self, card: IssueCard) {
         self.close_view();
         let cols = self.size.cols;
-        match self.open_overlay(CARD_MAX_ROWS, |rows| card.lines(cols, rows)) {
+        let least = card.least_rows();
+        match self.open_overlay(CARD_MAX_ROWS, least, |rows| card.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Card(card), overlay)),
             // Without room for the card nothing may be created behind the user's back.
             None => {
@@ -693,11 +694,13 @@ impl Relay {
 
     /// Draws an overlay under the adapter's cursor and holds the adapter's output back while it
     /// is open. `lines` makes the content for a height: the overlay asks for as many rows as the
-    /// content takes at `most_rows`, and the content is made again for the height it gets.
-    /// Without room (or without a shadow) the adapter's output flows on.
+    /// content takes at `most_rows` (making do with `least` rather than lose a row of the
+    /// screen), and the content is made again for the height it gets. Without room (or without
+    /// a shadow) the adapter's output flows on.
     fn open_overlay(
         &mut self,
         most_rows: u16,
+        least: u16,
         lines: impl Fn(u16) -> Vec<OverlayLine>,
     ) -> Option<Overlay> {
         let wanted = u16::try_from(lines(most_rows).len()).unwrap_or(most_rows);
@@ -705,7 +708,7 @@ impl Relay {
         let mut out = Vec::new();
         let opened = lock
             .placement(self.size)
-            .and_then(|place| Overlay::open_with(place, wanted, lines, &mut out).ok());
+            .and_then(|place| Overlay::open_with(place, wanted, least, lines, &mut out).ok());
         match opened {
             Some(overlay) => {
                 lock.hold();
@@ -741,7 +744,9 @@ impl Relay {
         };
         let cols = self.size.cols;
         // Without room it is only in the summary printed after the session.
-        match self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows)) {
+        match self.open_overlay(NOTICE_MAX_ROWS, 1, |rows| {
+            notice_lines(&message, cols, rows)
+        }) {
             Some(overlay) => {
                 let until = Instant::now() + NOTICE_SHOWN;
                 self.view = Some((Shown::Notice(message, until), overlay));

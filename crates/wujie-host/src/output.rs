@@ -156,7 +156,8 @@ impl ScreenLock<'_> {
     }
 
     /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
-    /// used rows and setting its scroll region aside. `None` without a shadow.
+    /// used rows, setting its scroll region aside, and with what draws the top rows again (the
+    /// overlay may move them off the screen). `None` without a shadow.
     pub fn placement(&self, size: TermSize) -> Option<Placement> {
         let shadow = self.state.shadow.as_ref()?;
         Some(
@@ -167,7 +168,8 @@ impl ScreenLock<'_> {
                     shadow.saved_cursor(),
                     shadow.attributes(),
                     shadow.origin_mode(),
-                ),
+                )
+                .with_restorable_rows(shadow.restorable_rows(size.rows)),
         )
     }
 
