@@ -4,10 +4,13 @@
 //! 1. If fewer rows are free below the adapter's content than the area wants, the content moves
 //!    up by the missing number of rows first, and the cursor with it, so it stays on the
 //!    adapter's input line. When the host can draw the rows right above the input line again
-//!    ([`Placement::restorable_rows`], from its shadow screen; usually the adapter's own), they
-//!    are deleted (DL `CSI n M`, which never feeds the terminal's scrollback and leaves the rows
-//!    above them, a shell's output say, where they are) and closing inserts them back and draws
-//!    them: the screen and the scrollback end up exactly as they were ([`Overlay::shifted`]). The area then takes what it wants, or at least `least` rows
+//!    ([`Placement::restorable_rows`], from its shadow screen; usually the adapter's own), the
+//!    oldest of them (the top of that block) are deleted (DL `CSI n M`, which never feeds the
+//!    terminal's scrollback and leaves the rows above them, a shell's output say, where they
+//!    are), so the rows right above the input line, what the adapter printed last, stay in
+//!    view; closing inserts them back and draws them: the screen and the scrollback end up
+//!    exactly as they were ([`Overlay::shifted`]). The area then takes what it wants, or at
+//!    least `least` rows
 //!    ([`Overlay::open_with`]). Otherwise (too few rows the host saw above the input line) the
 //!    whole screen scrolls up (`LF` on the bottom row, for at most
 //!    [`SCROLL_FOR_ROWS`] rows), the top lines go to the terminal's scrollback and come back
@@ -201,8 +204,9 @@ pub struct Overlay {
     /// Most rows the area may grow to without scrolling again.
     max_height: u16,
     scrolled: u16,
-    /// Rows deleted right above the adapter's cursor on open, and what draws them again.
+    /// Rows deleted on open, the row the first of them was on, and what draws them again.
     shifted: u16,
+    shifted_at: u16,
     restore: Vec<u8>,
     /// The adapter's scroll region, set again on close.
     scroll_region: Option<(u16, u16)>,
@@ -301,14 +305,18 @@ impl Overlay {
             out.extend_from_slice(b"\x1b8");
             csi(out, &[scrolled], b'A');
         }
-        let restore = restorable_rows[restorable_rows.len() - usize::from(shifted)..]
+        // The oldest of those rows leave: the ones right above the input line, what the
+        // adapter printed last (the plan a card asks about), stay in view.
+        let shifted_at = row - restorable;
+        let oldest = restorable_rows.len() - usize::from(restorable);
+        let restore = restorable_rows[oldest..oldest + usize::from(shifted)]
             .iter()
             .flatten()
             .copied()
             .collect();
         if shifted > 0 {
             out.extend_from_slice(b"\x1b7\x1b[0m");
-            csi(out, &[row - shifted + 1, 1], b'H');
+            csi(out, &[shifted_at + 1, 1], b'H');
             csi(out, &[shifted], b'M');
             out.extend_from_slice(b"\x1b8");
             csi(out, &[shifted], b'A');
@@ -336,6 +344,7 @@ impl Overlay {
             max_height,
             scrolled,
             shifted,
+            shifted_at,
             restore,
             scroll_region,
             cursor,
@@ -382,7 +391,7 @@ impl Overlay {
             // they showed is in the terminal's scrollback.
             csi(out, &[self.scrolled], b'T');
         }
-        self.put_back_shifted_rows(self.cursor.row - self.shifted, true, out);
+        self.put_back_shifted_rows(self.shifted_at, true, out);
         if let Some((top, bottom)) = self.scroll_region {
             csi(
                 out,
@@ -398,9 +407,9 @@ impl Overlay {
         self.give_back_saved_cursor(out);
     }
 
-    /// The rows opening deleted come back: blank rows are inserted at `at`, where the rows
-    /// deleted began (IL, pushing off the bottom only rows the area had freed) and, with
-    /// `draw`, drawn as they were, in plain text (whatever character set the adapter left in
+    /// The rows opening deleted come back: blank rows are inserted at row `at` (IL, pushing
+    /// off the bottom only rows the area had freed) and, with `draw` (`at` is then where the
+    /// deleted rows began), drawn as they were, in plain text (whatever character set the adapter left in
     /// effect).
     fn put_back_shifted_rows(&self, at: u16, draw: bool, out: &mut Vec<u8>) {
         if self.shifted == 0 {
@@ -436,11 +445,16 @@ impl Overlay {
         if self.scrolled > 0 {
             csi(out, &[self.scrolled], b'T');
         }
-        // The deleted rows began where the cursor's row is now. They are drawn again only when
-        // the rewrap moved nothing and the rows are no wider than the screen; else they stay
-        // blank (the adapter redraws for the new size anyway).
+        // The deleted rows are drawn again where they were only when the rewrap moved nothing
+        // and they are no wider than the screen; else blank rows go back right above the
+        // cursor's row, which brings it back to its own (the adapter redraws for the new size
+        // anyway).
         let unmoved = cursor.row.saturating_add(self.shifted) == self.cursor.row;
-        self.put_back_shifted_rows(cursor.row, unmoved && size.cols >= self.size.cols, out);
+        if unmoved && size.cols >= self.size.cols {
+            self.put_back_shifted_rows(self.shifted_at, true, out);
+        } else {
+            self.put_back_shifted_rows(cursor.row, false, out);
+        }
         out.extend_from_slice(b"\x1b8");
         let moved = self.scrolled + self.shifted;
         let row = cursor.row.saturating_add(moved).min(rows - 1);
@@ -501,8 +515,8 @@ impl Overlay {
         self.scrolled
     }
 
-    /// Rows deleted from the top while the area is open, which closing inserts and draws again
-    /// exactly (0 when it fitted or [`Overlay::scrolled`]).
+    /// Rows deleted while the area is open (the oldest the host can draw again), which closing
+    /// inserts and draws again exactly (0 when it fitted or [`Overlay::scrolled`]).
     pub fn shifted(&self) -> u16 {
         self.shifted
     }

@@ -712,8 +712,8 @@ fn after_a_rewrap_the_area_goes_from_under_the_reported_cursor() {
 #[test]
 fn on_a_full_screen_rows_the_host_can_draw_again_move_off_and_come_back_exactly() {
     // Eight rows of coloured adapter output fill the screen; the cursor is on the input line
-    // with its two margin rows under it. The shadow saw everything, so the area deletes top
-    // rows (never feeding the scrollback) and closing draws them again.
+    // with its two margin rows under it. The shadow saw everything, so the area deletes the top
+    // rows (never feeding the scrollback), the oldest, and closing draws them again.
     let mut bytes = Vec::new();
     for i in 0..5 {
         bytes.extend_from_slice(
@@ -744,6 +744,11 @@ fn on_a_full_screen_rows_the_host_can_draw_again_move_off_and_come_back_exactly(
         "nothing went to the scrollback"
     );
     assert_eq!(rows_text(term.screen())[2], "> 中文 input");
+    assert_eq!(
+        rows_text(term.screen())[..2],
+        ["line 3 bold", "line 4 bold"],
+        "the oldest rows left; what the adapter printed last is still above its input line"
+    );
     assert_eq!(term.screen().cursor_position(), (2, 12));
     out.clear();
     overlay.close(&mut out);
