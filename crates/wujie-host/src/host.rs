@@ -23,9 +23,9 @@ use tokio::time::Instant;
 use wujie_term::{
     CARD_MAX_ROWS, CURSOR_POSITION_QUERY, CardChoice, CardUpdate, CursorPos, InputEvent, InputKind,
     InputLine, InputScanner, IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate,
-    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, ScreenModel, TermSize,
-    TriggerAction, TriggerDetector, cursor_report, default_commands, notice_lines,
-    promoted_commands,
+    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, SETTLE_LIMIT, SILENCE,
+    ScreenModel, TermSize, TriggerAction, TriggerDetector, cursor_report, default_commands,
+    notice_lines, promoted_commands,
 };
 
 use crate::error::HostError;
@@ -45,6 +45,8 @@ const ESCAPE_IDLE: Duration = Duration::from_millis(25);
 const REPLY_IDLE: Duration = Duration::from_secs(1);
 /// How long after the adapter asked the terminal something its reply is still expected.
 const REPLY_OWED: Duration = Duration::from_secs(3);
+/// How often the host looks whether the adapter's output settled before a card.
+const SETTLE_POLL: Duration = Duration::from_millis(2);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
@@ -345,7 +347,7 @@ impl Relay {
                 Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
                 Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
-                    Request::ShowCard(card) => self.open_card(card).await,
+                    Request::ShowCard(card) => self.show_card(card).await,
                     Request::Notice(message) => self.notices.push_back(message),
                     Request::Promoted(key) => self.promoted = Some(key),
                 },
@@ -677,6 +679,30 @@ impl Relay {
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
         }
+    }
+
+    /// A card asked for: it goes under everything the adapter printed before it was asked for
+    /// (a native handoff's plan, streamed line by line, and the input box under it), so the
+    /// adapter's output has to settle first, else the card would hold the rest of it back.
+    async fn show_card(&mut self, card: IssueCard) {
+        self.close_view();
+        let until = Instant::now() + SETTLE_LIMIT;
+        while !self.output_settled() && Instant::now() < until {
+            tokio::time::sleep(SETTLE_POLL).await;
+        }
+        self.open_card(card).await;
+    }
+
+    /// Nothing unread on the adapter's PTY, everything the output thread read is on the screen
+    /// (in this order: the thread marks itself drained only after a read found the PTY empty),
+    /// and no visible output for [`SILENCE`], as before the menu.
+    fn output_settled(&self) -> bool {
+        let unread = self.master.as_ref().is_some_and(master::has_unread_output);
+        let quiet = self
+            .screen
+            .last_visible()
+            .is_none_or(|at| self.screen.now().saturating_sub(at) >= SILENCE);
+        !unread && self.screen.drained() && quiet
     }
 
     async fn open_card(&mut self, card: IssueCard) {
