@@ -45,7 +45,7 @@ const ESCAPE_IDLE: Duration = Duration::from_millis(25);
 const REPLY_IDLE: Duration = Duration::from_secs(1);
 /// How long after the adapter asked the terminal something its reply is still expected.
 const REPLY_OWED: Duration = Duration::from_secs(3);
-/// How often the host looks whether the adapter's output settled before a card.
+/// How often the host looks whether the adapter's output settled before a card opens.
 const SETTLE_POLL: Duration = Duration::from_millis(2);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -251,6 +251,9 @@ struct Relay {
     menu_enabled: bool,
     /// The open overlay and what it shows.
     view: Option<(Shown, Overlay)>,
+    /// A card asked for, waiting (until the instant at the latest) for the adapter's output to
+    /// settle.
+    card_due: Option<(IssueCard, Instant)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
     /// Notices there was no room for: printed after the session.
@@ -295,6 +298,7 @@ impl Relay {
             trigger: TriggerDetector::new(),
             menu_enabled,
             view: None,
+            card_due: None,
             notices: VecDeque::new(),
             unshown: Vec::new(),
             promoted: None,
@@ -347,7 +351,7 @@ impl Relay {
                 Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
                 Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
-                    Request::ShowCard(card) => self.show_card(card).await,
+                    Request::ShowCard(card) => self.ask_card(card),
                     Request::Notice(message) => self.notices.push_back(message),
                     Request::Promoted(key) => self.promoted = Some(key),
                 },
@@ -462,7 +466,8 @@ impl Relay {
             Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
         };
-        [trigger, escape, notice].into_iter().flatten().min()
+        let card = self.card_due.as_ref().map(|_| Instant::now() + SETTLE_POLL);
+        [trigger, escape, notice, card].into_iter().flatten().min()
     }
 
     async fn tick(&mut self) {
@@ -485,6 +490,7 @@ impl Relay {
             self.handle_events(events).await;
         }
         self.poll_trigger();
+        self.open_due_card().await;
     }
 
     /// Tells the trigger about the adapter's latest visible output, then opens the menu when
@@ -682,15 +688,27 @@ impl Relay {
     }
 
     /// A card asked for: it goes under everything the adapter printed before it was asked for
-    /// (a native handoff's plan, streamed line by line, and the input box under it), so the
-    /// adapter's output has to settle first, else the card would hold the rest of it back.
-    async fn show_card(&mut self, card: IssueCard) {
+    /// (a native handoff's plan, streamed line by line, and the input box under it), so it
+    /// opens once the adapter's output settled ([`Relay::open_due_card`]), else it would hold
+    /// the rest of that output back. Keys typed meanwhile still go to the adapter.
+    fn ask_card(&mut self, card: IssueCard) {
         self.close_view();
-        let until = Instant::now() + SETTLE_LIMIT;
-        while !self.output_settled() && Instant::now() < until {
-            tokio::time::sleep(SETTLE_POLL).await;
+        self.card_due = Some((card, Instant::now() + SETTLE_LIMIT));
+    }
+
+    /// Opens the card asked for once the adapter's output settled, or at its limit when output
+    /// keeps coming; not while the host waits for the terminal to say where the cursor is.
+    async fn open_due_card(&mut self) {
+        let Some((_, limit)) = &self.card_due else {
+            return;
+        };
+        let placed = self.resuming.is_none() && self.rewrapped.is_none();
+        if placed
+            && (*limit <= Instant::now() || self.output_settled())
+            && let Some((card, _)) = self.card_due.take()
+        {
+            self.open_card(card).await;
         }
-        self.open_card(card).await;
     }
 
     /// Nothing unread on the adapter's PTY, everything the output thread read is on the screen
@@ -760,9 +778,9 @@ impl Relay {
         lock.release();
     }
 
-    /// Shows the next notice when the overlay is free.
+    /// Shows the next notice when the overlay is free (and no card waits to open).
     fn show_notice(&mut self) {
-        if self.view.is_some() {
+        if self.view.is_some() || self.card_due.is_some() {
             return;
         }
         let Some(message) = self.notices.pop_front() else {
