@@ -37,12 +37,7 @@ fn run_fake(env: &Env, key: &str, mode: &str, options: &[&str]) -> (Output, Vec<
         .args(&args)
         .output()
         .expect("wujie runs");
-    let received = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("the log holds JSON"))
-        .collect();
-    (out, received)
+    (out, common::json_lines(&log))
 }
 
 /// The client's answer to the agent's permission request.

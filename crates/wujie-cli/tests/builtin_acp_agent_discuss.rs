@@ -49,12 +49,7 @@ fn a_discussion_with_grok_over_acp_becomes_an_issue_and_goes_on_in_the_same_sess
     let mut term = Term::spawn(&env, WUJIE, &args);
     term.wait_text("Ctrl+D ends");
     term.say("plan the storage layer", "pong");
-    term.send(b"/wujie");
-    term.wait_text("/wujiecreateissue");
-    term.send(b"\r");
-    term.wait_text("Create the issue and continue in this context");
-    term.send(b"\r");
-    term.wait_text("created WUJ-1");
+    term.create_issue_from_menu("WUJ-1");
     term.send(b"go ahead");
     term.wait_text("> go ahead");
     term.send(b"\r");

@@ -46,14 +46,6 @@ fn run(env: &Env, key: &str, options: &[&str], agent: &[String]) -> Output {
     env.cmd().args(&args).output().expect("wujie runs")
 }
 
-fn received(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("the log holds JSON"))
-        .collect()
-}
-
 fn methods(received: &[Value]) -> Vec<String> {
     received
         .iter()
@@ -99,7 +91,7 @@ fn a_resumed_session_reports_only_its_new_turn_numbered_after_the_replayed_ones(
     );
     assert!(second.status.success(), "{second:?}");
 
-    let received = received(&log);
+    let received = common::json_lines(&log);
     let methods = methods(&received);
     assert_eq!(
         methods,
@@ -171,7 +163,7 @@ fn resuming_with_an_agent_that_cannot_load_or_an_unknown_session_is_a_clear_erro
         ),
         "{stderr}"
     );
-    assert_eq!(methods(&received(&log)), ["initialize"]);
+    assert_eq!(methods(&common::json_lines(&log)), ["initialize"]);
 
     // A session the agent does not know: its own error is shown.
     let history = env.work.path().join("history.jsonl");
@@ -228,12 +220,7 @@ fn a_discussion_over_acp_resumes_with_the_agent_s_session_and_becomes_an_issue()
     let mut term = discuss(&env, &["--resume", "fake-session-1"], &agent);
     term.wait_text("resumed session fake-session-1: 1 earlier turn(s)");
     term.say("use sqlite", "you said: use sqlite");
-    term.send(b"/wujie");
-    term.wait_text("/wujiecreateissue");
-    term.send(b"\r");
-    term.wait_text("Create the issue and continue in this context");
-    term.send(b"\r");
-    term.wait_text("created WUJ-1");
+    term.create_issue_from_menu("WUJ-1");
     term.say("go ahead", "you said: go ahead");
     term.send(b"\x04");
     let status = term.wait_exit();

@@ -31,15 +31,6 @@ fn run_on_terminal(env: &Env, key: &str, mode: &str, options: &[&str]) -> (Term,
     (Term::spawn(env, WUJIE, &args), log)
 }
 
-/// Every message the agent received.
-fn received(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("the log holds JSON"))
-        .collect()
-}
-
 fn prompts(received: &[Value]) -> Vec<String> {
     received
         .iter()
@@ -108,7 +99,7 @@ fn a_conversation_in_the_line_editor_streams_replies_and_cancels_with_ctrl_c() {
     let status = term.wait_exit();
     assert!(status.success(), "{status:?}\n{}", term.contents());
 
-    let received = received(&log);
+    let received = common::json_lines(&log);
     assert_eq!(
         prompts(&received),
         [
@@ -188,7 +179,7 @@ fn with_no_allow_flag_a_permission_request_is_asked_on_the_terminal() {
     assert!(term.wait_exit().success(), "{}", term.contents());
 
     assert_eq!(
-        permission_answers(&received(&log)),
+        permission_answers(&common::json_lines(&log)),
         [
             serde_json::json!({"outcome": "selected", "optionId": "no"}),
             serde_json::json!({"outcome": "selected", "optionId": "yes-once"}),

@@ -16,12 +16,7 @@ fn after_promotion_the_menu_shows_the_issue_and_notices_are_printed_once() {
     term.wait_text("Ctrl+D quit");
     term.say("plan storage", "agent: SQLite or PostgreSQL?");
     term.say("sqlite", "agent: - WAL mode");
-    term.send(b"/wujie");
-    term.wait_text("/wujiecreateissue");
-    term.send(b"\r");
-    term.wait_text("Create the issue and continue");
-    term.send(b"\r");
-    term.wait_text("wujie: created WUJ-1");
+    term.create_issue_from_menu("WUJ-1");
     term.wait_for("the notice to close", |s| !s.contains("wujie: created"));
 
     term.send(b"/wujie");

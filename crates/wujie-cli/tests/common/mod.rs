@@ -192,6 +192,16 @@ pub fn wait_until(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// The JSON values of a file with one per line (a log an agent or adapter appends to); none
+/// when the file is not there yet.
+pub fn json_lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("the log holds JSON"))
+        .collect()
+}
+
 /// Whether a process id is still alive (and not a zombie we could reap).
 pub fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

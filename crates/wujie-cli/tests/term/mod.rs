@@ -160,6 +160,17 @@ impl Term {
         self.wait_text(answer);
     }
 
+    /// `/wujie` → `/wujiecreateissue` → "Create the issue and continue in this context", until
+    /// the host says it created `key`.
+    pub fn create_issue_from_menu(&self, key: &str) {
+        self.send(b"/wujie");
+        self.wait_text("/wujiecreateissue");
+        self.send(b"\r");
+        self.wait_text("Create the issue and continue");
+        self.send(b"\r");
+        self.wait_text(&format!("wujie: created {key}"));
+    }
+
     pub fn resize(&self, rows: u16, cols: u16) {
         self.screen
             .lock()
