@@ -175,7 +175,10 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
-        let all = futures_join(tasks).await;
+        let mut all = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            all.push(task.await.expect("client task"));
+        }
         sampler.abort();
         let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
         let status = run.wait().expect("run ends");
@@ -195,14 +198,6 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
         rss_before as f64 / 1024.0,
         rss_during as f64 / 1024.0,
     );
-}
-
-async fn futures_join(tasks: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>> {
-    let mut out = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        out.push(task.await.expect("client task"));
-    }
-    out
 }
 
 fn main() {
@@ -254,33 +249,21 @@ fn main() {
         "| scenario | clients | samples | p50 ms | p99 ms | max ms | server RSS before MiB | server RSS peak MiB |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for s in [
-        Scenario {
-            name: format!("stream {stream} at 1000/s"),
-            count: stream,
-            rate: 1000,
-            clients: 1,
-        },
-        Scenario {
-            name: format!("stream {stream} at 1000/s"),
-            count: stream,
-            rate: 1000,
-            clients,
-        },
-        Scenario {
-            name: format!("burst {burst}"),
-            count: burst,
-            rate: 0,
-            clients: 1,
-        },
-        Scenario {
-            name: format!("burst {burst}"),
-            count: burst,
-            rate: 0,
-            clients,
-        },
-    ] {
-        run_scenario(home.path(), &url, &client, server.id(), &s);
+    // A stream at 1,000 events/s and a burst (rate 0), each to one client and to `clients`.
+    let kinds = [
+        (format!("stream {stream} at 1000/s"), stream, 1000),
+        (format!("burst {burst}"), burst, 0),
+    ];
+    for (name, count, rate) in kinds {
+        for clients in [1, clients] {
+            let s = Scenario {
+                name: name.clone(),
+                count,
+                rate,
+                clients,
+            };
+            run_scenario(home.path(), &url, &client, server.id(), &s);
+        }
     }
     let (rss, hwm) = rss_kib(server.id());
     println!(
