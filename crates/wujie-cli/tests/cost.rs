@@ -134,3 +134,12 @@ fn the_workspace_cost_adds_up_every_issue_per_model() {
         "{text}"
     );
 }
+
+#[test]
+fn the_demo_s_fake_model_costs_nothing_instead_of_asking_for_a_price() {
+    let env = Env::new();
+    let out = env.ok(&["demo"]);
+    assert!(!out.contains("no price for"), "{out}");
+    let shown = env.issue("WUJ-1");
+    assert_eq!(shown["cost"]["usd"], 0.0, "{}", shown["cost"]);
+}

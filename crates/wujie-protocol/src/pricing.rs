@@ -50,6 +50,8 @@ const DEFAULTS: &[(&str, ModelPrice)] = &[
     ("gemini-2.5-flash", price(0.3, 2.5, 0.075, 0.0)),
     ("grok-4", price(3.0, 15.0, 0.75, 0.0)),
     ("grok-code-fast-1", price(0.2, 1.5, 0.02, 0.0)),
+    // The bundled fake provider's model (`wujie demo`) calls no model: it costs nothing.
+    ("fake-provider/fake-model", price(0.0, 0.0, 0.0, 0.0)),
 ];
 
 const fn price(input: f64, output: f64, cache_read: f64, cache_write: f64) -> ModelPrice {
