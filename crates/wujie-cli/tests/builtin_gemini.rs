@@ -59,10 +59,18 @@ fn say(tmux: &Tmux, text: &str) {
     tmux.keys(&["Enter"]);
 }
 
-/// `/quit`, and the screen once wujie exited.
+/// `/quit`, and the screen once wujie exited. Gemini CLI's command popup may take the first
+/// Enter to complete `/quit` rather than run it, so Enter is pressed again while it stays.
 fn quit(tmux: &Tmux) -> String {
     say(tmux, "/quit");
-    tmux.poll_for(std::time::Duration::from_secs(60), |s| s.contains("EXIT="))
+    (0..6)
+        .find_map(|_| {
+            let end = tmux.poll_for(std::time::Duration::from_secs(10), |s| s.contains("EXIT="));
+            if end.is_none() {
+                tmux.keys(&["Enter"]);
+            }
+            end
+        })
         .unwrap_or_else(|| panic!("Gemini CLI did not quit:\n{}", tmux.screen()))
 }
 
