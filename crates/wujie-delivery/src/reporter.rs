@@ -7,6 +7,7 @@
 //! (flushed as soon as rows are committed, up to a size cap), settling each row only after the
 //! server acknowledged it. Retries are safe because the server dedupes on (source, source_key).
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,9 @@ pub struct CloseSummary {
     pub finish_delivered: bool,
 }
 
+/// The outbox writer stopped on a failure, kept in [`Shared::writer_failed`].
+struct WriterStopped;
+
 enum WriterMsg {
     Items(String, Vec<(String, i64)>),
     Flush(oneshot::Sender<()>),
@@ -116,7 +120,7 @@ enum WriterMsg {
 struct Shared {
     targets: Mutex<Vec<TargetState>>,
     /// Why the writer stopped, once it failed; what `record` and `flush` then answer.
-    writer_failed: Mutex<Option<String>>,
+    writer_failed: Mutex<Option<Arc<WriterFailure>>>,
     committed: Notify,
     /// Woken at each pass of the deliverer (every settlement is followed by one), for
     /// [`Reporter::wait_delivered`].
@@ -134,17 +138,42 @@ struct TargetState {
 pub enum ReporterError {
     #[error(transparent)]
     Outbox(#[from] OutboxError),
-    #[error("the reporter stopped unexpectedly: {0}")]
-    Stopped(String),
+    /// One of the reporter's tasks panicked or was cancelled.
+    #[error("the reporter stopped unexpectedly")]
+    TaskFailed(#[source] tokio::task::JoinError),
+    /// The outbox writer ended without saying why (it only does so once the reporter closes).
+    #[error("the reporter stopped unexpectedly: the outbox writer is gone")]
+    WriterGone,
     /// The outbox could not be written; nothing read after that is recorded.
-    #[error("{0}")]
-    WriterFailed(String),
+    #[error(transparent)]
+    WriterFailed(Arc<WriterFailure>),
+}
+
+/// Why the outbox writer stopped: what the next `record` or `flush` answers.
+#[derive(Debug, thiserror::Error)]
+pub enum WriterFailure {
+    #[error(
+        "no space left on device: cannot write the outbox {}; everything read before is kept \
+         there. Free some space, then run `wujie local-run sync` to deliver it",
+        .path.display()
+    )]
+    DiskFull {
+        path: PathBuf,
+        #[source]
+        source: OutboxError,
+    },
+    #[error("cannot write the outbox {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: OutboxError,
+    },
 }
 
 pub struct Reporter {
     outbox: Outbox,
     tx: Option<mpsc::Sender<WriterMsg>>,
-    writer: Option<JoinHandle<Result<(), OutboxError>>>,
+    writer: Option<JoinHandle<Result<(), WriterStopped>>>,
     deliverer: Option<JoinHandle<DeliveryStats>>,
     shared: Arc<Shared>,
 }
@@ -287,10 +316,10 @@ impl Reporter {
         mut progress: impl FnMut(i64),
     ) -> Result<CloseSummary, ReporterError> {
         self.tx.take();
-        if let Some(writer) = self.writer.take() {
-            writer
-                .await
-                .map_err(|e| ReporterError::Stopped(e.to_string()))??;
+        if let Some(writer) = self.writer.take()
+            && writer.await.map_err(ReporterError::TaskFailed)?.is_err()
+        {
+            return Err(self.stopped());
         }
         self.shared
             .closing
@@ -303,7 +332,7 @@ impl Reporter {
         let mut last_progress = Instant::now();
         let stats = loop {
             match tokio::time::timeout(Duration::from_millis(250), &mut deliverer).await {
-                Ok(stats) => break stats.map_err(|e| ReporterError::Stopped(e.to_string()))?,
+                Ok(stats) => break stats.map_err(ReporterError::TaskFailed)?,
                 Err(_) => {
                     let left = self.pending_of(&ids).await?;
                     if left < last_left {
@@ -378,7 +407,7 @@ impl Reporter {
             .clone()
         {
             Some(why) => ReporterError::WriterFailed(why),
-            None => ReporterError::Stopped("the outbox writer is gone".to_owned()),
+            None => ReporterError::WriterGone,
         }
     }
 }
@@ -388,7 +417,7 @@ async fn write_loop(
     outbox: Outbox,
     mut rx: mpsc::Receiver<WriterMsg>,
     shared: Arc<Shared>,
-) -> Result<(), OutboxError> {
+) -> Result<(), WriterStopped> {
     while let Some(first) = rx.recv().await {
         // Take whatever else is already queued so one transaction commits many lines.
         let mut msgs = vec![first];
@@ -432,7 +461,7 @@ async fn append(
     shared: &Shared,
     target_id: &str,
     rows: &[(String, i64)],
-) -> Result<(), OutboxError> {
+) -> Result<(), WriterStopped> {
     let mut told = false;
     let appended = loop {
         match outbox.append(target_id, rows).await {
@@ -453,20 +482,19 @@ async fn append(
             appended => break appended,
         }
     };
-    if let Err(e) = &appended {
-        let file = outbox.path().display();
+    if let Err(e) = appended {
+        let path = outbox.path().to_owned();
+        // The writer's caller gets the failure from `writer_failed`; `write_loop` only needs to
+        // know that it stops.
         let why = if e.is_disk_full() {
-            format!(
-                "no space left on device: cannot write the outbox {file}; everything read \
-                 before is kept there. Free some space, then run `wujie local-run sync` to \
-                 deliver it"
-            )
+            WriterFailure::DiskFull { path, source: e }
         } else {
-            format!("cannot write the outbox {file}: {e}")
+            WriterFailure::Write { path, source: e }
         };
-        *shared.writer_failed.lock().expect("writer_failed lock") = Some(why);
+        *shared.writer_failed.lock().expect("writer_failed lock") = Some(Arc::new(why));
+        return Err(WriterStopped);
     }
-    appended
+    Ok(())
 }
 
 async fn deliver_loop(
@@ -475,101 +503,160 @@ async fn deliver_loop(
     shared: Arc<Shared>,
     notice: Arc<dyn ReporterNotice>,
 ) -> DeliveryStats {
-    let mut stats = DeliveryStats::default();
-    let mut backoff = BACKOFF_START;
-    let mut batch_cap = BATCH_MAX_ITEMS;
-    // The batch read while the previous one was in flight, and whose target it belongs to.
-    let mut prefetched: Option<(String, Vec<OutboxRow>)> = None;
-    // The last batch the server answered for, settled in the outbox during the next request.
-    let mut unsettled: Option<Settlement> = None;
+    let mut deliverer = Deliverer {
+        outbox,
+        client,
+        shared,
+        notice,
+        stats: DeliveryStats::default(),
+        backoff: BACKOFF_START,
+        batch_cap: BATCH_MAX_ITEMS,
+        prefetched: None,
+        unsettled: None,
+    };
     loop {
         // What the last pass settled is in the outbox now.
-        shared.delivery_pass.notify_waiters();
-        let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = shared
+        deliverer.shared.delivery_pass.notify_waiters();
+        let step = deliverer.pass().await;
+        if deliverer.after(step).await == Continue::No {
+            deliverer.shared.delivery_pass.notify_waiters();
+            return deliverer.stats;
+        }
+    }
+}
+
+/// The deliverer's state from one pass to the next.
+struct Deliverer<C> {
+    outbox: Outbox,
+    client: C,
+    shared: Arc<Shared>,
+    notice: Arc<dyn ReporterNotice>,
+    stats: DeliveryStats,
+    backoff: Duration,
+    /// Most rows the next batch may hold (lowered while the server refuses larger ones).
+    batch_cap: usize,
+    /// The batch read while the previous one was in flight, and whose target it belongs to.
+    prefetched: Option<(String, Vec<OutboxRow>)>,
+    /// The last batch the server answered for, settled in the outbox during the next request.
+    unsettled: Option<Settlement>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Continue {
+    Yes,
+    No,
+}
+
+impl<C: DeliveryServer> Deliverer<C> {
+    /// One pass: the first target (in the order they were added) with rows waiting gets a
+    /// batch; without any, the first whose end is recorded but not sent gets that.
+    async fn pass(&mut self) -> Step {
+        let targets: Vec<(TargetRef, Option<FinishRun>, bool)> = self
+            .shared
             .targets
             .lock()
             .expect("targets lock")
             .iter()
             .map(|t| (t.target.clone(), t.finish.clone(), t.finish_sent))
             .collect();
-        let mut outcome = Step::Idle;
         for (target, finish, finish_sent) in &targets {
-            let rows = match prefetched.take() {
-                Some((id, rows)) if id == target.id && !rows.is_empty() => rows,
-                _ => {
-                    // A fresh read must not see the last batch still pending: it would be sent
-                    // again (harmless, but wasted).
-                    let settled = match unsettled.take() {
-                        Some(s) => s.apply(&outbox, &mut stats).await,
-                        None => Ok(()),
-                    };
-                    match (settled, outbox.pending(&target.id, batch_cap as i64).await) {
-                        (Ok(()), Ok(rows)) => rows,
-                        _ => {
-                            outcome = Step::Retry(None);
-                            break;
-                        }
-                    }
-                }
+            let Ok(rows) = self.rows_of(target).await else {
+                return Step::Retry(None);
             };
             if !rows.is_empty() {
                 let sent = deliver_batch(
-                    &outbox,
-                    &client,
+                    &self.outbox,
+                    &self.client,
                     target,
                     rows,
-                    unsettled.take(),
-                    &mut stats,
-                    &*notice,
+                    self.unsettled.take(),
+                    &mut self.stats,
+                    &*self.notice,
                 )
                 .await;
-                outcome = sent.step;
-                unsettled = sent.settlement;
-                prefetched = sent.next.map(|rows| (target.id.clone(), rows));
-                break;
+                self.unsettled = sent.settlement;
+                self.prefetched = sent.next.map(|rows| (target.id.clone(), rows));
+                return sent.step;
             }
             if let (Some(finish), false) = (finish, finish_sent) {
-                outcome = deliver_finish(&outbox, &client, &shared, &target.id, finish).await;
-                break;
+                return deliver_finish(
+                    &self.outbox,
+                    &self.client,
+                    &self.shared,
+                    &target.id,
+                    finish,
+                )
+                .await;
             }
         }
-        match outcome {
+        Step::Idle
+    }
+
+    /// The next rows of `target`: the batch read ahead for it, or a fresh read.
+    async fn rows_of(&mut self, target: &TargetRef) -> Result<Vec<OutboxRow>, OutboxError> {
+        if let Some((id, rows)) = self.prefetched.take()
+            && id == target.id
+            && !rows.is_empty()
+        {
+            return Ok(rows);
+        }
+        // A fresh read must not see the last batch still pending: it would be sent again
+        // (harmless, but wasted).
+        if let Some(settlement) = self.unsettled.take() {
+            settlement.apply(&self.outbox, &mut self.stats).await?;
+        }
+        self.outbox.pending(&target.id, self.batch_cap as i64).await
+    }
+
+    /// Acts on how a pass ended; `Continue::No` once the reporter closes and nothing is left.
+    async fn after(&mut self, step: Step) -> Continue {
+        match step {
             Step::Progress => {
-                backoff = BACKOFF_START;
-                batch_cap = BATCH_MAX_ITEMS;
+                self.backoff = BACKOFF_START;
+                self.batch_cap = BATCH_MAX_ITEMS;
             }
-            Step::Shrink(rows) => batch_cap = rows,
-            Step::Retry(err) => {
-                if let Some(e) = &err {
-                    let pending = outbox
-                        .targets()
-                        .await
-                        .map(|ts| ts.iter().map(|t| t.pending).sum())
-                        .unwrap_or(0);
-                    notice.retrying(e, pending);
-                }
-                let jitter = rand::rng().random_range(0.5..1.0);
-                tokio::time::sleep(backoff.mul_f64(jitter)).await;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-            }
+            Step::Shrink(rows) => self.batch_cap = rows,
+            Step::Retry(error) => self.retry_later(error).await,
+            Step::Idle if self.closing_with_nothing_left() => return Continue::No,
             Step::Idle => {
-                if shared.closing.load(std::sync::atomic::Ordering::SeqCst) {
-                    let unfinished = shared
-                        .targets
-                        .lock()
-                        .expect("targets lock")
-                        .iter()
-                        .any(|t| t.finish.is_some() && !t.finish_sent);
-                    if !unfinished {
-                        shared.delivery_pass.notify_waiters();
-                        return stats;
-                    }
-                }
-                let _ =
-                    tokio::time::timeout(Duration::from_millis(200), shared.committed.notified())
-                        .await;
+                let _ = tokio::time::timeout(
+                    Duration::from_millis(200),
+                    self.shared.committed.notified(),
+                )
+                .await;
             }
         }
+        Continue::Yes
+    }
+
+    /// Tells the user (when the server answered with an error) and waits out the backoff.
+    async fn retry_later(&mut self, error: Option<ClientError>) {
+        if let Some(e) = &error {
+            let pending = self
+                .outbox
+                .targets()
+                .await
+                .map(|ts| ts.iter().map(|t| t.pending).sum())
+                .unwrap_or(0);
+            self.notice.retrying(e, pending);
+        }
+        let jitter = rand::rng().random_range(0.5..1.0);
+        tokio::time::sleep(self.backoff.mul_f64(jitter)).await;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+    }
+
+    /// The reporter closes and every recorded end was sent (no rows wait: the pass was idle).
+    fn closing_with_nothing_left(&self) -> bool {
+        self.shared
+            .closing
+            .load(std::sync::atomic::Ordering::SeqCst)
+            && !self
+                .shared
+                .targets
+                .lock()
+                .expect("targets lock")
+                .iter()
+                .any(|t| t.finish.is_some() && !t.finish_sent)
     }
 }
 
