@@ -18,7 +18,7 @@ use crate::dialect::SerialLock;
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
 use crate::sql::{push_placeholders, push_value_rows};
-use crate::{REPORTER_STOPPED, Store, StoreError, time};
+use crate::{REPORTER_STOPPED, Store, StoreError, WriteTx, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
 const MESSAGE_CHUNK: usize = 128;
@@ -253,21 +253,25 @@ struct PendingMessage<'a> {
     input_json: Option<String>,
 }
 
-impl Store {
-    /// Stores a batch of events on a run; one result per item, in order. Items over
-    /// `max_event_bytes` (as JSON) are rejected without affecting the others.
-    pub async fn ingest_run_events(
-        &self,
-        run_id: &str,
-        items: &[impl IngestInput],
-        max_event_bytes: usize,
-    ) -> Result<IngestResult, StoreError> {
-        let mut results: Vec<Option<IngestItemResult>> = vec![None; items.len()];
-        let mut messages = Vec::new();
-        let mut usages = Vec::new();
+/// A batch sorted by kind of event; what is already decided is in `results`.
+struct SortedBatch<'a> {
+    results: Vec<Option<IngestItemResult>>,
+    messages: Vec<PendingMessage<'a>>,
+    usages: Vec<(usize, &'a IngestItem, &'a Usage)>,
+}
+
+impl<'a> SortedBatch<'a> {
+    /// Items over `max_event_bytes` (as JSON) are rejected, events only discussions keep are
+    /// filtered, and messages and usage are set aside to be stored.
+    fn sort(items: &'a [impl IngestInput], max_event_bytes: usize) -> Result<Self, StoreError> {
+        let mut sorted = SortedBatch {
+            results: vec![None; items.len()],
+            messages: Vec::new(),
+            usages: Vec::new(),
+        };
         for (index, input) in items.iter().enumerate() {
             if let Some(refused) = precheck(input, max_event_bytes) {
-                results[index] = Some(refused);
+                sorted.results[index] = Some(refused);
                 continue;
             }
             let item = input.item();
@@ -277,27 +281,49 @@ impl Store {
                         Some(map) => Some(serde_json::to_string(map)?),
                         None => None,
                     };
-                    messages.push(PendingMessage {
+                    sorted.messages.push(PendingMessage {
                         index,
                         item,
                         message,
                         input_json,
                     });
                 }
-                Event::Usage(usage) => usages.push((index, item, usage)),
+                Event::Usage(usage) => sorted.usages.push((index, item, usage)),
                 // Native session ids and handoff requests only matter to discussions.
                 Event::Session { .. } | Event::HandoffReady { .. } => {
-                    results[index] = Some(outcome(IngestOutcome::Filtered));
+                    sorted.results[index] = Some(outcome(IngestOutcome::Filtered));
                 }
             }
         }
+        Ok(sorted)
+    }
+}
 
+/// The run a batch goes to, as the batch's transaction found it.
+struct RunTarget<'a> {
+    run_id: &'a str,
+    issue_id: String,
+    /// Why nothing new may be stored: the run ended.
+    ended: Option<String>,
+    now: String,
+}
+
+impl Store {
+    /// Stores a batch of events on a run; one result per item, in order. Items over
+    /// `max_event_bytes` (as JSON) are rejected without affecting the others.
+    pub async fn ingest_run_events(
+        &self,
+        run_id: &str,
+        items: &[impl IngestInput],
+        max_event_bytes: usize,
+    ) -> Result<IngestResult, StoreError> {
+        let mut batch = SortedBatch::sort(items, max_event_bytes)?;
         let now = time::now();
         // Ingest is the hot path: it takes the activity lock only when this batch may record
         // activity (a comment or usage), and otherwise only its issue's lock, so that
         // reporters of different issues write side by side on PostgreSQL.
         let mut w = self.write_unserialized().await?;
-        if records_activity(&messages, &usages) {
+        if records_activity(&batch.messages, &batch.usages) {
             w.serialize(SerialLock::Activity).await?;
         }
         let run: Option<(String, String, Option<String>)> =
@@ -312,101 +338,133 @@ impl Store {
         // reporter may still deliver what it read.
         let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
             .then(|| after_end(run_id, &status));
-
-        // The UNIQUE (run, source, source_key) key decides what is stored: each key of the batch
-        // (its first occurrence) not found stored is inserted with ON CONFLICT DO NOTHING, so
-        // no key is ever stored twice, nor does a UNIQUE violation fail the statement, however
-        // many transactions ingest the batch at once (a reporter retrying against another
-        // replica). The lookup spares a retried
-        // batch the inserts (a key it finds is stored: keys are never deleted); should another
-        // transaction store a key it missed before this insert, the insert says so by its count
-        // and the batch is refused whole, to be sent again, rather than answered wrongly.
-        let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
-        let firsts: Vec<&PendingMessage<'_>> = messages
-            .iter()
-            .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
-            .collect();
-        let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
-        let missing: Vec<&PendingMessage<'_>> = firsts
-            .iter()
-            .copied()
-            .filter(|p| !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())))
-            .collect();
-        match &ended {
-            None => insert_messages(&mut w.tx, run_id, &missing, &now).await?,
-            // An ended run takes nothing new; what it holds already answers `duplicate`.
-            Some(refusal) => {
-                for p in &missing {
-                    results[p.index] = Some(rejected(refusal.clone()));
-                }
-            }
-        }
-        let mut stored_now = vec![false; items.len()];
-        if ended.is_none() {
-            for p in &missing {
-                stored_now[p.index] = true;
-            }
-        }
-        for pending in &messages {
-            if results[pending.index].is_some() {
-                continue;
-            }
-            let stored = stored_now[pending.index];
-            results[pending.index] = Some(outcome(if stored {
-                IngestOutcome::Stored
-            } else {
-                IngestOutcome::Duplicate
-            }));
-            // Only a newly stored message becomes a comment, so retries never duplicate one.
-            let kind = match pending.message.kind {
-                MessageKind::UserInput => AuthorKind::User,
-                MessageKind::Final => AuthorKind::Agent,
-                _ => continue,
-            };
-            if let (true, Some(body)) = (stored, pending.message.content.as_deref()) {
-                let author = Author {
-                    kind,
-                    run_id: Some(run_id.to_owned()),
-                };
-                insert_comment(&mut w.tx, &issue_id, &author, w.author_token, body).await?;
-            }
-        }
-        let reporter = Author {
-            kind: AuthorKind::Agent,
-            run_id: Some(run_id.to_owned()),
+        let run = RunTarget {
+            run_id,
+            issue_id,
+            ended,
+            now,
         };
-        for (index, item, usage) in usages {
-            if let Some(refusal) = &ended {
-                results[index] = Some(if usage_exists(&mut w.tx, run_id, item).await? {
-                    outcome(IngestOutcome::Duplicate)
-                } else {
-                    rejected(refusal.clone())
-                });
-                continue;
-            }
-            let stored =
-                insert_usage(&mut w.tx, RUN_USAGE_INSERT, run_id, item, usage, &now).await?;
-            if stored {
-                let change = IssueChange::Usage {
-                    run_id: run_id.to_owned(),
-                    usage: usage.clone(),
-                };
-                activity::record(&mut w.tx, &issue_id, &reporter, w.author_token, &change).await?;
-            }
-            results[index] = Some(outcome(if stored {
-                IngestOutcome::Stored
-            } else {
-                IngestOutcome::Duplicate
-            }));
-        }
+        store_run_messages(&mut w, &run, &batch.messages, &mut batch.results).await?;
+        store_run_usages(&mut w, &run, &batch.usages, &mut batch.results).await?;
         w.commit().await?;
         Ok(IngestResult {
-            results: results
+            results: batch
+                .results
                 .into_iter()
                 .map(|r| r.unwrap_or_else(|| rejected("item was not processed".into())))
                 .collect(),
         })
     }
+}
+
+/// Stores a batch's messages on `run`, each key once, and the comments the new ones make.
+///
+/// The UNIQUE (run, source, source_key) key decides what is stored: each key of the batch (its
+/// first occurrence) not found stored is inserted with ON CONFLICT DO NOTHING, so no key is
+/// ever stored twice, nor does a UNIQUE violation fail the statement, however many
+/// transactions ingest the batch at once (a reporter retrying against another replica). The
+/// lookup spares a retried batch the inserts (a key it finds is stored: keys are never
+/// deleted); should another transaction store a key it missed before this insert, the insert
+/// says so by its count and the batch is refused whole, to be sent again, rather than answered
+/// wrongly.
+async fn store_run_messages(
+    w: &mut WriteTx<'_>,
+    run: &RunTarget<'_>,
+    messages: &[PendingMessage<'_>],
+    results: &mut [Option<IngestItemResult>],
+) -> Result<(), StoreError> {
+    let run_id = run.run_id;
+    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
+    let firsts: Vec<&PendingMessage<'_>> = messages
+        .iter()
+        .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
+        .collect();
+    let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
+    let missing: Vec<&PendingMessage<'_>> = firsts
+        .iter()
+        .copied()
+        .filter(|p| !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())))
+        .collect();
+    let mut stored_now = vec![false; results.len()];
+    match &run.ended {
+        None => {
+            insert_messages(&mut w.tx, run_id, &missing, &run.now).await?;
+            for p in &missing {
+                stored_now[p.index] = true;
+            }
+        }
+        // An ended run takes nothing new; what it holds already answers `duplicate`.
+        Some(refusal) => {
+            for p in &missing {
+                results[p.index] = Some(rejected(refusal.clone()));
+            }
+        }
+    }
+    for pending in messages {
+        if results[pending.index].is_some() {
+            continue;
+        }
+        let stored = stored_now[pending.index];
+        results[pending.index] = Some(outcome(if stored {
+            IngestOutcome::Stored
+        } else {
+            IngestOutcome::Duplicate
+        }));
+        // Only a newly stored message becomes a comment, so retries never duplicate one.
+        let kind = match pending.message.kind {
+            MessageKind::UserInput => AuthorKind::User,
+            MessageKind::Final => AuthorKind::Agent,
+            _ => continue,
+        };
+        if let (true, Some(body)) = (stored, pending.message.content.as_deref()) {
+            let author = Author {
+                kind,
+                run_id: Some(run_id.to_owned()),
+            };
+            insert_comment(&mut w.tx, &run.issue_id, &author, w.author_token, body).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores a batch's usage events on `run`, each key once, and records each new one in the
+/// issue's activity.
+async fn store_run_usages(
+    w: &mut WriteTx<'_>,
+    run: &RunTarget<'_>,
+    usages: &[(usize, &IngestItem, &Usage)],
+    results: &mut [Option<IngestItemResult>],
+) -> Result<(), StoreError> {
+    let run_id = run.run_id;
+    let reporter = Author {
+        kind: AuthorKind::Agent,
+        run_id: Some(run_id.to_owned()),
+    };
+    for &(index, item, usage) in usages {
+        if let Some(refusal) = &run.ended {
+            results[index] = Some(if usage_exists(&mut w.tx, run_id, item).await? {
+                outcome(IngestOutcome::Duplicate)
+            } else {
+                rejected(refusal.clone())
+            });
+            continue;
+        }
+        let stored =
+            insert_usage(&mut w.tx, RUN_USAGE_INSERT, run_id, item, usage, &run.now).await?;
+        if stored {
+            let change = IssueChange::Usage {
+                run_id: run_id.to_owned(),
+                usage: usage.clone(),
+            };
+            activity::record(&mut w.tx, &run.issue_id, &reporter, w.author_token, &change).await?;
+        }
+        results[index] = Some(outcome(if stored {
+            IngestOutcome::Stored
+        } else {
+            IngestOutcome::Duplicate
+        }));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
