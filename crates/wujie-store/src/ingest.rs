@@ -17,7 +17,7 @@ use crate::activity;
 use crate::dialect::SerialLock;
 use crate::issues::insert_comment;
 use crate::rows::{run_not_found, to_i64};
-use crate::sql::{push_placeholders, push_value_rows};
+use crate::sql::Placeholders;
 use crate::{REPORTER_STOPPED, Store, StoreError, WriteTx, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
@@ -129,7 +129,7 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
 /// Keys of `messages` already stored on the run. Batches normally share one source, so this is
 /// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
 async fn existing_message_keys<'a>(
-    conn: &mut AnyConnection,
+    w: &mut WriteTx<'_>,
     run_id: &str,
     messages: &[&PendingMessage<'a>],
 ) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
@@ -143,17 +143,19 @@ async fn existing_message_keys<'a>(
     let mut existing = HashSet::new();
     for (source, keys) in by_source {
         for chunk in keys.chunks(KEY_LOOKUP_CHUNK) {
-            let mut sql = String::from(
-                "SELECT source_key FROM run_messages WHERE run_id = $1 AND source = $2 \
-                 AND source_key IN (",
-            );
-            push_placeholders(&mut sql, 3, chunk.len());
+            let mut sql = String::from("SELECT source_key FROM run_messages WHERE run_id = ");
+            let mut placeholders = Placeholders::new(w.backend);
+            placeholders.push(&mut sql);
+            sql.push_str(" AND source = ");
+            placeholders.push(&mut sql);
+            sql.push_str(" AND source_key IN (");
+            placeholders.push_list(&mut sql, chunk.len());
             sql.push(')');
             let mut select = sqlx::query_as(&sql).bind(run_id).bind(source);
             for key in chunk {
                 select = select.bind(*key);
             }
-            let found: Vec<(String,)> = select.fetch_all(&mut *conn).await?;
+            let found: Vec<(String,)> = select.fetch_all(&mut *w.tx).await?;
             let found: HashSet<String> = found.into_iter().map(|(k,)| k).collect();
             existing.extend(
                 chunk
@@ -170,7 +172,7 @@ async fn existing_message_keys<'a>(
 /// statements. The UNIQUE (run, source, source_key) key skips any another transaction stored
 /// since; then the batch is refused (`StoreError::Contended`) and sent again.
 async fn insert_messages(
-    conn: &mut AnyConnection,
+    w: &mut WriteTx<'_>,
     run_id: &str,
     messages: &[&PendingMessage<'_>],
     now: &str,
@@ -180,7 +182,7 @@ async fn insert_messages(
             "INSERT INTO run_messages (run_id, kind, content, tool, input, output, source, \
              source_key, created_at) VALUES ",
         );
-        push_value_rows(&mut sql, chunk.len(), 9);
+        Placeholders::new(w.backend).push_value_rows(&mut sql, chunk.len(), 9);
         // Naming the key: with no target, SQLite treats every constraint as ON CONFLICT
         // IGNORE, which made new events about a tenth slower to insert.
         sql.push_str(" ON CONFLICT (run_id, source, source_key) DO NOTHING");
@@ -198,7 +200,7 @@ async fn insert_messages(
                 .bind(now);
         }
         // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
-        let inserted = insert.execute(&mut *conn).await?.rows_affected();
+        let inserted = insert.execute(&mut *w.tx).await?.rows_affected();
         if inserted != chunk.len() as u64 {
             return Err(StoreError::Contended(format!(
                 "another request stored {} of these events of run {run_id} at the same time; \
@@ -379,7 +381,7 @@ async fn store_run_messages(
         .iter()
         .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
         .collect();
-    let existing = existing_message_keys(&mut w.tx, run_id, &firsts).await?;
+    let existing = existing_message_keys(w, run_id, &firsts).await?;
     let missing: Vec<&PendingMessage<'_>> = firsts
         .iter()
         .copied()
@@ -388,7 +390,7 @@ async fn store_run_messages(
     let mut stored_now = vec![false; results.len()];
     match &run.ended {
         None => {
-            insert_messages(&mut w.tx, run_id, &missing, &run.now).await?;
+            insert_messages(w, run_id, &missing, &run.now).await?;
             for p in &missing {
                 stored_now[p.index] = true;
             }
@@ -537,7 +539,7 @@ mod tests {
         let new = text("new");
         let (a, b) = (pending(&new), pending(&first));
         let mut w = store.write().await.expect("write");
-        let e = insert_messages(&mut w.tx, &run.id, &[&a, &b], &time::now())
+        let e = insert_messages(&mut w, &run.id, &[&a, &b], &time::now())
             .await
             .expect_err("one key was stored meanwhile");
         assert!(matches!(e, StoreError::Contended(_)), "{e:?}");
