@@ -48,23 +48,7 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     search,
                     limit,
                 };
-                let issues = conn.client.search_issues(&query).await?;
-                if ctx.json() {
-                    print_json(&issues)?;
-                } else if issues.is_empty() {
-                    outln!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
-                } else {
-                    outln!("{:<10} {:<12} title", "key", "status");
-                    for i in issues {
-                        let status = serde_json::to_value(i.status)?;
-                        outln!(
-                            "{:<10} {:<12} {}",
-                            i.key,
-                            status.as_str().unwrap_or(""),
-                            one_line(&i.title, 70)
-                        );
-                    }
-                }
+                list(ctx, &conn.client, &query).await?;
             }
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
@@ -115,35 +99,7 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             IssueCommand::Reopen { key } => {
                 set_status(ctx, &conn.client, &key, IssueStatus::Open).await?;
             }
-            IssueCommand::Runs { key } => {
-                let runs = conn.client.issue_runs(&key).await?;
-                if ctx.json() {
-                    print_json(&runs)?;
-                } else if runs.is_empty() {
-                    outln!(
-                        "No runs yet. Start one with `wujie run {} -- <provider>`.",
-                        inline(&key)
-                    );
-                } else {
-                    outln!(
-                        "{:<38} {:<10} {:<16} {:>8}  started",
-                        "run",
-                        "status",
-                        "provider",
-                        "messages"
-                    );
-                    for r in runs {
-                        outln!(
-                            "{:<38} {:<10} {:<16} {:>8}  {}",
-                            r.id,
-                            r.status.as_str(),
-                            one_line(&r.provider, 16),
-                            r.message_count,
-                            r.started_at
-                        );
-                    }
-                }
-            }
+            IssueCommand::Runs { key } => runs(ctx, &conn.client, &key).await?,
             IssueCommand::Watch { key } => watch(ctx, &conn.client, &key).await?,
         }
         Ok(())
@@ -151,6 +107,60 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     .await;
     conn.close().await;
     result
+}
+
+/// `issue list`: the issues matching `query`, a line each.
+async fn list(ctx: &Context, client: &Client, query: &IssueQuery) -> Result<()> {
+    let issues = client.search_issues(query).await?;
+    if ctx.json() {
+        print_json(&issues)?;
+    } else if issues.is_empty() {
+        outln!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
+    } else {
+        outln!("{:<10} {:<12} title", "key", "status");
+        for i in issues {
+            let status = serde_json::to_value(i.status)?;
+            outln!(
+                "{:<10} {:<12} {}",
+                i.key,
+                status.as_str().unwrap_or(""),
+                one_line(&i.title, 70)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `issue runs`: the issue's runs, a line each.
+async fn runs(ctx: &Context, client: &Client, key: &str) -> Result<()> {
+    let runs = client.issue_runs(key).await?;
+    if ctx.json() {
+        print_json(&runs)?;
+    } else if runs.is_empty() {
+        outln!(
+            "No runs yet. Start one with `wujie run {} -- <provider>`.",
+            inline(key)
+        );
+    } else {
+        outln!(
+            "{:<38} {:<10} {:<16} {:>8}  started",
+            "run",
+            "status",
+            "provider",
+            "messages"
+        );
+        for r in runs {
+            outln!(
+                "{:<38} {:<10} {:<16} {:>8}  {}",
+                r.id,
+                r.status.as_str(),
+                one_line(&r.provider, 16),
+                r.message_count,
+                r.started_at
+            );
+        }
+    }
+    Ok(())
 }
 
 pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {

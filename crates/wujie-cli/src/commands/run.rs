@@ -1,14 +1,16 @@
 //! `wujie run ISSUE -- PROVIDER [ARGS...]`.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde::Serialize;
 use wujie_client::ClientError;
-use wujie_delivery::reporter::ReporterNotice;
-use wujie_localrun::run::{RunRequest, run as run_provider};
+use wujie_delivery::reporter::{DeliveryStats, ReporterNotice};
+use wujie_localrun::run::{RunOutcome, RunRequest, run as run_provider};
 use wujie_localrun::sync;
+use wujie_store::outbox::Outbox;
 
 use crate::cli::RunArgs;
 use crate::context::Context;
@@ -90,22 +92,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
     let outbox = ctx.outbox().await?;
     let notice = StderrNotice::new();
 
-    // Older runs' undelivered events go out in the background while this one runs.
-    {
-        let profile = ctx.profile.clone();
-        let outbox = outbox.clone();
-        let notice: Arc<dyn ReporterNotice> = notice.clone();
-        tokio::spawn(async move {
-            let _ = sync::sync(
-                &profile,
-                &outbox,
-                notice,
-                Duration::from_secs(30),
-                &mut |_, _| {},
-            )
-            .await;
-        });
-    }
+    sync_older_runs(ctx, &outbox, &notice);
 
     let outcome = run_provider(
         &conn,
@@ -124,19 +111,47 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
     .await;
     conn.close().await;
     let outcome = outcome?;
-    let s = &outcome.summary;
     if let Some(path) = &args.stats_file {
-        let stats = Stats {
-            delivered: s.stats.delivered,
-            first_read_ms: s.stats.first_read_ms,
-            last_ack_ms: s.stats.last_ack_ms,
-            p50_ms: s.stats.latency.quantile(0.5),
-            p99_ms: s.stats.latency.quantile(0.99),
-            max_ms: s.stats.latency.quantile(1.0),
-        };
-        std::fs::write(path, serde_json::to_vec_pretty(&stats)?)
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_stats(path, &outcome.summary.stats)?;
     }
+    report(ctx, &outcome)?;
+    Ok(outcome.exit_code)
+}
+
+/// Older runs' undelivered events go out in the background while this one runs.
+fn sync_older_runs(ctx: &Context, outbox: &Outbox, notice: &Arc<StderrNotice>) {
+    let profile = ctx.profile.clone();
+    let outbox = outbox.clone();
+    let notice: Arc<dyn ReporterNotice> = notice.clone();
+    tokio::spawn(async move {
+        let _ = sync::sync(
+            &profile,
+            &outbox,
+            notice,
+            Duration::from_secs(30),
+            &mut |_, _| {},
+        )
+        .await;
+    });
+}
+
+/// `--stats-file`: the delivery figures of the run, as JSON.
+fn write_stats(path: &Path, stats: &DeliveryStats) -> Result<()> {
+    let stats = Stats {
+        delivered: stats.delivered,
+        first_read_ms: stats.first_read_ms,
+        last_ack_ms: stats.last_ack_ms,
+        p50_ms: stats.latency.quantile(0.5),
+        p99_ms: stats.latency.quantile(0.99),
+        max_ms: stats.latency.quantile(1.0),
+    };
+    std::fs::write(path, serde_json::to_vec_pretty(&stats)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// How the run ended and what became of its events: JSON on stdout, or lines on stderr.
+fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
+    let s = &outcome.summary;
     if ctx.json() {
         print_json(&RunReport {
             run_id: &outcome.run_id,
@@ -182,5 +197,5 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             s.failed
         );
     }
-    Ok(outcome.exit_code)
+    Ok(())
 }
