@@ -606,7 +606,7 @@ proptest! {
         let before = term.screen().clone();
         let mut out = Vec::new();
         let placement = place(&before);
-        match Overlay::open(placement, &first, &mut out) {
+        match Overlay::open(placement.clone(), &first, &mut out) {
             Err(OverlayError::TooSmall { .. }) => prop_assert!(rows < 4 && out.is_empty()),
             Ok(mut overlay) => {
                 prop_assert!(overlay.height() >= 1);
@@ -707,4 +707,66 @@ fn after_a_rewrap_the_area_goes_from_under_the_reported_cursor() {
     assert_eq!(after[1..6], before[..5], "the adapter's rows, one lower");
     assert!(after[6..].iter().all(|r| r.trim().is_empty()), "{after:#?}");
     assert_eq!(p.screen().cursor_position(), (3, 4));
+}
+
+#[test]
+fn on_a_full_screen_rows_the_host_can_draw_again_move_off_and_come_back_exactly() {
+    // Eight rows of coloured adapter output fill the screen; the cursor is on the input line
+    // with its two margin rows under it. The shadow saw everything, so the area deletes the top
+    // rows (never feeding the scrollback), the oldest, and closing draws them again.
+    let mut bytes = Vec::new();
+    for i in 0..5 {
+        bytes.extend_from_slice(
+            format!("\x1b[3{}mline {i} \x1b[1mbold\x1b[0m\r\n", i + 1).as_bytes(),
+        );
+    }
+    bytes.extend_from_slice("> 中文 input\r\n── rule\r\n hints\x1b[2A\r\x1b[12C".as_bytes());
+    let size = TermSize { rows: 8, cols: 40 };
+    let mut term = parser(8, 40);
+    term.process(&bytes);
+    let mut shadow = ScreenModel::new(size);
+    shadow.feed(&bytes);
+    let before = term.screen().clone();
+    let lines = menu_lines(size, "");
+    assert_eq!(lines.len(), 3);
+    let placement = Placement::new(size, shadow.cursor())
+        .with_used_rows(shadow.used_rows())
+        .with_restorable_rows(shadow.restorable_rows(size.rows));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    shadow.feed(&out);
+    assert_eq!((overlay.shifted(), overlay.scrolled()), (3, 0));
+    assert_eq!(overlay.height(), 3);
+    assert_eq!(
+        term.screen().scrollback_len(),
+        0,
+        "nothing went to the scrollback"
+    );
+    assert_eq!(rows_text(term.screen())[2], "> 中文 input");
+    assert_eq!(
+        rows_text(term.screen())[..2],
+        ["line 3 bold", "line 4 bold"],
+        "the oldest rows left; what the adapter printed last is still above its input line"
+    );
+    assert_eq!(term.screen().cursor_position(), (2, 12));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
+    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+    assert_eq!(term.screen().scrollback_len(), 0);
+}
+
+#[test]
+fn rows_the_host_never_saw_are_scrolled_away_as_before() {
+    // Without rows it can draw again, a full screen still gets its area: by scrolling.
+    let mut term = adapter_screen(8, 40, ADAPTER, (5, 10));
+    let size = size_of(&term);
+    let lines = menu_lines(size, "");
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &lines, &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.shifted(), 0);
+    assert!(overlay.scrolled() > 0);
 }
