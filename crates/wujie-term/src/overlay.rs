@@ -278,21 +278,24 @@ impl Overlay {
         // The adapter's rows: up to its margin, or further down when it drew more below.
         let bottom =
             (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
-        let free = u16::try_from(u32::from(size.rows).saturating_sub(bottom)).unwrap_or(0);
+        // How many rows the content must move up for an area of `height` rows under it; this
+        // counts a margin that runs off the bottom of the screen.
+        let lacking = |height: u16| {
+            let lacking = (bottom + u32::from(height)).saturating_sub(u32::from(size.rows));
+            u16::try_from(lacking).unwrap_or(u16::MAX)
+        };
         // Rows above the cursor that can leave the screen and come back exactly.
         let restorable = u16::try_from(restorable_rows.len())
             .unwrap_or(u16::MAX)
             .min(row);
-        let exact = free.saturating_add(restorable) >= wanted.min(least.max(1));
+        let exact = restorable >= lacking(wanted.min(least.max(1)));
         let (shifted, scrolled) = if exact {
-            (wanted.saturating_sub(free).min(restorable), 0)
+            (lacking(wanted).min(restorable), 0)
         } else {
             // Scroll so the inserted lines push only blank rows off the bottom (as far as the
             // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled
             // is a row that shows blank after closing.
-            let missing = (bottom + u32::from(wanted.min(SCROLL_FOR_ROWS)))
-                .saturating_sub(u32::from(size.rows));
-            (0, u16::try_from(missing).unwrap_or(u16::MAX).min(row))
+            (0, lacking(wanted.min(SCROLL_FOR_ROWS)).min(row))
         };
         if scroll_region.is_some() {
             // DECSTBM homes the cursor; DECRC brings it back.
