@@ -23,9 +23,9 @@ use tokio::time::Instant;
 use wujie_term::{
     CARD_MAX_ROWS, CURSOR_POSITION_QUERY, CardChoice, CardUpdate, CursorPos, InputEvent, InputKind,
     InputLine, InputScanner, IssueCard, Key, MENU_MAX_ROWS, Menu, MenuOutcome, MenuUpdate,
-    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, ScreenModel, TermSize,
-    TriggerAction, TriggerDetector, cursor_report, default_commands, notice_lines,
-    promoted_commands,
+    NOTICE_MAX_ROWS, NOTICE_SHOWN, Overlay, OverlayLine, Pending, ReplyKind, SETTLE_LIMIT, SILENCE,
+    ScreenModel, TermSize, TriggerAction, TriggerDetector, cursor_report, default_commands,
+    notice_lines, promoted_commands,
 };
 
 use crate::error::HostError;
@@ -45,6 +45,8 @@ const ESCAPE_IDLE: Duration = Duration::from_millis(25);
 const REPLY_IDLE: Duration = Duration::from_secs(1);
 /// How long after the adapter asked the terminal something its reply is still expected.
 const REPLY_OWED: Duration = Duration::from_secs(3);
+/// How often the host looks whether the adapter's output settled before a card opens.
+const SETTLE_POLL: Duration = Duration::from_millis(2);
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
@@ -249,6 +251,9 @@ struct Relay {
     menu_enabled: bool,
     /// The open overlay and what it shows.
     view: Option<(Shown, Overlay)>,
+    /// A card asked for, waiting (until the instant at the latest) for the adapter's output to
+    /// settle.
+    card_due: Option<(IssueCard, Instant)>,
     /// Notices waiting for the overlay to be free.
     notices: VecDeque<String>,
     /// Notices there was no room for: printed after the session.
@@ -293,6 +298,7 @@ impl Relay {
             trigger: TriggerDetector::new(),
             menu_enabled,
             view: None,
+            card_due: None,
             notices: VecDeque::new(),
             unshown: Vec::new(),
             promoted: None,
@@ -345,7 +351,7 @@ impl Relay {
                 Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
                 Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
-                    Request::ShowCard(card) => self.open_card(card).await,
+                    Request::ShowCard(card) => self.ask_card(card),
                     Request::Notice(message) => self.notices.push_back(message),
                     Request::Promoted(key) => self.promoted = Some(key),
                 },
@@ -460,7 +466,8 @@ impl Relay {
             Some((Shown::Notice(_, until), _)) => Some(*until),
             _ => None,
         };
-        [trigger, escape, notice].into_iter().flatten().min()
+        let card = self.card_due.as_ref().map(|_| Instant::now() + SETTLE_POLL);
+        [trigger, escape, notice, card].into_iter().flatten().min()
     }
 
     async fn tick(&mut self) {
@@ -483,6 +490,7 @@ impl Relay {
             self.handle_events(events).await;
         }
         self.poll_trigger();
+        self.open_due_card().await;
     }
 
     /// Tells the trigger about the adapter's latest visible output, then opens the menu when
@@ -672,17 +680,54 @@ impl Relay {
             return;
         }
         let cols = self.size.cols;
-        match self.open_overlay(MENU_MAX_ROWS, |rows| menu.lines(cols, rows)) {
+        match self.open_overlay(MENU_MAX_ROWS, 1, |rows| menu.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Menu(menu), overlay)),
             // No room on a tiny terminal: the typed text simply stays with the adapter.
             None => self.trigger.menu_closed(),
         }
     }
 
+    /// A card asked for: it goes under everything the adapter printed before it was asked for
+    /// (a native handoff's plan, streamed line by line, and the input box under it), so it
+    /// opens once the adapter's output settled ([`Relay::open_due_card`]), else it would hold
+    /// the rest of that output back. Keys typed meanwhile still go to the adapter.
+    fn ask_card(&mut self, card: IssueCard) {
+        self.close_view();
+        self.card_due = Some((card, Instant::now() + SETTLE_LIMIT));
+    }
+
+    /// Opens the card asked for once the adapter's output settled, or at its limit when output
+    /// keeps coming; not while the host waits for the terminal to say where the cursor is.
+    async fn open_due_card(&mut self) {
+        let Some((_, limit)) = &self.card_due else {
+            return;
+        };
+        let placed = self.resuming.is_none() && self.rewrapped.is_none();
+        if placed
+            && (*limit <= Instant::now() || self.output_settled())
+            && let Some((card, _)) = self.card_due.take()
+        {
+            self.open_card(card).await;
+        }
+    }
+
+    /// Nothing unread on the adapter's PTY, everything the output thread read is on the screen
+    /// (in this order: the thread marks itself drained only after a read found the PTY empty),
+    /// and no visible output for [`SILENCE`], as before the menu.
+    fn output_settled(&self) -> bool {
+        let unread = self.master.as_ref().is_some_and(master::has_unread_output);
+        let quiet = self
+            .screen
+            .last_visible()
+            .is_none_or(|at| self.screen.now().saturating_sub(at) >= SILENCE);
+        !unread && self.screen.drained() && quiet
+    }
+
     async fn open_card(&mut self, card: IssueCard) {
         self.close_view();
         let cols = self.size.cols;
-        match self.open_overlay(CARD_MAX_ROWS, |rows| card.lines(cols, rows)) {
+        let least = card.least_rows();
+        match self.open_overlay(CARD_MAX_ROWS, least, |rows| card.lines(cols, rows)) {
             Some(overlay) => self.view = Some((Shown::Card(card), overlay)),
             // Without room for the card nothing may be created behind the user's back.
             None => {
@@ -693,11 +738,13 @@ impl Relay {
 
     /// Draws an overlay under the adapter's cursor and holds the adapter's output back while it
     /// is open. `lines` makes the content for a height: the overlay asks for as many rows as the
-    /// content takes at `most_rows`, and the content is made again for the height it gets.
-    /// Without room (or without a shadow) the adapter's output flows on.
+    /// content takes at `most_rows` (making do with `least` rather than lose a row of the
+    /// screen), and the content is made again for the height it gets. Without room (or without
+    /// a shadow) the adapter's output flows on.
     fn open_overlay(
         &mut self,
         most_rows: u16,
+        least: u16,
         lines: impl Fn(u16) -> Vec<OverlayLine>,
     ) -> Option<Overlay> {
         let wanted = u16::try_from(lines(most_rows).len()).unwrap_or(most_rows);
@@ -705,7 +752,7 @@ impl Relay {
         let mut out = Vec::new();
         let opened = lock
             .placement(self.size)
-            .and_then(|place| Overlay::open_with(place, wanted, lines, &mut out).ok());
+            .and_then(|place| Overlay::open_with(place, wanted, least, lines, &mut out).ok());
         match opened {
             Some(overlay) => {
                 lock.hold();
@@ -731,9 +778,9 @@ impl Relay {
         lock.release();
     }
 
-    /// Shows the next notice when the overlay is free.
+    /// Shows the next notice when the overlay is free (and no card waits to open).
     fn show_notice(&mut self) {
-        if self.view.is_some() {
+        if self.view.is_some() || self.card_due.is_some() {
             return;
         }
         let Some(message) = self.notices.pop_front() else {
@@ -741,7 +788,9 @@ impl Relay {
         };
         let cols = self.size.cols;
         // Without room it is only in the summary printed after the session.
-        match self.open_overlay(NOTICE_MAX_ROWS, |rows| notice_lines(&message, cols, rows)) {
+        match self.open_overlay(NOTICE_MAX_ROWS, 1, |rows| {
+            notice_lines(&message, cols, rows)
+        }) {
             Some(overlay) => {
                 let until = Instant::now() + NOTICE_SHOWN;
                 self.view = Some((Shown::Notice(message, until), overlay));

@@ -68,3 +68,8 @@ pub fn signal_foreground(master: &OwnedFd, signal: nix::sys::signal::Signal) -> 
     let group = nix::unistd::Pid::from_raw(group.as_raw_nonzero().get());
     nix::sys::signal::killpg(group, signal).map_err(io::Error::from)
 }
+
+/// Whether the adapter wrote output that is not read from `master` yet (FIONREAD counts it).
+pub fn has_unread_output(master: &OwnedFd) -> bool {
+    rustix::io::ioctl_fionread(master).is_ok_and(|n| n > 0)
+}

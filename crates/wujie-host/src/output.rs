@@ -9,6 +9,7 @@
 
 use std::io::{PipeReader, PipeWriter};
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -32,6 +33,9 @@ pub struct Screen {
     /// trigger waits for the adapter's echo; a permit left from before only makes it look
     /// once more).
     pub changed: Notify,
+    /// Set by the output thread when a read found the PTY empty, cleared before it reads again:
+    /// while set, everything it read went through [`Screen::adapter_output`].
+    drained: AtomicBool,
     origin: Instant,
 }
 
@@ -62,6 +66,7 @@ impl Screen {
             }),
             released: Condvar::new(),
             changed: Notify::new(),
+            drained: AtomicBool::new(false),
             origin: Instant::now(),
         })
     }
@@ -91,6 +96,13 @@ impl Screen {
     /// When adapter output last asked the terminal for a reply (cursor position, modes, …).
     pub fn last_query(&self) -> Option<Duration> {
         self.lock().state.last_query
+    }
+
+    /// Whether the output thread's last read found nothing more: what it read before is on the
+    /// screen (or held). Check the PTY for unread output first
+    /// ([`crate::master::has_unread_output`]); then this tells whether what was read was shown.
+    pub fn drained(&self) -> bool {
+        self.drained.load(Ordering::SeqCst)
     }
 
     /// Ends the relay: the output thread stops at its next step and drops what it still reads.
@@ -156,7 +168,8 @@ impl ScreenLock<'_> {
     }
 
     /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
-    /// used rows and setting its scroll region aside. `None` without a shadow.
+    /// used rows, setting its scroll region aside, and with what draws the top rows again (the
+    /// overlay may move them off the screen). `None` without a shadow.
     pub fn placement(&self, size: TermSize) -> Option<Placement> {
         let shadow = self.state.shadow.as_ref()?;
         Some(
@@ -167,7 +180,8 @@ impl ScreenLock<'_> {
                     shadow.saved_cursor(),
                     shadow.attributes(),
                     shadow.origin_mode(),
-                ),
+                )
+                .with_restorable_rows(shadow.restorable_rows(size.rows)),
         )
     }
 
@@ -255,10 +269,13 @@ fn relay(master: &OwnedFd, wake: &PipeReader, screen: &Screen) {
                 }
             }
             Err(Errno::INTR) => {}
-            Err(Errno::AGAIN) => match wait_readable(master, wake) {
-                Ok(Woken::Readable) => {}
-                Ok(Woken::Stopped) | Err(_) => return,
-            },
+            Err(Errno::AGAIN) => {
+                screen.drained.store(true, Ordering::SeqCst);
+                match wait_readable(master, wake) {
+                    Ok(Woken::Readable) => screen.drained.store(false, Ordering::SeqCst),
+                    Ok(Woken::Stopped) | Err(_) => return,
+                }
+            }
             // EIO: every process that had the adapter's side open closed it.
             Err(_) => return,
         }

@@ -7,6 +7,9 @@ pub enum Key {
     Down,
     Left,
     Right,
+    /// Page Up and Page Down (`ESC [ 5 ~`, `ESC [ 6 ~`): the card scrolls its body.
+    PageUp,
+    PageDown,
     Tab,
     BackTab,
     Enter,
@@ -33,6 +36,8 @@ impl Key {
             [0x15] => Key::CtrlU,
             [0x1b, b'[', b'Z'] => Key::BackTab,
             [0x1b, b'O', last] => arrow(*last),
+            [0x1b, b'[', b'5', b'~'] => Key::PageUp,
+            [0x1b, b'[', b'6', b'~'] => Key::PageDown,
             [0x1b, b'[', params @ .., last]
                 if params.iter().all(|b| b.is_ascii_digit() || *b == b';') =>
             {

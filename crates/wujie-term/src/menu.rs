@@ -166,9 +166,15 @@ impl Menu {
                 }
                 MenuUpdate::Redraw
             }
-            Key::Up | Key::Down | Key::Tab | Key::BackTab | Key::Left | Key::Right | Key::Other => {
-                MenuUpdate::Unchanged
-            }
+            Key::Up
+            | Key::Down
+            | Key::Tab
+            | Key::BackTab
+            | Key::Left
+            | Key::Right
+            | Key::PageUp
+            | Key::PageDown
+            | Key::Other => MenuUpdate::Unchanged,
         }
     }
 

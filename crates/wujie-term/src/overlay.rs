@@ -1,12 +1,21 @@
 //! The insertion area below the adapter's input line, drawn with plain escape sequences.
 //!
 //! Never uses the alternate screen. Opening:
-//! 1. If fewer rows are free below the adapter's content than the area wants (counting at most
-//!    [`SCROLL_FOR_ROWS`]), scroll the whole screen up by the missing number of lines first
-//!    (`LF` on the bottom row), then move the cursor up by the same amount so it stays on the
-//!    adapter's input line. The adapter's content moves up intact (the top lines go to the
-//!    terminal's scrollback); [`Overlay::scrolled`] reports by how much. Beyond that the area
-//!    takes the rows that are free, and its content is made for the height it got.
+//! 1. If fewer rows are free below the adapter's content than the area wants, the content moves
+//!    up by the missing number of rows first, and the cursor with it, so it stays on the
+//!    adapter's input line. When the host can draw the rows right above the input line again
+//!    ([`Placement::restorable_rows`], from its shadow screen; usually the adapter's own), the
+//!    oldest of them (the top of that block) are deleted (DL `CSI n M`, which never feeds the
+//!    terminal's scrollback and leaves the rows above them, a shell's output say, where they
+//!    are), so the rows right above the input line, what the adapter printed last, stay in
+//!    view; closing inserts them back and draws them: the screen and the scrollback end up
+//!    exactly as they were ([`Overlay::shifted`]). The area then takes what it wants, or at
+//!    least `least` rows
+//!    ([`Overlay::open_with`]). Otherwise (too few rows the host saw above the input line) the
+//!    whole screen scrolls up (`LF` on the bottom row, for at most
+//!    [`SCROLL_FOR_ROWS`] rows), the top lines go to the terminal's scrollback and come back
+//!    blank on close ([`Overlay::scrolled`]). Beyond that the area takes the rows that are free,
+//!    and its content is made for the height it got.
 //! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours and character
 //!    sets), then draw in plain text (`PLAIN_TEXT`): an adapter may have left DEC line
 //!    drawing in effect, which would turn the area's letters into box pieces.
@@ -16,12 +25,13 @@
 //! 5. Restore the cursor (DECRC `ESC 8`), so the terminal cursor stays where the adapter left it.
 //!
 //! Closing goes back to the same anchor row, deletes the inserted lines (DL `CSI n M`) so the
-//! pushed rows return, scrolls the content back down by as much as opening scrolled it up (SD
-//! `CSI n T`), and restores the cursor again. Every adapter row is then where it was, which
-//! matters to TUIs that draw their viewport at absolute positions (Codex); only the top rows,
-//! which went to the terminal's scrollback, come back blank. IL discards the rows it pushes off
-//! the bottom, so the screen is scrolled far enough that those rows are blank: the host says in
-//! [`Placement::used_rows`] how far down the adapter has drawn. When even scrolling cannot make
+//! pushed rows return, moves the content back down by as much as opening moved it up (IL on the
+//! top row and the rows drawn again, or SD `CSI n T`), and restores the cursor again. Every
+//! adapter row is then where it was, which matters to TUIs that draw their viewport at absolute
+//! positions (Codex); after scrolling, only the top rows, which went to the terminal's
+//! scrollback, come back blank. IL discards the rows it pushes off the bottom, so the content
+//! moves far enough that those rows are blank: the host says in [`Placement::used_rows`] how
+//! far down the adapter has drawn. When even moving cannot make
 //! room (the cursor reached the top row), the area gets fewer lines; only a screen that is full
 //! below the margin loses its last row to the single line the area needs.
 //!
@@ -65,7 +75,7 @@ pub struct CursorPos {
 }
 
 /// Where the adapter's cursor and content are when the overlay opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     pub size: TermSize,
     /// The adapter's cursor (its input line), from the host's shadow screen.
@@ -82,6 +92,11 @@ pub struct Placement {
     /// The adapter's drawing attributes and origin mode now, to come back to after that.
     pub attributes: Attributes,
     pub origin_mode: bool,
+    /// What draws the rows right above the cursor's row again, one entry per row, the row just
+    /// above the cursor last, as far up as the host knows them
+    /// ([`crate::ScreenModel::restorable_rows`]): the area may take these rows off the screen,
+    /// since closing puts them back exactly.
+    pub restorable_rows: Vec<Vec<u8>>,
 }
 
 impl Placement {
@@ -96,6 +111,15 @@ impl Placement {
             adapter_saved: None,
             attributes: Attributes::default(),
             origin_mode: false,
+            restorable_rows: Vec::new(),
+        }
+    }
+
+    /// The same placement with the drawing of the rows above the cursor (`rows`, top first).
+    pub fn with_restorable_rows(self, rows: Vec<Vec<u8>>) -> Self {
+        Self {
+            restorable_rows: rows,
+            ..self
         }
     }
 
@@ -180,6 +204,10 @@ pub struct Overlay {
     /// Most rows the area may grow to without scrolling again.
     max_height: u16,
     scrolled: u16,
+    /// Rows deleted on open, the row the first of them was on, and what draws them again.
+    shifted: u16,
+    shifted_at: u16,
+    restore: Vec<u8>,
     /// The adapter's scroll region, set again on close.
     scroll_region: Option<(u16, u16)>,
     /// Where the adapter's cursor is (once closed), and what DECSC's slot held before.
@@ -208,14 +236,17 @@ impl Overlay {
         out: &mut Vec<u8>,
     ) -> Result<Overlay, OverlayError> {
         let wanted = u16::try_from(lines.len()).unwrap_or(u16::MAX);
-        Self::open_with(place, wanted, |_| lines.to_vec(), out)
+        Self::open_with(place, wanted, wanted, |_| lines.to_vec(), out)
     }
 
-    /// Opens an area that would like `wanted` rows; `lines` gives the content for the height
-    /// it gets (a card keeps its choices when it is shorter than it wanted).
+    /// Opens an area that would like `wanted` rows and makes do with `least` when only that
+    /// many can be had without losing a row (see the module's documentation); `lines` gives
+    /// the content for the height it gets (a card keeps its choices when it is shorter than it
+    /// wanted).
     pub fn open_with(
         place: Placement,
         wanted: u16,
+        least: u16,
         lines: impl FnOnce(u16) -> Vec<OverlayLine>,
         out: &mut Vec<u8>,
     ) -> Result<Overlay, OverlayError> {
@@ -227,6 +258,7 @@ impl Overlay {
             adapter_saved,
             attributes,
             origin_mode,
+            restorable_rows,
         } = place;
         let capacity = Self::capacity(size);
         if capacity == 0 {
@@ -246,12 +278,25 @@ impl Overlay {
         // The adapter's rows: up to its margin, or further down when it drew more below.
         let bottom =
             (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
-        // Scroll so the inserted lines push only blank rows off the bottom (as far as the
-        // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled is
-        // a row of the adapter's that shows blank after closing.
-        let missing =
-            (bottom + u32::from(wanted.min(SCROLL_FOR_ROWS))).saturating_sub(u32::from(size.rows));
-        let scrolled = u16::try_from(missing).unwrap_or(u16::MAX).min(row);
+        // How many rows the content must move up for an area of `height` rows under it; this
+        // counts a margin that runs off the bottom of the screen.
+        let lacking = |height: u16| {
+            let lacking = (bottom + u32::from(height)).saturating_sub(u32::from(size.rows));
+            u16::try_from(lacking).unwrap_or(u16::MAX)
+        };
+        // Rows above the cursor that can leave the screen and come back exactly.
+        let restorable = u16::try_from(restorable_rows.len())
+            .unwrap_or(u16::MAX)
+            .min(row);
+        let exact = restorable >= lacking(wanted.min(least.max(1)));
+        let (shifted, scrolled) = if exact {
+            (lacking(wanted).min(restorable), 0)
+        } else {
+            // Scroll so the inserted lines push only blank rows off the bottom (as far as the
+            // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled
+            // is a row that shows blank after closing.
+            (0, lacking(wanted.min(SCROLL_FOR_ROWS)).min(row))
+        };
         if scroll_region.is_some() {
             // DECSTBM homes the cursor; DECRC brings it back.
             out.extend_from_slice(b"\x1b7\x1b[r\x1b8");
@@ -263,14 +308,31 @@ impl Overlay {
             out.extend_from_slice(b"\x1b8");
             csi(out, &[scrolled], b'A');
         }
-        let row = row - scrolled;
+        // The oldest of those rows leave: the ones right above the input line, what the
+        // adapter printed last (the plan a card asks about), stay in view.
+        let shifted_at = row - restorable;
+        let oldest = restorable_rows.len() - usize::from(restorable);
+        let restore = restorable_rows[oldest..oldest + usize::from(shifted)]
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        if shifted > 0 {
+            out.extend_from_slice(b"\x1b7\x1b[0m");
+            csi(out, &[shifted_at + 1, 1], b'H');
+            csi(out, &[shifted], b'M');
+            out.extend_from_slice(b"\x1b8");
+            csi(out, &[shifted], b'A');
+        }
+        let moved = scrolled + shifted;
+        let row = row - moved;
         let top = row + 1 + MARGIN_ROWS;
         // Blank rows left at the bottom. When scrolling could not free enough of them (the
         // cursor reached the top row), the area shrinks rather than push adapter rows off;
         // only a screen full below the margin loses its last row to the one line needed.
         let bottom_now = u16::try_from(bottom)
             .unwrap_or(u16::MAX)
-            .saturating_sub(scrolled);
+            .saturating_sub(moved);
         let free = size.rows.saturating_sub(bottom_now);
         let height = wanted.min(size.rows - top).min(free.max(1));
         let max_height = free.max(height);
@@ -284,6 +346,9 @@ impl Overlay {
             height,
             max_height,
             scrolled,
+            shifted,
+            shifted_at,
+            restore,
             scroll_region,
             cursor,
             adapter_saved,
@@ -329,6 +394,7 @@ impl Overlay {
             // they showed is in the terminal's scrollback.
             csi(out, &[self.scrolled], b'T');
         }
+        self.put_back_shifted_rows(self.shifted_at, true, out);
         if let Some((top, bottom)) = self.scroll_region {
             csi(
                 out,
@@ -337,10 +403,27 @@ impl Overlay {
             );
         }
         out.extend_from_slice(b"\x1b8");
-        if self.scrolled > 0 {
-            csi(out, &[self.scrolled], b'B');
+        let moved = self.scrolled + self.shifted;
+        if moved > 0 {
+            csi(out, &[moved], b'B');
         }
         self.give_back_saved_cursor(out);
+    }
+
+    /// The rows opening deleted come back: blank rows are inserted at row `at` (IL, pushing
+    /// off the bottom only rows the area had freed) and, with `draw` (`at` is then where the
+    /// deleted rows began), drawn as they were, in plain text (whatever character set the adapter left in
+    /// effect).
+    fn put_back_shifted_rows(&self, at: u16, draw: bool, out: &mut Vec<u8>) {
+        if self.shifted == 0 {
+            return;
+        }
+        csi(out, &[at.saturating_add(1), 1], b'H');
+        csi(out, &[self.shifted], b'L');
+        if draw {
+            out.extend_from_slice(PLAIN_TEXT);
+            out.extend_from_slice(&self.restore);
+        }
     }
 
     /// Removes the area after the terminal changed size to `size`, which may have rewrapped
@@ -365,8 +448,19 @@ impl Overlay {
         if self.scrolled > 0 {
             csi(out, &[self.scrolled], b'T');
         }
+        // The deleted rows are drawn again where they were only when the rewrap moved nothing
+        // and they are no wider than the screen; else blank rows go back right above the
+        // cursor's row, which brings it back to its own (the adapter redraws for the new size
+        // anyway).
+        let unmoved = cursor.row.saturating_add(self.shifted) == self.cursor.row;
+        if unmoved && size.cols >= self.size.cols {
+            self.put_back_shifted_rows(self.shifted_at, true, out);
+        } else {
+            self.put_back_shifted_rows(cursor.row, false, out);
+        }
         out.extend_from_slice(b"\x1b8");
-        let row = cursor.row.saturating_add(self.scrolled).min(rows - 1);
+        let moved = self.scrolled + self.shifted;
+        let row = cursor.row.saturating_add(moved).min(rows - 1);
         csi(out, &[row + 1, cursor.col + 1], b'H');
     }
 
@@ -418,10 +512,16 @@ impl Overlay {
         out.extend_from_slice(&self.attributes.sequence());
     }
 
-    /// Lines the adapter's content is scrolled up by while the area is open (0 when it fitted);
-    /// closing scrolls it back.
+    /// Lines the adapter's content is scrolled up by while the area is open (0 when it fitted
+    /// or was [`Overlay::shifted`]); closing scrolls it back, the top rows blank.
     pub fn scrolled(&self) -> u16 {
         self.scrolled
+    }
+
+    /// Rows deleted while the area is open (the oldest the host can draw again), which closing
+    /// inserts and draws again exactly (0 when it fitted or [`Overlay::scrolled`]).
+    pub fn shifted(&self) -> u16 {
+        self.shifted
     }
 
     /// Rows currently inserted.

@@ -1,13 +1,18 @@
-//! A light model of the screen an adapter draws: where its cursor is, which rows hold text, and
-//! whether anything was drawn. That is all the overlay needs, and tracking only that is about
-//! ten times cheaper than a full terminal emulator, which would otherwise cap how fast output is
-//! relayed.
+//! A light model of the screen an adapter draws: where its cursor is, which rows hold text, what
+//! they hold, and whether anything was drawn. That is what the overlay needs: where to open, and
+//! how to draw again the rows it had to move off the screen. Tracking only that is several times
+//! cheaper than a full terminal emulator, which would otherwise cap how fast output is relayed.
 //!
 //! The cursor follows vt100's rules (the emulator the tests check screens with), including
 //! pending wrap at the right margin, scroll regions, origin mode, the saved cursor, the alternate
-//! screen and resizing; a property test holds the two together. Cells only remember whether
-//! they hold ink (a non-whitespace character) and whether they are half of a wide character.
-//! Not modelled: a variation selector that widens the character before it.
+//! screen and resizing; a property test holds the two together. Cells remember their character,
+//! its drawing attributes (an index into the attribute sets seen so far), whether they hold ink
+//! (a non-whitespace character) and whether they are half of a wide character. Erased cells are
+//! blank with default attributes. A row is *seen* when the model knows every cell of it: rows
+//! that were on the terminal before the model started, rows a taller window brings back from
+//! the scrollback, and rows with combining marks (not kept) are not, so they are never redrawn
+//! ([`ScreenModel::restorable_rows`]). Not modelled: a variation selector that widens the
+//! character before it, and character sets (DEC line drawing is kept as the ASCII it was sent as).
 //!
 //! Pure: no I/O, and no input can make it panic.
 
@@ -39,15 +44,75 @@ const INK: u8 = 1;
 const WIDE: u8 = 2;
 const WIDE_CONT: u8 = 4;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Cell(u8);
+/// The attribute set of erased cells (no colours, no styles).
+const DEFAULT_ATTR: u16 = 0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cell {
+    ch: char,
+    /// Index into [`Palette`].
+    attr: u16,
+    flags: u8,
+}
+
+impl Default for Cell {
+    fn default() -> Cell {
+        Cell::flagged(0)
+    }
+}
 
 impl Cell {
+    /// A blank cell with default attributes and these flags.
+    const fn flagged(flags: u8) -> Cell {
+        Cell {
+            ch: ' ',
+            attr: DEFAULT_ATTR,
+            flags,
+        }
+    }
+
     fn is_wide(self) -> bool {
-        self.0 & WIDE != 0
+        self.flags & WIDE != 0
     }
     fn is_wide_cont(self) -> bool {
-        self.0 & WIDE_CONT != 0
+        self.flags & WIDE_CONT != 0
+    }
+}
+
+/// The attribute sets cells were drawn with, each stored once; a cell keeps its set's index.
+#[derive(Debug, Clone)]
+struct Palette {
+    sets: Vec<Sgr>,
+    index: std::collections::HashMap<Sgr, u16>,
+}
+
+impl Palette {
+    fn new() -> Palette {
+        Palette {
+            sets: vec![Sgr::default()],
+            index: std::collections::HashMap::from([(Sgr::default(), DEFAULT_ATTR)]),
+        }
+    }
+
+    /// The index of `sgr`, added when new. Past `u16::MAX` sets (a session that drew that many
+    /// distinct colours), new ones are redrawn with default attributes.
+    fn index_of(&mut self, sgr: Sgr) -> u16 {
+        if let Some(&i) = self.index.get(&sgr) {
+            return i;
+        }
+        let Ok(i) = u16::try_from(self.sets.len()) else {
+            return DEFAULT_ATTR;
+        };
+        self.sets.push(sgr);
+        self.index.insert(sgr, i);
+        i
+    }
+
+    fn get(&self, index: u16) -> Sgr {
+        self.sets
+            .get(usize::from(index))
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -63,6 +128,8 @@ struct Row {
     /// False while no cell can hold half of a wide character (nothing wide was written since
     /// the row was cleared), so plain text needs no look at its neighbours.
     wide: bool,
+    /// The model knows every cell of the row (see the module's documentation).
+    seen: bool,
 }
 
 impl Row {
@@ -70,16 +137,53 @@ impl Row {
         Row {
             cells: vec![Cell::default(); usize::from(cols)],
             wide: false,
+            seen: true,
+        }
+    }
+
+    /// A row that shows what the model never saw.
+    fn unseen(cols: u16) -> Row {
+        Row {
+            seen: false,
+            ..Row::new(cols)
         }
     }
 
     fn reset(&mut self) {
         self.cells.fill(Cell::default());
         self.wide = false;
+        self.seen = true;
     }
 
     fn has_ink(&self) -> bool {
-        self.cells.iter().any(|c| c.0 & INK != 0)
+        self.cells.iter().any(|c| c.flags & INK != 0)
+    }
+
+    /// Appends what draws this row again as row `index` (0-based): its characters with their
+    /// attributes, from the first column, over an erased row.
+    fn repaint(&self, index: u16, palette: &Palette, out: &mut Vec<u8>) {
+        crate::overlay::csi(out, &[index.saturating_add(1), 1], b'H');
+        out.extend_from_slice(b"\x1b[0m\x1b[2K");
+        let end = self
+            .cells
+            .iter()
+            .rposition(|c| *c != Cell::default())
+            .map_or(0, |i| i + 1);
+        let mut attr = DEFAULT_ATTR;
+        let mut utf8 = [0u8; 4];
+        for cell in &self.cells[..end] {
+            if cell.is_wide_cont() {
+                continue;
+            }
+            if cell.attr != attr {
+                out.extend_from_slice(&palette.get(cell.attr).sequence());
+                attr = cell.attr;
+            }
+            out.extend_from_slice(cell.ch.encode_utf8(&mut utf8).as_bytes());
+        }
+        if attr != DEFAULT_ATTR {
+            out.extend_from_slice(b"\x1b[0m");
+        }
     }
 
     /// Clears the other half of a wide character at `col`.
@@ -107,13 +211,13 @@ impl Row {
         }
         let was_cont = self.cells[at].is_wide_cont();
         if was_cont {
-            self.cells[at].0 &= !WIDE_CONT;
+            self.cells[at].flags &= !WIDE_CONT;
         }
         let slice = &mut self.cells[at..];
         slice.rotate_right(count);
         slice[..count].fill(Cell::default());
         if was_cont {
-            self.cells[at].0 |= WIDE_CONT;
+            self.cells[at].flags |= WIDE_CONT;
             self.wide = true;
         }
         self.truncated();
@@ -228,7 +332,8 @@ impl Grid {
             let pulled = u16::try_from(*off).unwrap_or(u16::MAX).min(diff);
             *off -= usize::from(pulled);
             let cols = self.cols;
-            self.rows.splice(0..0, (0..pulled).map(|_| Row::new(cols)));
+            self.rows
+                .splice(0..0, (0..pulled).map(|_| Row::unseen(cols)));
             self.rows
                 .resize_with(usize::from(size.rows), || Row::new(cols));
             pulled
@@ -293,6 +398,10 @@ impl Grid {
     fn erase_row_forward(&mut self) {
         let (from, cols) = (usize::from(self.pos.col), usize::from(self.cols));
         let row = self.row_mut();
+        if from == 0 {
+            row.reset();
+            return;
+        }
         for col in from..cols {
             row.erase(col);
         }
@@ -499,8 +608,10 @@ struct State {
     primary: Grid,
     alternate: Grid,
     alternate_active: bool,
-    /// The drawing attributes in effect.
+    /// The drawing attributes in effect, and their index in `palette`.
     sgr: Sgr,
+    attr: u16,
+    palette: Palette,
     last_char: Option<char>,
     drawn: u64,
     /// Queries to the terminal seen so far (each answered by a reply on the user's input).
@@ -530,9 +641,12 @@ impl ScreenModel {
             col: cursor.col.min(grid.cols - 1),
         };
         for row in &mut grid.rows[..usize::from(pos.row)] {
-            row.cells[0] = Cell(INK);
+            row.cells[0] = Cell::flagged(INK);
+            row.seen = false;
         }
-        grid.rows[usize::from(pos.row)].cells[..usize::from(pos.col)].fill(Cell(INK));
+        let cursor_row = &mut grid.rows[usize::from(pos.row)];
+        cursor_row.cells[..usize::from(pos.col)].fill(Cell::flagged(INK));
+        cursor_row.seen = pos.col == 0;
         grid.pos = pos;
         model
     }
@@ -616,6 +730,31 @@ impl ScreenModel {
             origin_mode: grid.saved_origin_mode,
             attributes: Attributes(grid.saved_sgr),
         })
+    }
+
+    /// What draws the rows right above the cursor's row again, one entry per row, top row
+    /// first and the row just above the cursor last: at most `most` rows, and only as far up
+    /// as every row is seen (module documentation). The overlay takes these rows off the
+    /// screen to make room and puts them back on close.
+    pub fn restorable_rows(&self, most: u16) -> Vec<Vec<u8>> {
+        let grid = self.state.grid();
+        let above = &grid.rows[..usize::from(grid.pos.row)];
+        let seen = above
+            .iter()
+            .rev()
+            .take(usize::from(most))
+            .take_while(|row| row.seen)
+            .count();
+        let first = above.len() - seen;
+        above[first..]
+            .iter()
+            .zip(u16::try_from(first).unwrap_or(u16::MAX)..)
+            .map(|(row, index)| {
+                let mut out = Vec::new();
+                row.repaint(index, &self.state.palette, &mut out);
+                out
+            })
+            .collect()
     }
 
     /// The scroll region (top and bottom row, inclusive) when it is not the whole screen.
@@ -716,6 +855,8 @@ impl State {
             alternate: Grid::new(size, false),
             alternate_active: false,
             sgr: Sgr::default(),
+            attr: DEFAULT_ATTR,
+            palette: Palette::new(),
             last_char: None,
             drawn: 0,
             queries: 0,
@@ -762,7 +903,7 @@ impl State {
             let line = &mut grid.rows[row];
             let cells = &mut line.cells;
             let near = &cells[col.saturating_sub(1)..(col + fits + 1).min(cells.len())];
-            if fits == 0 || (line.wide && near.iter().any(|c| c.0 & (WIDE | WIDE_CONT) != 0)) {
+            if fits == 0 || (line.wide && near.iter().any(|c| c.flags & (WIDE | WIDE_CONT) != 0)) {
                 let step = fits.max(1);
                 for &b in &run[..step] {
                     self.text(char::from(b));
@@ -770,8 +911,13 @@ impl State {
                 run = &run[step..];
                 continue;
             }
+            let attr = self.attr;
             for (cell, &b) in cells[col..col + fits].iter_mut().zip(run) {
-                *cell = Cell(if b == b' ' { 0 } else { INK });
+                *cell = Cell {
+                    ch: char::from(b),
+                    attr,
+                    flags: if b == b' ' { 0 } else { INK },
+                };
             }
             grid.pos.col += fits as u16;
             self.drawn += fits as u64;
@@ -810,6 +956,7 @@ impl State {
         grid.pos = grid.saved_pos;
         grid.origin_mode = grid.saved_origin_mode;
         self.sgr = grid.saved_sgr;
+        self.attr = self.palette.index_of(self.sgr);
     }
 
     fn enter_alternate(&mut self) {
@@ -835,7 +982,11 @@ impl State {
         if cells[col].is_wide() || (col > 0 && cells[col - 1].is_wide()) {
             return false;
         }
-        cells[col] = Cell(if c == ' ' { 0 } else { INK });
+        cells[col] = Cell {
+            ch: c,
+            attr: self.attr,
+            flags: if c == ' ' { 0 } else { INK },
+        };
         grid.pos.col += 1;
         self.last_char = Some(c);
         self.drawn += 1;
@@ -853,6 +1004,7 @@ impl State {
             };
             (width, if c.is_whitespace() { 0 } else { INK })
         };
+        let attr = self.attr;
         let grid = if self.alternate_active {
             &mut self.alternate
         } else {
@@ -870,15 +1022,21 @@ impl State {
             if grid.rows[row].cells[col].is_wide_cont() && col > 0 {
                 col -= 1;
             }
+            // Not kept: the row can no longer be drawn again as it is.
+            grid.rows[row].seen = false;
             let cell = &mut grid.rows[row].cells[col];
-            cell.0 |= ink;
+            cell.flags |= ink;
             (row, col, cell.is_wide(), cell.is_wide())
         } else {
             grid.col_wrap(width);
             let (row, col) = (usize::from(grid.pos.row), usize::from(grid.pos.col));
             let cell = &mut grid.rows[row].cells[col];
             let was_wide = cell.is_wide();
-            *cell = Cell(ink | if width == 2 { WIDE } else { 0 });
+            *cell = Cell {
+                ch: c,
+                attr,
+                flags: ink | if width == 2 { WIDE } else { 0 },
+            };
             grid.pos.col = grid.pos.col.saturating_add(width);
             self.last_char = Some(c);
             (row, col, was_wide, width == 2)
@@ -898,7 +1056,7 @@ impl State {
         }
         if !was_wide && is_wide && col + 1 < cells.len() {
             let next_was_wide = cells[col + 1].is_wide();
-            cells[col + 1] = Cell(WIDE_CONT);
+            cells[col + 1] = Cell::flagged(WIDE_CONT);
             if next_was_wide && let Some(next_next) = cells.get_mut(col + 2) {
                 *next_next = Cell::default();
             }
@@ -916,7 +1074,10 @@ impl State {
         let count = || first().max(1);
         let n = count();
         match (intermediates.first(), action) {
-            (None, 'm') => self.sgr.apply(params.iter()),
+            (None, 'm') => {
+                self.sgr.apply(params.iter());
+                self.attr = self.palette.index_of(self.sgr);
+            }
             (None, '@') => self.edit(|g| g.insert_cells(n)),
             (None, 'A') => self.grid_mut().row_dec_clamp(count()),
             (None, 'B') => self.grid_mut().row_inc_clamp(count()),

@@ -2,7 +2,7 @@
 //! own saved cursor (DECSC, which also saves the attributes) back after borrowing the slot.
 
 /// A colour as SGR names it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 enum Color {
     #[default]
     Default,
@@ -20,7 +20,7 @@ const STRIKE: u16 = 1 << 6;
 const OVERLINE: u16 = 1 << 7;
 
 /// The attributes in effect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Sgr {
     flags: u16,
     /// 0 none, 1 single, 2 double, 3 curly, 4 dotted, 5 dashed.

@@ -201,10 +201,22 @@ fn create_issue_card_wraps_and_truncates_the_plan() {
     );
     assert!(texts.contains(&"  Step one: parse the input"));
 
-    // Six rows: title, two description rows (the last cut with …), three choices.
+    // Six rows: the title saying which description lines show, the first two of them, three
+    // choices.
     let short = card.lines(30, 6);
     assert_eq!(short.len(), 6);
-    assert!(short[2].text.ends_with('…'), "{:?}", short[2].text);
+    let total = texts.len() - 4;
+    assert!(
+        short[0].text.starts_with("New issue: Menu"),
+        "{:?}",
+        short[0].text
+    );
+    assert!(
+        short[0].text.ends_with(&format!(" (1-2/{total} PgDn)")),
+        "{:?}",
+        short[0].text
+    );
+    assert_eq!(short[1].text, "  Step one: parse the input");
     assert_eq!(short[3].style, LineStyle::Selected);
 
     // Fewer rows than choices: the selected choice stays visible.
@@ -325,4 +337,89 @@ fn ctrl_u_clears_the_menus_filter_then_gives_the_key_to_the_adapter() {
         })
     );
     assert_eq!(Key::decode(b"\x15"), Key::CtrlU);
+}
+
+#[test]
+fn a_card_body_that_does_not_fit_scrolls_by_pages_and_stays_in_bounds() {
+    let plan: String = (1..=7).map(|i| format!("line {i}\n")).collect();
+    let body = |card: &IssueCard| -> Vec<String> {
+        card.lines(40, 7)
+            .iter()
+            .filter(|l| l.style == LineStyle::Dim)
+            .map(|l| l.text.trim().to_owned())
+            .collect()
+    };
+    let mut card = IssueCard::create_issue("Scroll", plan.as_str());
+    assert_eq!(body(&card), ["line 1", "line 2", "line 3"]);
+    assert!(card.lines(40, 7)[0].text.ends_with("(1-3/7 PgDn)"));
+    assert_eq!(card.handle_key(Key::PageDown), CardUpdate::Redraw);
+    assert_eq!(body(&card), ["line 4", "line 5", "line 6"]);
+    assert!(card.lines(40, 7)[0].text.ends_with("(4-6/7 PgUp/PgDn)"));
+    assert_eq!(card.handle_key(Key::PageDown), CardUpdate::Redraw);
+    assert_eq!(body(&card), ["line 5", "line 6", "line 7"]);
+    assert_eq!(card.handle_key(Key::PageDown), CardUpdate::Unchanged);
+    // Up and Down still move between the choices here.
+    assert_eq!(card.handle_key(Key::Down), CardUpdate::Redraw);
+    assert_eq!(card.selected(), wujie_term::CardChoice::BackToDiscussion);
+    assert_eq!(card.handle_key(Key::PageUp), CardUpdate::Redraw);
+    assert_eq!(card.handle_key(Key::PageUp), CardUpdate::Redraw);
+    assert_eq!(body(&card), ["line 1", "line 2", "line 3"]);
+    assert_eq!(card.handle_key(Key::PageUp), CardUpdate::Unchanged);
+
+    // The handoff card has no choices to move between: arrows scroll by a line.
+    let mut handoff = IssueCard::native_handoff("Scroll", plan.as_str(), true);
+    let first = |card: &IssueCard| card.lines(40, 6)[1].text.trim().to_owned();
+    assert_eq!(first(&handoff), "line 1");
+    assert_eq!(handoff.handle_key(Key::Down), CardUpdate::Redraw);
+    assert_eq!(first(&handoff), "line 2");
+    assert_eq!(handoff.handle_key(Key::Up), CardUpdate::Redraw);
+    assert_eq!(first(&handoff), "line 1");
+    assert_eq!(Key::decode(b"\x1b[5~"), Key::PageUp);
+    assert_eq!(Key::decode(b"\x1b[6~"), Key::PageDown);
+}
+
+proptest::proptest! {
+    /// At any size down to 1x1 (and 0), with any text and any keys: no panic, never more rows
+    /// than given, every line within the width; with room for the title, a body line and the
+    /// choices, the title and the first body line shown show, however the body was scrolled
+    /// back to the top.
+    #[test]
+    fn a_card_lays_out_at_any_size(
+        cols in 0u16..130,
+        rows in 0u16..40,
+        title in "\\PC{0,60}",
+        plan in "[a-z \n]{0,400}",
+        keys in proptest::collection::vec(0u8..6, 0..12),
+        handoff in proptest::bool::ANY,
+    ) {
+        let mut card = if handoff {
+            IssueCard::native_handoff(title.as_str(), plan.as_str(), false)
+        } else {
+            IssueCard::create_issue(title.as_str(), plan.as_str())
+        };
+        for k in keys {
+            let key = [Key::Up, Key::Down, Key::PageUp, Key::PageDown, Key::Tab, Key::Other]
+                [usize::from(k)];
+            let _ = card.lines(cols, rows);
+            let _ = card.handle_key(key);
+        }
+        let lines = card.lines(cols, rows);
+        proptest::prop_assert!(lines.len() <= usize::from(rows.max(1)));
+        for line in &lines {
+            proptest::prop_assert!(wujie_term::text::width(&line.text) <= usize::from(cols));
+        }
+        for _ in 0..100 {
+            let _ = card.handle_key(Key::PageUp);
+            let _ = card.lines(cols, rows);
+        }
+        let body = wujie_term::text::wrap(&plan, usize::from(cols).saturating_sub(2));
+        if rows >= card.least_rows() && cols >= 40 && !body.is_empty() {
+            let lines = card.lines(cols, rows);
+            proptest::prop_assert_eq!(lines[0].style, LineStyle::Title);
+            let heading = if handoff { "Hand off" } else { "New issue" };
+            proptest::prop_assert!(lines[0].text.starts_with(heading), "{:?}", lines[0].text);
+            let first = wujie_term::text::fit(&format!("  {}", body[0]), usize::from(cols));
+            proptest::prop_assert_eq!(lines[1].text.trim_end(), first.trim_end());
+        }
+    }
 }

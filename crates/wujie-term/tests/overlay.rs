@@ -606,7 +606,7 @@ proptest! {
         let before = term.screen().clone();
         let mut out = Vec::new();
         let placement = place(&before);
-        match Overlay::open(placement, &first, &mut out) {
+        match Overlay::open(placement.clone(), &first, &mut out) {
             Err(OverlayError::TooSmall { .. }) => prop_assert!(rows < 4 && out.is_empty()),
             Ok(mut overlay) => {
                 prop_assert!(overlay.height() >= 1);
@@ -644,6 +644,68 @@ proptest! {
                 assert_restored_rows(&before, term.screen(), scrolled, usize::from(keep));
             }
         }
+    }
+
+    #[test]
+    fn with_every_row_above_the_cursor_drawable_again_the_screen_comes_back_exactly(
+        rows in 4u16..14,
+        cols in 4u16..20,
+        row in 0u16..14,
+        col in 0u16..20,
+        used in 0u16..14,
+        first in lines_strategy(),
+    ) {
+        // The host saw the adapter draw every row (its shadow screen), so the area never needs
+        // the scrollback: the content moves up only as far as the host can draw it again.
+        let (row, col) = (row.min(rows - 1), col.min(cols - 1));
+        let mut bytes = Vec::new();
+        for i in 0..used.min(rows) {
+            let text: String = format!("r{i}-{}", "x".repeat(usize::from(i))).chars().take(usize::from(cols)).collect();
+            bytes.extend_from_slice(format!("\x1b[{};1H\x1b[3{}m{text}", i + 1, i % 7 + 1).as_bytes());
+        }
+        bytes.extend_from_slice(format!("\x1b[{};{}H\x1b[0;31;1m", row + 1, col + 1).as_bytes());
+        let size = TermSize { rows, cols };
+        let mut term = parser(rows, cols);
+        term.process(&bytes);
+        let mut shadow = ScreenModel::new(size);
+        shadow.feed(&bytes);
+        let before = term.screen().clone();
+        let placement = Placement::new(size, shadow.cursor())
+            .with_used_rows(shadow.used_rows())
+            .with_restorable_rows(shadow.restorable_rows(rows));
+        // As the menu opens: as many rows as it has lines, or at least one.
+        let lines = u16::try_from(first.len()).unwrap();
+        let mut out = Vec::new();
+        let overlay = Overlay::open_with(placement, lines, 1, |_| first.clone(), &mut out).unwrap();
+        term.process(&out);
+        prop_assert!(overlay.height() >= 1);
+        prop_assert_eq!(overlay.scrolled(), 0);
+        prop_assert!(overlay.top() + overlay.height() <= rows);
+        prop_assert!(overlay.top() > row - overlay.shifted() + MARGIN_ROWS);
+        // Rows under the adapter's (its margin included), and rows above the cursor to move.
+        let bottom = (row + 1 + MARGIN_ROWS).max(shadow.used_rows());
+        let room = (rows + row).saturating_sub(bottom);
+        let wanted = lines.clamp(1, Overlay::capacity(size));
+        // As many rows as it wanted, or as moving the content up can make.
+        prop_assert_eq!(overlay.height(), wanted.min(room).max(1));
+        let during = rows_formatted(term.screen());
+        let original = rows_formatted(&before);
+        let moved = usize::from(overlay.shifted());
+        prop_assert_eq!(&during[usize::from(row) - moved], &original[usize::from(row)]);
+        prop_assert_eq!(term.screen().scrollback_len(), 0);
+        out.clear();
+        overlay.close(&mut out);
+        term.process(&out);
+        // Only a screen full below the cursor's margin with nothing above to move loses its
+        // last row to the one row the area needs.
+        let after = rows_formatted(term.screen());
+        if room >= 1 {
+            prop_assert_eq!(after, original);
+        } else {
+            prop_assert_eq!(&after[..usize::from(rows) - 1], &original[..usize::from(rows) - 1]);
+        }
+        prop_assert_eq!(term.screen().cursor_position(), before.cursor_position());
+        prop_assert_eq!(term.screen().scrollback_len(), 0);
     }
 
     #[test]
@@ -707,4 +769,111 @@ fn after_a_rewrap_the_area_goes_from_under_the_reported_cursor() {
     assert_eq!(after[1..6], before[..5], "the adapter's rows, one lower");
     assert!(after[6..].iter().all(|r| r.trim().is_empty()), "{after:#?}");
     assert_eq!(p.screen().cursor_position(), (3, 4));
+}
+
+#[test]
+fn on_a_full_screen_rows_the_host_can_draw_again_move_off_and_come_back_exactly() {
+    // Eight rows of coloured adapter output fill the screen; the cursor is on the input line
+    // with its two margin rows under it. The shadow saw everything, so the area deletes the top
+    // rows (never feeding the scrollback), the oldest, and closing draws them again.
+    let mut bytes = Vec::new();
+    for i in 0..5 {
+        bytes.extend_from_slice(
+            format!("\x1b[3{}mline {i} \x1b[1mbold\x1b[0m\r\n", i + 1).as_bytes(),
+        );
+    }
+    bytes.extend_from_slice("> 中文 input\r\n── rule\r\n hints\x1b[2A\r\x1b[12C".as_bytes());
+    let size = TermSize { rows: 8, cols: 40 };
+    let mut term = parser(8, 40);
+    term.process(&bytes);
+    let mut shadow = ScreenModel::new(size);
+    shadow.feed(&bytes);
+    let before = term.screen().clone();
+    let lines = menu_lines(size, "");
+    assert_eq!(lines.len(), 3);
+    let placement = Placement::new(size, shadow.cursor())
+        .with_used_rows(shadow.used_rows())
+        .with_restorable_rows(shadow.restorable_rows(size.rows));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    shadow.feed(&out);
+    assert_eq!((overlay.shifted(), overlay.scrolled()), (3, 0));
+    assert_eq!(overlay.height(), 3);
+    assert_eq!(
+        term.screen().scrollback_len(),
+        0,
+        "nothing went to the scrollback"
+    );
+    assert_eq!(rows_text(term.screen())[2], "> 中文 input");
+    assert_eq!(
+        rows_text(term.screen())[..2],
+        ["line 3 bold", "line 4 bold"],
+        "the oldest rows left; what the adapter printed last is still above its input line"
+    );
+    assert_eq!(term.screen().cursor_position(), (2, 12));
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
+    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+    assert_eq!(term.screen().scrollback_len(), 0);
+}
+
+#[test]
+fn rows_the_host_never_saw_are_scrolled_away_as_before() {
+    // Without rows it can draw again, a full screen still gets its area: by scrolling.
+    let mut term = adapter_screen(8, 40, ADAPTER, (5, 10));
+    let size = size_of(&term);
+    let lines = menu_lines(size, "");
+    let mut out = Vec::new();
+    let overlay = Overlay::open(place(term.screen()), &lines, &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.shifted(), 0);
+    assert!(overlay.scrolled() > 0);
+}
+
+#[test]
+fn an_input_line_one_row_above_the_bottom_still_gets_its_area_under_the_margin() {
+    // Hermes' layout on a full screen: status bar, rule, the `❯` input line, and a rule on the
+    // last row. The margin under the input line runs one row past the screen, so the area must
+    // move the content up by that row too, else it opens with no row at all.
+    let mut bytes = Vec::new();
+    for i in 0..8 {
+        bytes.extend_from_slice(format!("line {i}\r\n").as_bytes());
+    }
+    bytes.extend_from_slice("status\r\n── rule\r\n❯ /wujie\r\n── rule\x1b[1A\r\x1b[8C".as_bytes());
+    let size = TermSize { rows: 12, cols: 40 };
+    let mut term = parser(12, 40);
+    term.process(&bytes);
+    let mut shadow = ScreenModel::new(size);
+    shadow.feed(&bytes);
+    assert_eq!(shadow.cursor(), CursorPos { row: 10, col: 8 });
+    let before = term.screen().clone();
+    let lines = menu_lines(size, "");
+    let placement = Placement::new(size, shadow.cursor())
+        .with_used_rows(shadow.used_rows())
+        .with_restorable_rows(shadow.restorable_rows(size.rows));
+    let mut out = Vec::new();
+    let overlay = Overlay::open(placement, &lines, &mut out).unwrap();
+    term.process(&out);
+    assert_eq!(overlay.height(), u16::try_from(lines.len()).unwrap());
+    let shown = rows_text(term.screen());
+    let input = shown
+        .iter()
+        .position(|r| r == "❯ /wujie")
+        .expect("input line");
+    assert_eq!(shown[input + 1], "── rule", "{shown:#?}");
+    assert!(
+        shown[input + 1 + usize::from(MARGIN_ROWS)..]
+            .iter()
+            .any(|r| r.contains("create")),
+        "the menu is under the margin: {shown:#?}"
+    );
+    assert_eq!(term.screen().scrollback_len(), 0);
+    out.clear();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
+    assert_eq!(term.screen().cursor_position(), before.cursor_position());
 }

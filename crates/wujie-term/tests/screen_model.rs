@@ -1,7 +1,8 @@
 //! The light screen model against vt100 as the oracle: after every piece of output (text, wide
 //! characters, combining marks, controls, cursor moves, erases, scroll regions, origin mode, the
 //! saved cursor, the alternate screen, resizes), both agree on the cursor and on how many rows
-//! are used. Also: any chunking of the same bytes gives the same model.
+//! are used, and every row the model can draw again reads as vt100 shows it. Also: any chunking
+//! of the same bytes gives the same model.
 
 use std::num::NonZeroU16;
 
@@ -98,6 +99,19 @@ proptest! {
             let (cursor, used) = oracle(&parser);
             prop_assert_eq!(model.cursor(), cursor, "cursor after {}", log);
             prop_assert_eq!(model.used_rows(), used, "used rows after {}", log);
+            // Every row the model can draw again reads as vt100 shows it.
+            let screen = parser.screen();
+            let (rows_now, cols_now) = screen.size();
+            let shown: Vec<String> = screen.rows(0, cols_now.get()).collect();
+            let restorable = model.restorable_rows(rows_now.get());
+            let first = usize::from(model.cursor().row) - restorable.len();
+            for (i, repaint) in restorable.iter().enumerate() {
+                let mut fresh = vt100::Parser::new(rows_now, cols_now, 0);
+                fresh.process(repaint);
+                let drawn: Vec<String> = fresh.screen().rows(0, cols_now.get()).collect();
+                let row = first + i;
+                prop_assert_eq!(drawn[row].trim_end(), shown[row].trim_end(), "row {} after {}", row, log);
+            }
         }
     }
 

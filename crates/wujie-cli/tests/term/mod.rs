@@ -180,6 +180,48 @@ impl Term {
         self.pty.resize(pty_process::Size::new(rows, cols)).unwrap();
     }
 
+    /// Everything the terminal holds, oldest first: its scrollback, then the screen's rows,
+    /// each with trailing blanks trimmed.
+    pub fn history(&self) -> Vec<String> {
+        let mut parser = self.screen.lock().unwrap();
+        let screen = parser.screen_mut();
+        let cols = screen.size().1.get();
+        screen.set_scrollback(usize::MAX);
+        let kept = screen.scrollback();
+        let mut lines = Vec::new();
+        // Scrolled back by `offset` rows, the top row is the scrollback's `offset`-th last.
+        for offset in (1..=kept).rev() {
+            screen.set_scrollback(offset);
+            lines.extend(screen.rows(0, cols).next());
+        }
+        screen.set_scrollback(0);
+        lines.extend(screen.rows(0, cols));
+        lines.iter().map(|l| l.trim_end().to_owned()).collect()
+    }
+
+    /// Waits until [`Term::history`] reads `expected` (once the screen settled).
+    pub fn wait_history(&self, what: &str, expected: &[String]) {
+        let start = Instant::now();
+        loop {
+            let now = self.history();
+            if now == expected {
+                std::thread::sleep(Duration::from_millis(50));
+                if self.history() == expected {
+                    return;
+                }
+                continue;
+            }
+            if start.elapsed() >= DEADLINE {
+                panic!(
+                    "timed out waiting for {what}\nexpected:\n{}\nfound:\n{}",
+                    expected.join("\n"),
+                    now.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
         let start = Instant::now();
         loop {
