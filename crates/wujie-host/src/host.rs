@@ -2,7 +2,8 @@
 //! issue card drawn as an overlay.
 //!
 //! The adapter's output reaches the terminal through a thread of its own
-//! ([`crate::output`]). One task owns the rest: it reads the user's input, scans it, forwards
+//! ([`crate::output`]). One task, on a thread and runtime of its own (`wujie-relay`, see
+//! `spawn_relay`), owns the rest: it reads the user's input, scans it, forwards
 //! it to the PTY (through the adapter's single stdin writer, so control frames never
 //! interleave), runs the trigger, draws the overlay (while the output thread holds the adapter's
 //! output back) and follows SIGWINCH. The pump that reads the adapter's events talks to it
@@ -17,8 +18,7 @@ use std::os::fd::OwnedFd;
 
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use wujie_term::{
     CARD_MAX_ROWS, CURSOR_POSITION_QUERY, CardChoice, CardUpdate, CursorPos, InputEvent, InputKind,
@@ -78,7 +78,10 @@ enum Request {
 pub struct TerminalHost {
     pub events: mpsc::Receiver<HostEvent>,
     requests: mpsc::Sender<Request>,
-    task: JoinHandle<Vec<String>>,
+    /// What the relay returns when it ends: the notices it had no room for.
+    done: oneshot::Receiver<Vec<String>>,
+    /// Dropped to end the relay.
+    stop: Option<oneshot::Sender<()>>,
     _raw: Option<RawMode>,
 }
 
@@ -115,7 +118,6 @@ impl TerminalHost {
             start,
         } = terminal;
         let interactive = raw.is_some();
-        let mut signals = HostSignals::install(interactive)?;
         let (reader, writer) = master::split(pty).map_err(HostError::Relay)?;
         let shadow = menu.then(|| match &start {
             Some(start) => ScreenModel::starting_at(size, start.cursor),
@@ -126,26 +128,25 @@ impl TerminalHost {
         let output = OutputThread::spawn(reader, Arc::clone(&screen)).map_err(HostError::Relay)?;
         let to_adapter = AdapterStdin::spawn(Some(StdinSink::Pty(writer)));
         let (events_tx, events) = mpsc::channel(8);
-        let (requests, mut requests_rx) = mpsc::channel(8);
+        let (requests, requests_rx) = mpsc::channel(8);
         let mut relay = Relay::new(to_adapter.clone(), screen, size, menu, events_tx);
         relay.master = Some(master);
         let typed_ahead = start.map(|s| s.typed_ahead).unwrap_or_default();
-        let task = tokio::spawn(async move {
-            relay
-                .run(
-                    output,
-                    &mut signals,
-                    &mut requests_rx,
-                    interactive,
-                    typed_ahead,
-                )
-                .await
-        });
+        let (stop, stopped) = oneshot::channel();
+        let done = spawn_relay(
+            relay,
+            output,
+            requests_rx,
+            interactive,
+            typed_ahead,
+            stopped,
+        )?;
         Ok((
             TerminalHost {
                 events,
                 requests,
-                task,
+                done,
+                stop: Some(stop),
                 _raw: raw,
             },
             to_adapter,
@@ -171,19 +172,73 @@ impl TerminalHost {
     /// keep the PTY open), then restore the terminal. Returns the notices that were never shown
     /// (no room for them), for the caller to print.
     pub async fn finish(mut self) -> Vec<String> {
-        match tokio::time::timeout(DRAIN_LIMIT, &mut self.task).await {
-            Ok(unshown) => unshown.unwrap_or_default(),
-            Err(_) => {
-                self.task.abort();
-                Vec::new()
-            }
-        }
+        let unshown = tokio::time::timeout(DRAIN_LIMIT, &mut self.done).await;
+        // Ends the relay, if it is still running (dropping `self` does too).
+        self.stop.take();
+        unshown.ok().and_then(Result::ok).unwrap_or_default()
     }
 }
 
-impl Drop for TerminalHost {
-    fn drop(&mut self) {
-        self.task.abort();
+/// Runs the relay on a thread of its own, with a runtime of its own. The relay shares the
+/// terminal's lock with the output thread, which holds it while it writes to the terminal; a
+/// terminal that stops taking output (a stalled ssh session) blocks that write, and then the
+/// relay too. On a thread of its own that stalls only the relay: on a runtime worker it would
+/// stall every task the worker runs (on a one-core machine, all of them: signals, stopping the
+/// adapter, delivery). Returns once the relay's signals are installed.
+fn spawn_relay(
+    mut relay: Relay,
+    output: OutputThread,
+    mut requests: mpsc::Receiver<Request>,
+    interactive: bool,
+    typed_ahead: Vec<u8>,
+    stopped: oneshot::Receiver<()>,
+) -> Result<oneshot::Receiver<Vec<String>>, HostError> {
+    let (done_tx, done) = oneshot::channel();
+    let (ready_tx, ready) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("wujie-relay".into())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(HostError::Relay(e)));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let mut signals = match HostSignals::install(interactive) {
+                    Ok(signals) => signals,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let relayed = relay.run(
+                    output,
+                    &mut signals,
+                    &mut requests,
+                    interactive,
+                    typed_ahead,
+                );
+                tokio::select! {
+                    unshown = relayed => {
+                        let _ = done_tx.send(unshown);
+                    }
+                    _ = stopped => {}
+                }
+            });
+        })
+        .map_err(HostError::Relay)?;
+    match ready.recv() {
+        Ok(Ok(())) => Ok(done),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(HostError::Relay(std::io::Error::other(
+            "the terminal relay stopped while starting",
+        ))),
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,8 @@ pub struct Term {
     pub pty: Arc<pty_process::blocking::Pty>,
     pub screen: Arc<Mutex<vt100::Parser>>,
     pub child: std::process::Child,
+    /// While set, the terminal takes no output (as a stalled ssh session or tmux client).
+    paused: Arc<AtomicBool>,
 }
 
 impl Term {
@@ -58,6 +61,17 @@ impl Term {
     }
 
     pub fn spawn_on(env: &Env, program: &str, args: &[&str], terminal: Terminal) -> Term {
+        Term::spawn_with_vars(env, program, args, terminal, &[])
+    }
+
+    /// [`Term::spawn_on`] with more environment variables for the program.
+    pub fn spawn_with_vars(
+        env: &Env,
+        program: &str,
+        args: &[&str],
+        terminal: Terminal,
+        vars: &[(&str, &str)],
+    ) -> Term {
         let Terminal {
             rows,
             cols,
@@ -75,6 +89,9 @@ impl Term {
                 cmd = cmd.env_remove(k);
             }
         }
+        for (k, v) in vars {
+            cmd = cmd.env(k, v);
+        }
         let child = cmd.spawn(pts).expect("spawn on the pty");
         let pty = Arc::new(pty);
         let screen = Arc::new(Mutex::new(vt100::Parser::new(
@@ -83,11 +100,19 @@ impl Term {
             1000,
         )));
         let (reader, model) = (pty.clone(), screen.clone());
+        let paused = Arc::new(AtomicBool::new(false));
+        let stalled = paused.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             let mut seen = Vec::new();
             // EIO once the program and everything it started closed the terminal.
-            while let Ok(n @ 1..) = (&*reader).read(&mut buf) {
+            loop {
+                while stalled.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let Ok(n @ 1..) = (&*reader).read(&mut buf) else {
+                    break;
+                };
                 let mut chunk = &buf[..n];
                 // Like a real terminal, answer a cursor position query once everything before
                 // it was drawn (a query may be split across reads).
@@ -110,7 +135,22 @@ impl Term {
                 model.lock().unwrap().process(chunk);
             }
         });
-        Term { pty, screen, child }
+        Term {
+            pty,
+            screen,
+            child,
+            paused,
+        }
+    }
+
+    /// The terminal stops taking output, until [`Term::resume_output`]; what the program
+    /// writes meanwhile waits in the PTY, then blocks the program.
+    pub fn pause_output(&self) {
+        self.paused.store(true, Ordering::SeqCst);
+    }
+
+    pub fn resume_output(&self) {
+        self.paused.store(false, Ordering::SeqCst);
     }
 
     pub fn discuss(env: &Env, args: &[&str]) -> Term {
