@@ -105,3 +105,20 @@ fn a_display_without_xdg_open_is_no_error() {
     ));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn sigterm_as_soon_as_the_address_is_printed_stops_the_ui_cleanly() {
+    // A script that starts `wujie ui`, reads the address and stops it at once: the signal must
+    // find the UI listening for it, not end the process by the signal's default action.
+    let env = Env::new();
+    for _ in 0..5 {
+        let (mut child, first, _) = start(&env, None);
+        assert!(first.starts_with("Wujie UI: "), "{first:?}");
+        assert!(signal_pid(
+            child.id() as i32,
+            nix::sys::signal::Signal::SIGTERM
+        ));
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}

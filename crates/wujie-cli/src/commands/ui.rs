@@ -44,12 +44,14 @@ pub async fn run(ctx: &Context, args: UiArgs) -> Result<()> {
         let _ = stopped.await;
     }));
     let client = Client::new(&url, Token::new(token)).context("the UI's own client")?;
+    // Listening before the address is printed: whoever read it may stop the UI at once.
+    let stop_signals = StopSignals::listen()?;
     let shown = show_login(ctx, &client, &url, &args).await;
     if shown.is_ok() {
         if !ctx.json() {
             eprintln!("Serving until Ctrl+C.");
         }
-        wait_for_stop().await;
+        stop_signals.wait().await;
     }
     let _ = stop.send(());
     server
@@ -119,17 +121,26 @@ fn open_browser(link: &str) {
     }
 }
 
-async fn wait_for_stop() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+/// Ctrl+C and SIGTERM, each ending the UI cleanly.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> Result<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| signal(kind).context("listening for Ctrl+C and SIGTERM");
+        Ok(StopSignals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
         }
     }
 }
