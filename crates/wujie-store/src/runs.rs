@@ -182,14 +182,14 @@ impl Store {
     }
 
     /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,
-    /// with error "reporter stopped". Returns how many runs it failed. On PostgreSQL only one
-    /// server process sweeps at a time: while one does, the others' calls return 0.
+    /// with error "reporter stopped". Returns how many runs it failed. Several server
+    /// processes may sweep at once and each run is still failed once, by one of them: the
+    /// update's condition is checked again on a row another sweep is updating (after that one
+    /// commits), so the second finds it no longer running and skips it; the activity entry
+    /// goes with the update that failed the run.
     pub async fn mark_stale_runs(&self, older_than: Duration) -> Result<u64, StoreError> {
         let cutoff = time::before_now(older_than);
         let mut w = self.write().await?;
-        if !w.backend.try_lock_sweeper(&mut w.tx).await? {
-            return Ok(0);
-        }
         let failed: Vec<(String, String)> = sqlx::query_as(
             "UPDATE runs SET status = 'failed', error = $1, ended_at = $2 \
              WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < $3 \
