@@ -2,6 +2,7 @@
 //! driven through the real typed client.
 
 mod auth;
+mod busy_database;
 mod discussions;
 mod event_size;
 mod harness;
