@@ -13,5 +13,6 @@ mod lifetime;
 mod limits;
 mod live_feed;
 mod runs;
+mod start_keys;
 mod tokens;
 mod web_ui;
