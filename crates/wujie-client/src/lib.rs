@@ -169,6 +169,12 @@ impl Client {
         self.replicas.url(self.replicas.current())
     }
 
+    /// The roots of every replica, comma-separated, [`Client::base_url`] first and then the
+    /// others in the order given: a list for [`Client::new`] that starts where this one is.
+    pub fn replicas_in_order(&self) -> String {
+        self.replicas.in_order()
+    }
+
     async fn send(
         &self,
         method: Method,

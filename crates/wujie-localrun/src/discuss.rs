@@ -232,7 +232,7 @@ pub async fn discuss(
         input_ended: false,
     };
     let ending = session.run(&mut flow).await?;
-    revoke_adapter_token(&conn.url, &token).await;
+    revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
     let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
     // (the discussion this session started with, the one it continued instead)
@@ -278,7 +278,7 @@ fn discussion_spawn_spec(
     let env = adapter_env(
         &binding,
         workspace_id,
-        &conn.url,
+        &conn.client,
         token,
         provider,
         &req.provider_arg,

@@ -86,7 +86,7 @@ pub async fn run(
     };
     let ending = session.run(&mut flow).await?;
     heartbeat.abort();
-    revoke_adapter_token(&conn.url, &open.token).await;
+    revoke_adapter_token(&conn.client.replicas_in_order(), &open.token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = host {
         host.finish().await;
@@ -166,7 +166,7 @@ fn spawn_spec(
     let env = adapter_env(
         &binding,
         &open.workspace_id,
-        &conn.url,
+        &conn.client,
         &open.token,
         provider,
         &req.provider_arg,
