@@ -238,3 +238,40 @@ fn a_run_start_whose_answer_was_lost_is_sent_again_and_creates_one_run() {
     let stored = get(&server.url, &token, &format!("/runs/{run_id}"));
     assert_eq!(stored["messages"].as_array().expect("messages").len(), 3);
 }
+
+#[test]
+fn a_discussion_started_while_its_server_is_down_starts_once_the_server_is_up() {
+    let server_env = Env::new();
+    let mut server = Server::start(&server_env, &[]);
+    let (laptop, token, _) = laptop_of(&server_env, &server);
+    laptop.install_example("fake-provider-v2");
+    let listen = server.url.trim_start_matches("http://").to_owned();
+    server.kill();
+
+    let mut discuss = laptop
+        .cmd()
+        .args(["--output", "json", "discuss", "--"])
+        .args(["fake-provider-v2", "--script", "--no-handoff"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wujie discuss starts");
+    let stderr = Stderr::of(&mut discuss);
+    wait_until(60, "wujie discuss to say that it retries", || {
+        !stderr.matching(RETRYING).is_empty()
+    });
+    let server = Server::start_args(&server_env, &["--listen", &listen]);
+    let out = discuss.wait_with_output().expect("wujie discuss ends");
+    assert!(
+        out.status.success(),
+        "wujie discuss: {:?}\n{}",
+        out.status,
+        stderr.all()
+    );
+    let outcome: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let id = outcome["discussion_id"].as_str().expect("discussion id");
+    let all = get(&server.url, &token, "/discussions");
+    assert_eq!(all.as_array().expect("discussions").len(), 1, "{all}");
+    let discussion = get(&server.url, &token, &format!("/discussions/{id}"));
+    assert_eq!(discussion["entries"].as_array().expect("entries").len(), 4);
+}
