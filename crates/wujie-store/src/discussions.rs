@@ -14,8 +14,8 @@ use wujie_protocol::event::Event;
 use crate::ingest::{DISCUSSION_USAGE_INSERT, insert_usage, outcome, precheck, rejected};
 use crate::issues::insert_issue;
 use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_usage, parse_kind};
-use crate::runs::insert_run;
-use crate::tokens::{TokenKind, check_start_key, insert_token, reissue_token};
+use crate::runs::{check_start_key, insert_run};
+use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 fn discussion_not_found(id: &str) -> StoreError {

@@ -12,7 +12,7 @@ use wujie_protocol::api::{
 use crate::activity;
 use crate::issues::resolve_issue;
 use crate::rows::{load_run, parse_run_status, run_not_found};
-use crate::tokens::{TokenKind, check_start_key, insert_token, reissue_token};
+use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
 /// Creates a running run on `issue_id` and its token inside the caller's transaction, for the
@@ -253,6 +253,20 @@ impl Store {
         w.commit().await?;
         Ok(failed.len() as u64)
     }
+}
+
+/// Longest start key a client may choose (a UUID is 36 characters).
+const MAX_START_KEY_LEN: usize = 200;
+
+/// A start key (`Idempotency-Key`) names one start of a run or discussion: not empty, and short.
+pub(crate) fn check_start_key(key: &str) -> Result<(), StoreError> {
+    if key.trim().is_empty() || key.len() > MAX_START_KEY_LEN {
+        return Err(StoreError::Invalid(format!(
+            "an idempotency key must have 1 to {MAX_START_KEY_LEN} characters; send a new \
+             UUID for every start"
+        )));
+    }
+    Ok(())
 }
 
 /// The run an earlier request with `start_key` created, if any. The key names one start: on

@@ -82,20 +82,6 @@ pub(crate) async fn insert_token(
     Ok((id, secret))
 }
 
-/// Longest start key a client may choose (a UUID is 36 characters).
-const MAX_START_KEY_LEN: usize = 200;
-
-/// A start key (`Idempotency-Key`) names one start of a run or discussion: not empty, and short.
-pub(crate) fn check_start_key(key: &str) -> Result<(), StoreError> {
-    if key.trim().is_empty() || key.len() > MAX_START_KEY_LEN {
-        return Err(StoreError::Invalid(format!(
-            "an idempotency key must have 1 to {MAX_START_KEY_LEN} characters; send a new \
-             UUID for every start"
-        )));
-    }
-    Ok(())
-}
-
 /// A new token for the run or discussion `subject_id` started by an earlier request whose
 /// answer was lost: the tokens minted for it before are revoked (nobody saw them), and the
 /// secret of the new one returned.
