@@ -323,7 +323,9 @@ impl EventWriter {
 pub async fn issue_context(program: &str) -> Option<String> {
     let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
     let issue_id = env("WUJIE_ISSUE_ID")?;
-    let (Some(server), Some(token)) = (env("WUJIE_SERVER_URL"), env("WUJIE_TOKEN")) else {
+    // Every replica, the one the run started on first; a single URL from an older `wujie`.
+    let servers = env("WUJIE_SERVER_URLS").or_else(|| env("WUJIE_SERVER_URL"));
+    let (Some(server), Some(token)) = (servers, env("WUJIE_TOKEN")) else {
         eprintln!(
             "wujie adapter {program}: WUJIE_ISSUE_ID is set but WUJIE_SERVER_URL or WUJIE_TOKEN is not; {program} starts without the issue's context"
         );

@@ -262,6 +262,11 @@ pub struct ServerArgs {
     /// `database`, else the profile's SQLite file.
     #[arg(long)]
     pub database: Option<String>,
+    /// Most connections to a PostgreSQL database (each is a process on the database server;
+    /// default 16). A request waits up to 10 s for a free one and is then answered 503, to be
+    /// retried. PostgreSQL only.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub database_max_connections: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]

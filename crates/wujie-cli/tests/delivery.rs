@@ -3,12 +3,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
+use common::lossy_proxy::LossyProxy;
 use common::*;
 
 /// An adapter printing `count` text events and one usage event (1 input token) per 10 of them;
@@ -193,71 +191,17 @@ fn sigkilled_wujie_loses_nothing_it_had_read() {
     assert_eq!(run["error"], "reporter stopped");
 }
 
-/// Forwards to the server, but swallows the response to the first event batch: the request is
-/// stored, the reporter never hears so and sends it again.
-fn lossy_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let dropped = Arc::new(AtomicBool::new(false));
-    let flag = dropped.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { break };
-            let upstream = upstream.trim_start_matches("http://").to_owned();
-            let flag = flag.clone();
-            std::thread::spawn(move || relay(client, &upstream, &flag));
-        }
-    });
-    (url, dropped)
-}
-
-fn relay(mut client: TcpStream, upstream: &str, dropped: &AtomicBool) {
-    let Ok(mut server) = TcpStream::connect(upstream) else {
-        return;
-    };
-    let mut to_server = server.try_clone().unwrap();
-    let mut from_client = client.try_clone().unwrap();
-    let saw_events = Arc::new(AtomicBool::new(false));
-    let saw = saw_events.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 65536];
-        while let Ok(n) = from_client.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            if String::from_utf8_lossy(&buf[..n]).contains("/events HTTP/1.1") {
-                saw.store(true, Ordering::SeqCst);
-            }
-            if to_server.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-    });
-    let mut buf = [0u8; 65536];
-    while let Ok(n) = server.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        if saw_events.load(Ordering::SeqCst) && !dropped.swap(true, Ordering::SeqCst) {
-            // Let the server finish storing, then vanish without answering.
-            let _ = client.shutdown(std::net::Shutdown::Both);
-            let _ = server.shutdown(std::net::Shutdown::Both);
-            return;
-        }
-        if client.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-}
-
 #[test]
 fn a_lost_response_does_not_duplicate() {
     let team = Env::new();
     let server = Server::start(&team, &[]);
     let token = team.ok(&["token", "create"]).trim().to_owned();
-    let (proxy, dropped) = lossy_proxy(server.url.clone());
+    // The first event batch is stored, but the reporter never hears so and sends it again.
+    let proxy = LossyProxy::start(&server.url, |request| {
+        String::from_utf8_lossy(request).contains("/events HTTP/1.1")
+    });
     let laptop = Env::new();
-    laptop.ok(&["login", "--server", &proxy, "--token", &token]);
+    laptop.ok(&["login", "--server", &proxy.url, "--token", &token]);
     let dir = laptop.work.path().to_path_buf();
     laptop.ok(&[
         "local-run",
@@ -272,7 +216,7 @@ fn a_lost_response_does_not_duplicate() {
     std::fs::write(dir.join("go"), "").unwrap();
     laptop.ok(&["run", &key, "--", "count"]);
     assert!(
-        dropped.load(Ordering::SeqCst),
+        proxy.lost.load(Ordering::SeqCst),
         "the proxy did drop a response"
     );
     assert_exact(&team.issue(&key), 1_000);

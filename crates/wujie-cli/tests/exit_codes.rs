@@ -27,15 +27,12 @@ fn a_command_line_that_cannot_be_carried_out_exits_2() {
 fn a_failed_request_says_what_it_was_for_then_why_once() {
     let env = Env::new();
     env.install_example("fake-provider");
-    // Nothing listens on a port just released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A server that refuses the token: an answer that retrying would not change (a server
+    // that does not answer is waited for, see start_retry.rs).
+    let server = Server::start(&Env::new(), &[]);
     let out = env
         .cmd()
-        .env("WUJIE_SERVER_URL", format!("http://127.0.0.1:{port}"))
+        .env("WUJIE_SERVER_URL", &server.url)
         .env("WUJIE_TOKEN", "wjt_not_a_real_token")
         .args(["run", "WUJ-7", "--", "fake-provider"])
         .output()

@@ -169,11 +169,28 @@ impl Client {
         self.replicas.url(self.replicas.current())
     }
 
+    /// The roots of every replica, comma-separated, [`Client::base_url`] first and then the
+    /// others in the order given: a list for [`Client::new`] that starts where this one is.
+    pub fn replicas_in_order(&self) -> String {
+        self.replicas.in_order()
+    }
+
     async fn send(
         &self,
         method: Method,
         path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<reqwest::Response, ClientError> {
+        self.send_keyed(method, path, body, None).await
+    }
+
+    /// `send` with an `Idempotency-Key` header when `start_key` is given.
+    async fn send_keyed(
+        &self,
+        method: Method,
+        path: &str,
         mut body: Option<Vec<u8>>,
+        start_key: Option<&str>,
     ) -> Result<reqwest::Response, ClientError> {
         let first = self.replicas.current();
         let mut attempt = 0;
@@ -185,6 +202,9 @@ impl Client {
                 .http
                 .request(method.clone(), &url)
                 .bearer_auth(&self.token.0);
+            if let Some(key) = start_key {
+                req = req.header("idempotency-key", key);
+            }
             // Kept for the next replica while there is one.
             let this_body = if last { body.take() } else { body.clone() };
             if let Some(bytes) = this_body {
@@ -236,6 +256,17 @@ impl Client {
         path: &str,
         body: Option<&(dyn ErasedBody + Sync)>,
     ) -> Result<T, ClientError> {
+        self.call_keyed(method, path, body, None).await
+    }
+
+    /// `call` with an `Idempotency-Key` header when `start_key` is given.
+    async fn call_keyed<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(dyn ErasedBody + Sync)>,
+        start_key: Option<&str>,
+    ) -> Result<T, ClientError> {
         let body = match body {
             Some(body) => Some(body.to_json().map_err(|e| ClientError::Decode {
                 method: method.clone(),
@@ -244,7 +275,7 @@ impl Client {
             })?),
             None => None,
         };
-        self.call_encoded(method, path, body).await
+        self.read_answer(method, path, body, start_key).await
     }
 
     /// `call` with a body that is already JSON.
@@ -254,7 +285,20 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<T, ClientError> {
-        let resp = self.send(method.clone(), path, body).await?;
+        self.read_answer(method, path, body, None).await
+    }
+
+    /// Sends the request and decodes the JSON of its answer.
+    async fn read_answer<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        start_key: Option<&str>,
+    ) -> Result<T, ClientError> {
+        let resp = self
+            .send_keyed(method.clone(), path, body, start_key)
+            .await?;
         let bytes = resp
             .bytes()
             .await
@@ -409,6 +453,20 @@ impl Client {
         self.call(Method::POST, &path, Some(req)).await
     }
 
+    /// `create_run` that creates one run however often it is sent with the same `start_key`
+    /// (a new UUID per start): sent again after its answer was lost, it returns the run the
+    /// first request created, with a new token.
+    pub async fn create_run_once(
+        &self,
+        key_or_id: &str,
+        req: &CreateRun,
+        start_key: &str,
+    ) -> Result<CreatedRun, ClientError> {
+        let path = format!("/issues/{}/runs", segment(key_or_id));
+        self.call_keyed(Method::POST, &path, Some(req), Some(start_key))
+            .await
+    }
+
     pub async fn get_run(&self, run_id: &str) -> Result<Run, ClientError> {
         self.call(Method::GET, &format!("/runs/{}", segment(run_id)), None)
             .await
@@ -486,6 +544,17 @@ impl Client {
         req: &CreateDiscussion,
     ) -> Result<CreatedDiscussion, ClientError> {
         self.call(Method::POST, "/discussions", Some(req)).await
+    }
+
+    /// `create_discussion` that creates one discussion however often it is sent with the same
+    /// `start_key` (see [`Client::create_run_once`]).
+    pub async fn create_discussion_once(
+        &self,
+        req: &CreateDiscussion,
+        start_key: &str,
+    ) -> Result<CreatedDiscussion, ClientError> {
+        self.call_keyed(Method::POST, "/discussions", Some(req), Some(start_key))
+            .await
     }
 
     /// Newest first.

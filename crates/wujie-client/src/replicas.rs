@@ -50,6 +50,16 @@ impl Replicas {
         self.current.load(Ordering::Relaxed)
     }
 
+    /// Every replica, comma-separated, in the order to try them now: the one requests go to
+    /// first, then the others in the order of the list.
+    pub(crate) fn in_order(&self) -> String {
+        let first = self.current();
+        (0..self.urls.len())
+            .map(|i| self.url(first + i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     pub(crate) fn url(&self, index: usize) -> &str {
         &self.urls[index % self.urls.len()]
     }
@@ -106,5 +116,10 @@ mod tests {
         assert_eq!(r.current(), 0, "wraps around");
         r.answered(2);
         assert_eq!(r.current(), 2);
+        assert_eq!(r.in_order(), "http://c:3,http://a:1,http://b:2");
+        assert_eq!(
+            Replicas::parse("http://a:1/").expect("one").in_order(),
+            "http://a:1"
+        );
     }
 }

@@ -581,7 +581,7 @@ impl Starter<'_> {
         let env = adapter_env(
             &binding,
             &self.scratch.workspace_id,
-            &self.scratch.connection.url,
+            &self.scratch.connection.client,
             token,
             self.provider,
             &self.provider.name,

@@ -1,7 +1,8 @@
 //! Which server a command talks to, and with which token.
 //!
 //! In order: `--server URL` (token from `WUJIE_TOKEN` or the profile's login), the run context
-//! (`WUJIE_SERVER_URL` + `WUJIE_TOKEN`, so an agent can call `wujie issue show $WUJIE_ISSUE_ID`),
+//! (`WUJIE_SERVER_URLS`, else `WUJIE_SERVER_URL`, + `WUJIE_TOKEN`, so an agent can call
+//! `wujie issue show $WUJIE_ISSUE_ID`),
 //! the profile's configured server, and otherwise the embedded default: an in-process server on
 //! 127.0.0.1 over the profile's own SQLite database, with the profile's local token (minted on
 //! first use, shared with `wujie server` on the same profile).
@@ -18,7 +19,8 @@ pub const LOCAL_SERVER: &str = "local";
 
 pub struct Connection {
     pub client: Client,
-    /// Base URL the adapter is given (`WUJIE_SERVER_URL`).
+    /// The server's URL (the first replica's, for a list), for links and messages. Adapters
+    /// are given the replica in use and the list, from `client` (`session::adapter_env`).
     pub url: String,
     /// `local` for the profile's own database, else the remote URL.
     pub server_label: String,
@@ -45,7 +47,9 @@ impl Connection {
                 })?;
             return Connection::remote(url, token);
         }
-        if let (Some(url), Some(token)) = (env("WUJIE_SERVER_URL"), env("WUJIE_TOKEN")) {
+        // Inside an adapter: every replica, the one its run started on first.
+        let context = env("WUJIE_SERVER_URLS").or_else(|| env("WUJIE_SERVER_URL"));
+        if let (Some(url), Some(token)) = (context, env("WUJIE_TOKEN")) {
             return Connection::remote(&url, token);
         }
         if let Some(server) = profile.load_config()?.server {
@@ -65,7 +69,6 @@ impl Connection {
         let client = Client::new(&url, Token::new(token))
             .map_err(LocalRunError::server(format!("cannot use server {url}")))?;
         Ok(Connection {
-            // One URL for the adapter's environment, also when `url` lists several replicas.
             url: client.base_url().to_owned(),
             client,
             server_label: url,

@@ -32,6 +32,7 @@ use crate::registry::{AdapterCommand, Provider};
 use crate::session::{
     Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
+use crate::start_retry::{START_PATIENCE, StartRetry};
 use crate::supervisor::SpawnSpec;
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
@@ -80,39 +81,46 @@ pub struct DiscussOutcome {
     pub summary: CloseSummary,
 }
 
-/// Where a `wujie discuss` lands: a new discussion, or an open one being resumed.
-pub async fn find_or_create(
+/// Where a `wujie discuss` lands: a new discussion, or an open one being resumed. Its
+/// requests are retried while the server is unavailable (see `start_retry`).
+async fn find_or_create(
     conn: &Connection,
     provider: &Provider,
     req: &DiscussRequest,
+    retry: &mut StartRetry,
 ) -> Result<(Discussion, String, bool), LocalRunError> {
-    let existing =
-        match &req.resume {
-            Some(id) => Some(conn.client.get_discussion(id).await.map_err(
-                LocalRunError::server(format!("cannot read discussion {id}")),
-            )?),
-            None => {
-                let mut found = None;
-                for arg in req
-                    .args
-                    .iter()
-                    .filter(|a| !a.starts_with('-') && !a.is_empty())
-                {
-                    let hits = conn
-                        .client
-                        .find_discussions_by_native_session(&provider.name, arg)
-                        .await
-                        .map_err(LocalRunError::server(format!(
-                            "cannot look up the discussions of session {arg}"
-                        )))?;
-                    if let Some(d) = hits.into_iter().next() {
-                        found = Some(d);
-                        break;
-                    }
+    let existing = match &req.resume {
+        Some(id) => Some(
+            retry
+                .call(&format!("cannot read discussion {id}"), || {
+                    conn.client.get_discussion(id)
+                })
+                .await?,
+        ),
+        None => {
+            let mut found = None;
+            for arg in req
+                .args
+                .iter()
+                .filter(|a| !a.starts_with('-') && !a.is_empty())
+            {
+                let hits = retry
+                    .call(
+                        &format!("cannot look up the discussions of session {arg}"),
+                        || {
+                            conn.client
+                                .find_discussions_by_native_session(&provider.name, arg)
+                        },
+                    )
+                    .await?;
+                if let Some(d) = hits.into_iter().next() {
+                    found = Some(d);
+                    break;
                 }
-                found
             }
-        };
+            found
+        }
+    };
     match existing {
         Some(d) if d.status == DiscussionStatus::Promoted => {
             Err(LocalRunError::DiscussionPromoted {
@@ -129,25 +137,27 @@ pub async fn find_or_create(
                     asked: provider.name.clone(),
                 });
             }
-            let token =
-                conn.client
-                    .discussion_token(&d.id)
-                    .await
-                    .map_err(LocalRunError::server(format!(
-                        "cannot get a token for discussion {}",
-                        d.id
-                    )))?;
+            // Sent again, this mints a second token; the first, whose answer was lost, was
+            // seen by nobody and ends with the discussion.
+            let token = retry
+                .call(
+                    &format!("cannot get a token for discussion {}", d.id),
+                    || conn.client.discussion_token(&d.id),
+                )
+                .await?;
             Ok((d, token, true))
         }
         None => {
-            let created = conn
-                .client
-                .create_discussion(&CreateDiscussion {
-                    provider: provider.name.clone(),
-                    cwd: req.cwd.to_string_lossy().into_owned(),
+            let create = CreateDiscussion {
+                provider: provider.name.clone(),
+                cwd: req.cwd.to_string_lossy().into_owned(),
+            };
+            let start_key = uuid::Uuid::new_v4().to_string();
+            let created = retry
+                .call("cannot create a discussion", || {
+                    conn.client.create_discussion_once(&create, &start_key)
                 })
-                .await
-                .map_err(LocalRunError::server("cannot create a discussion"))?;
+                .await?;
             Ok((created.discussion, created.token, false))
         }
     }
@@ -179,9 +189,20 @@ pub async fn discuss(
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
-    let (discussion, token, resumed) = find_or_create(conn, provider, &req).await?;
-    let spec =
-        discussion_spawn_spec(conn, provider, &command, &req, &discussion.id, &token).await?;
+    let mut retry = StartRetry::new(START_PATIENCE);
+    let (discussion, token, resumed) = find_or_create(conn, provider, &req, &mut retry).await?;
+    let workspace = retry
+        .call("cannot read the workspace", || conn.client.workspace())
+        .await?;
+    let spec = discussion_spawn_spec(
+        conn,
+        provider,
+        &command,
+        &req,
+        &workspace.id,
+        &discussion.id,
+        &token,
+    );
     // Held until this function returns: while it is, no sync takes the discussion over.
     let _owner = add_discussion_target(&outbox, conn, &discussion.id).await?;
     let target = TargetRef {
@@ -211,7 +232,7 @@ pub async fn discuss(
         input_ended: false,
     };
     let ending = session.run(&mut flow).await?;
-    revoke_adapter_token(&conn.url, &token).await;
+    revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
     let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
     // (the discussion this session started with, the one it continued instead)
@@ -241,33 +262,29 @@ pub async fn discuss(
 }
 
 /// How to start the adapter for the discussion `discussion_id`.
-async fn discussion_spawn_spec(
+fn discussion_spawn_spec(
     conn: &Connection,
     provider: &Provider,
     command: &AdapterCommand,
     req: &DiscussRequest,
+    workspace_id: &str,
     discussion_id: &str,
     token: &str,
-) -> Result<SpawnSpec, LocalRunError> {
-    let workspace = conn
-        .client
-        .workspace()
-        .await
-        .map_err(LocalRunError::server("cannot read the workspace"))?;
+) -> SpawnSpec {
     let binding = Binding {
         session_id: Some(discussion_id.to_owned()),
         ..Binding::default()
     };
     let env = adapter_env(
         &binding,
-        &workspace.id,
-        &conn.url,
+        workspace_id,
+        &conn.client,
         token,
         provider,
         &req.provider_arg,
         &req.args,
     );
-    Ok(spawn_spec(command, &req.args, &req.cwd, env))
+    spawn_spec(command, &req.args, &req.cwd, env)
 }
 
 async fn add_discussion_target(

@@ -17,6 +17,7 @@ pub mod run;
 pub mod session;
 mod small_file;
 mod spawn_error;
+mod start_retry;
 pub mod supervisor;
 pub mod sync;
 pub mod turns;

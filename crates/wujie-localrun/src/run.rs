@@ -18,6 +18,7 @@ use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::registry::{AdapterCommand, Provider};
 use crate::session::{self, Binding, ReadLines, adapter_env, revoke_adapter_token};
+use crate::start_retry::{START_PATIENCE, StartRetry};
 use crate::supervisor::SpawnSpec;
 
 #[derive(Debug, Clone)]
@@ -85,7 +86,7 @@ pub async fn run(
     };
     let ending = session.run(&mut flow).await?;
     heartbeat.abort();
-    revoke_adapter_token(&conn.url, &open.token).await;
+    revoke_adapter_token(&conn.client.replicas_in_order(), &open.token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = host {
         host.finish().await;
@@ -100,31 +101,28 @@ async fn open_run(
     req: &RunRequest,
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<OpenRun, LocalRunError> {
-    let issue = conn
-        .client
-        .get_issue(&req.issue)
-        .await
-        .map_err(LocalRunError::server(format!(
-            "cannot read issue {}",
-            req.issue
-        )))?;
-    let workspace = conn
-        .client
-        .workspace()
-        .await
-        .map_err(LocalRunError::server("cannot read the workspace"))?;
+    // A start storm (a team's laptops at once) or a replica restarting must not fail the run
+    // before it began: every request of the start is retried for a while (see `start_retry`),
+    // the create under one start key, so it creates one run however often it is sent.
+    let mut retry = StartRetry::new(START_PATIENCE);
+    let issue = retry
+        .call(&format!("cannot read issue {}", req.issue), || {
+            conn.client.get_issue(&req.issue)
+        })
+        .await?;
+    let workspace = retry
+        .call("cannot read the workspace", || conn.client.workspace())
+        .await?;
     let create = CreateRun {
         provider: provider.name.clone(),
         cwd: req.cwd.to_string_lossy().into_owned(),
     };
-    let created =
-        conn.client
-            .create_run(&issue.key, &create)
-            .await
-            .map_err(LocalRunError::server(format!(
-                "cannot create a run on {}",
-                issue.key
-            )))?;
+    let start_key = uuid::Uuid::new_v4().to_string();
+    let created = retry
+        .call(&format!("cannot create a run on {}", issue.key), || {
+            conn.client.create_run_once(&issue.key, &create, &start_key)
+        })
+        .await?;
     let run_id = created.run.id.clone();
     let owner = outbox
         .add_target(&NewTarget {
@@ -168,7 +166,7 @@ fn spawn_spec(
     let env = adapter_env(
         &binding,
         &open.workspace_id,
-        &conn.url,
+        &conn.client,
         &open.token,
         provider,
         &req.provider_arg,

@@ -22,11 +22,13 @@ pub struct Binding {
     pub session_id: Option<String>,
 }
 
-/// The full `WUJIE_*` environment of an adapter.
+/// The full `WUJIE_*` environment of an adapter. `WUJIE_SERVER_URL` is the replica `server`
+/// talks to now (the one that answered the run's start), `WUJIE_SERVER_URLS` every replica,
+/// that one first (a single server is a list of one).
 pub fn adapter_env(
     binding: &Binding,
     workspace_id: &str,
-    server_url: &str,
+    server: &wujie_client::Client,
     token: &str,
     provider: &Provider,
     provider_arg: &str,
@@ -46,7 +48,8 @@ pub fn adapter_env(
         set("WUJIE_LOCALRUN_SESSION_ID", v);
     }
     set("WUJIE_WORKSPACE_ID", workspace_id);
-    set("WUJIE_SERVER_URL", server_url);
+    set("WUJIE_SERVER_URL", server.base_url());
+    set("WUJIE_SERVER_URLS", &server.replicas_in_order());
     set("WUJIE_TOKEN", token);
     set("WUJIE_LOCALRUN_PROVIDER_NAME", &provider.name);
     set(

@@ -20,12 +20,13 @@ use crate::spawn_error::spawn_failed;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
 /// from inside another run never sees its parent's context.
-pub const WUJIE_ENV_VARS: [&str; 10] = [
+pub const WUJIE_ENV_VARS: [&str; 11] = [
     "WUJIE_RUN_ID",
     "WUJIE_ISSUE_ID",
     "WUJIE_LOCALRUN_SESSION_ID",
     "WUJIE_WORKSPACE_ID",
     "WUJIE_SERVER_URL",
+    "WUJIE_SERVER_URLS",
     "WUJIE_TOKEN",
     "WUJIE_LOCALRUN_PROVIDER_NAME",
     "WUJIE_LOCALRUN_PROVIDER_PROTOCOL",

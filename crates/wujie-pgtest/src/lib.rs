@@ -137,6 +137,54 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Runs `sql` in a transaction of its own on database `name` and keeps that transaction
+    /// open (with its locks: e.g. `LOCK TABLE issues IN ACCESS EXCLUSIVE MODE`, as a
+    /// migration or a maintenance job would) until the returned guard is dropped.
+    pub fn hold_transaction(&self, name: &str, sql: &str) -> HeldTransaction {
+        use std::io::Write;
+        let app = format!(
+            "wujie-test-hold-{}-{}",
+            std::process::id(),
+            NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut child = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "wujie",
+            ])
+            .args(["-d", name])
+            .env("PGAPPNAME", &app)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run psql");
+        let mut stdin = child.stdin.take().expect("psql stdin");
+        writeln!(stdin, "BEGIN;\n{sql};").expect("write to psql");
+        stdin.flush().expect("write to psql");
+        let idle = format!(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = '{app}' \
+             AND state = 'idle in transaction'"
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.psql(name, &idle) != "1" {
+            assert!(
+                child.try_wait().expect("psql status").is_none(),
+                "psql ended before running {sql:?}"
+            );
+            assert!(Instant::now() < deadline, "{sql:?} did not run within 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        HeldTransaction {
+            child,
+            stdin: Some(stdin),
+        }
+    }
+
     fn start(bin: PathBuf) -> Cluster {
         remove_abandoned_clusters();
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}", std::process::id()));
@@ -383,4 +431,19 @@ fn find_bin() -> Option<PathBuf> {
         .unwrap_or_default()
         .into_iter()
         .find(|dir| has_server(dir))
+}
+
+/// A transaction kept open by [`Cluster::hold_transaction`]; dropping it ends the session
+/// (psql reads the end of its input), which rolls the transaction back and frees its locks.
+#[derive(Debug)]
+pub struct HeldTransaction {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl Drop for HeldTransaction {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
 }

@@ -14,13 +14,20 @@ use crate::request_log::AnsweredError;
 pub(crate) struct Failure {
     status: StatusCode,
     message: String,
+    /// Seconds after which the same request may succeed (`Retry-After`), for a 503.
+    retry_after: Option<u32>,
 }
+
+/// What a client waits before asking a busy database again: a pool timeout already waited
+/// seconds for a connection, so a short pause is enough for the load to move on.
+const BUSY_RETRY_AFTER_SECS: u32 = 1;
 
 impl Failure {
     pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Failure {
             status,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -44,6 +51,15 @@ impl From<StoreError> for Failure {
             StoreError::NotFound(_) => StatusCode::NOT_FOUND,
             StoreError::Conflict(_) => StatusCode::CONFLICT,
             StoreError::Invalid(_) => StatusCode::BAD_REQUEST,
+            StoreError::Busy => {
+                return Failure {
+                    retry_after: Some(BUSY_RETRY_AFTER_SECS),
+                    ..Failure::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the database is busy; retry in a moment (nothing was done)",
+                    )
+                };
+            }
             _ => {
                 // Logged with the request (`request_log`).
                 return Failure::new(
@@ -83,6 +99,11 @@ impl IntoResponse for Failure {
             }),
         )
             .into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
         response.extensions_mut().insert(logged);
         response
     }

@@ -24,9 +24,8 @@ pub(crate) enum Backend {
     Postgres,
 }
 
-/// Advisory lock keys (any 64-bit numbers no other application on the database uses).
+/// Advisory lock key (any 64-bit number no other application on the database uses).
 const ACTIVITY_LOCK: i64 = 0x5775_6a69_6501;
-const SWEEPER_LOCK: i64 = 0x5775_6a69_6502;
 
 /// A lock held until the transaction ends.
 #[derive(Debug, Clone, Copy)]
@@ -62,22 +61,6 @@ impl Backend {
             }
         }
         Ok(())
-    }
-
-    /// Whether this transaction may run the stale-run sweep: on PostgreSQL only one server
-    /// process at a time does (the others skip this round); SQLite's single writer is enough.
-    pub(crate) async fn try_lock_sweeper(
-        self,
-        tx: &mut Transaction<'static, Any>,
-    ) -> Result<bool, StoreError> {
-        if self == Backend::Sqlite {
-            return Ok(true);
-        }
-        let (locked,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_xact_lock($1)")
-            .bind(SWEEPER_LOCK)
-            .fetch_one(&mut **tx)
-            .await?;
-        Ok(locked)
     }
 
     /// The function that finds a needle in a text: `f(haystack, needle) > 0` when it is there.

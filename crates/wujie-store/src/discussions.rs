@@ -14,8 +14,8 @@ use wujie_protocol::event::Event;
 use crate::ingest::{DISCUSSION_USAGE_INSERT, insert_usage, outcome, precheck, rejected};
 use crate::issues::insert_issue;
 use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_usage, parse_kind};
-use crate::runs::insert_run;
-use crate::tokens::{TokenKind, insert_token};
+use crate::runs::{check_start_key, insert_run};
+use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 fn discussion_not_found(id: &str) -> StoreError {
@@ -118,21 +118,56 @@ impl Store {
         &self,
         req: &CreateDiscussion,
     ) -> Result<CreatedDiscussion, StoreError> {
+        self.create_discussion_with(req, None).await
+    }
+
+    /// [`Store::create_discussion`] once per `start_key` (see [`Store::create_run_once`]):
+    /// asked again with the same key, it returns the discussion the first request created,
+    /// with a fresh token (the earlier ones are revoked).
+    pub async fn create_discussion_once(
+        &self,
+        req: &CreateDiscussion,
+        start_key: &str,
+    ) -> Result<CreatedDiscussion, StoreError> {
+        check_start_key(start_key)?;
+        self.create_discussion_with(req, Some(start_key)).await
+    }
+
+    async fn create_discussion_with(
+        &self,
+        req: &CreateDiscussion,
+        start_key: Option<&str>,
+    ) -> Result<CreatedDiscussion, StoreError> {
         if req.provider.trim().is_empty() {
             return Err(StoreError::Invalid(
                 "a discussion needs a provider name".into(),
             ));
         }
         let mut w = self.write().await?;
+        if let Some(key) = start_key {
+            let started: Option<(String,)> =
+                sqlx::query_as("SELECT id FROM discussions WHERE start_key = $1")
+                    .bind(key)
+                    .fetch_optional(&mut *w.tx)
+                    .await?;
+            if let Some((id,)) = started {
+                let token = reissue_token(&mut w.tx, TokenKind::Discussion, &id).await?;
+                let discussion = load_discussion(&mut w.tx, &id).await?;
+                w.commit().await?;
+                return Ok(CreatedDiscussion { discussion, token });
+            }
+        }
         let id = new_id();
         sqlx::query(
-            "INSERT INTO discussions (id, workspace_id, provider, cwd, status, created_at) \
-             SELECT $1, id, $2, $3, 'open', $4 FROM workspaces WHERE key_prefix = $5",
+            "INSERT INTO discussions (id, workspace_id, provider, cwd, status, created_at, \
+               start_key) \
+             SELECT $1, id, $2, $3, 'open', $4, $5 FROM workspaces WHERE key_prefix = $6",
         )
         .bind(&id)
         .bind(&req.provider)
         .bind(&req.cwd)
         .bind(time::now())
+        .bind(start_key)
         .bind(DEFAULT_KEY_PREFIX)
         .execute(&mut *w.tx)
         .await?;
@@ -342,6 +377,7 @@ impl Store {
                 provider: req.provider.clone(),
                 cwd: req.cwd.clone(),
             },
+            None,
             w.author_token,
         )
         .await?;

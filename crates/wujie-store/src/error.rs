@@ -41,11 +41,40 @@ pub enum StoreError {
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
+    /// No connection to the database came free in time (every one busy, or the database
+    /// restarting): nothing was done, and the same request may succeed in a moment.
+    #[error("the database is busy (no connection came free in time); retry in a moment")]
+    Busy,
     #[error("stored JSON could not be read back: {0}")]
     Json(#[from] serde_json::Error),
     /// Another transaction wrote what this one was writing, at the same moment; nothing of this
     /// one was kept, and sending it again settles it.
     #[error("{0}")]
     Contended(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        match e {
+            sqlx::Error::PoolTimedOut => StoreError::Busy,
+            e if is_sqlite_busy(&e) => StoreError::Busy,
+            e => StoreError::Database(e),
+        }
+    }
+}
+
+/// SQLite's "database is locked" after the busy timeout: another process held the write lock
+/// all that time. Like a pool timeout, nothing was written and a retry may succeed.
+fn is_sqlite_busy(e: &sqlx::Error) -> bool {
+    const SQLITE_BUSY: i32 = 5;
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+        && db
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            // Extended codes (SQLITE_BUSY_SNAPSHOT, …) keep the primary code in the low byte.
+            .is_some_and(|code| code & 0xff == SQLITE_BUSY)
 }

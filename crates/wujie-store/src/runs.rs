@@ -12,15 +12,16 @@ use wujie_protocol::api::{
 use crate::activity;
 use crate::issues::resolve_issue;
 use crate::rows::{load_run, parse_run_status, run_not_found};
-use crate::tokens::{TokenKind, insert_token};
+use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
 /// Creates a running run on `issue_id` and its token inside the caller's transaction, for the
-/// user token `token` (see [`activity::record`]).
+/// user token `token` (see [`activity::record`]), under the client's `start_key` if it gave one.
 pub(crate) async fn insert_run(
     conn: &mut AnyConnection,
     issue_id: &str,
     req: &CreateRun,
+    start_key: Option<&str>,
     token: Option<&str>,
 ) -> Result<CreatedRun, StoreError> {
     if req.provider.trim().is_empty() {
@@ -29,8 +30,8 @@ pub(crate) async fn insert_run(
     let id = new_id();
     let now = time::now();
     sqlx::query(
-        "INSERT INTO runs (id, issue_id, provider, cwd, status, started_at, last_heartbeat) \
-         VALUES ($1, $2, $3, $4, 'running', $5, $6)",
+        "INSERT INTO runs (id, issue_id, provider, cwd, status, started_at, last_heartbeat, \
+           start_key) VALUES ($1, $2, $3, $4, 'running', $5, $6, $7)",
     )
     .bind(&id)
     .bind(issue_id)
@@ -38,6 +39,7 @@ pub(crate) async fn insert_run(
     .bind(&req.cwd)
     .bind(&now)
     .bind(&now)
+    .bind(start_key)
     .execute(&mut *conn)
     .await?;
     let started = IssueChange::RunStarted {
@@ -69,9 +71,43 @@ impl Store {
         issue_key_or_id: &str,
         req: &CreateRun,
     ) -> Result<CreatedRun, StoreError> {
+        self.create_run_with(issue_key_or_id, req, None).await
+    }
+
+    /// [`Store::create_run`] once per `start_key`, a key the client chose for this start: asked
+    /// again with the same key (the answer to the first request was lost), it returns the run
+    /// the first request created, with a fresh run token (the first one, never seen by anyone,
+    /// is revoked), and records nothing again.
+    pub async fn create_run_once(
+        &self,
+        issue_key_or_id: &str,
+        req: &CreateRun,
+        start_key: &str,
+    ) -> Result<CreatedRun, StoreError> {
+        check_start_key(start_key)?;
+        self.create_run_with(issue_key_or_id, req, Some(start_key))
+            .await
+    }
+
+    async fn create_run_with(
+        &self,
+        issue_key_or_id: &str,
+        req: &CreateRun,
+        start_key: Option<&str>,
+    ) -> Result<CreatedRun, StoreError> {
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, issue_key_or_id).await?;
-        let created = insert_run(&mut w.tx, &issue_id, req, w.author_token).await?;
+        let started = match start_key {
+            Some(key) => run_started_by(&mut w.tx, key, &issue_id).await?,
+            None => None,
+        };
+        let created = match started {
+            Some(run_id) => CreatedRun {
+                token: reissue_token(&mut w.tx, TokenKind::Run, &run_id).await?,
+                run: load_run(&mut w.tx, &run_id).await?,
+            },
+            None => insert_run(&mut w.tx, &issue_id, req, start_key, w.author_token).await?,
+        };
         w.commit().await?;
         Ok(created)
     }
@@ -182,14 +218,14 @@ impl Store {
     }
 
     /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,
-    /// with error "reporter stopped". Returns how many runs it failed. On PostgreSQL only one
-    /// server process sweeps at a time: while one does, the others' calls return 0.
+    /// with error "reporter stopped". Returns how many runs it failed. Several server
+    /// processes may sweep at once and each run is still failed once, by one of them: the
+    /// update's condition is checked again on a row another sweep is updating (after that one
+    /// commits), so the second finds it no longer running and skips it; the activity entry
+    /// goes with the update that failed the run.
     pub async fn mark_stale_runs(&self, older_than: Duration) -> Result<u64, StoreError> {
         let cutoff = time::before_now(older_than);
         let mut w = self.write().await?;
-        if !w.backend.try_lock_sweeper(&mut w.tx).await? {
-            return Ok(0);
-        }
         let failed: Vec<(String, String)> = sqlx::query_as(
             "UPDATE runs SET status = 'failed', error = $1, ended_at = $2 \
              WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < $3 \
@@ -216,5 +252,41 @@ impl Store {
         }
         w.commit().await?;
         Ok(failed.len() as u64)
+    }
+}
+
+/// Longest start key a client may choose (a UUID is 36 characters).
+const MAX_START_KEY_LEN: usize = 200;
+
+/// A start key (`Idempotency-Key`) names one start of a run or discussion: not empty, and short.
+pub(crate) fn check_start_key(key: &str) -> Result<(), StoreError> {
+    if key.trim().is_empty() || key.len() > MAX_START_KEY_LEN {
+        return Err(StoreError::Invalid(format!(
+            "an idempotency key must have 1 to {MAX_START_KEY_LEN} characters; send a new \
+             UUID for every start"
+        )));
+    }
+    Ok(())
+}
+
+/// The run an earlier request with `start_key` created, if any. The key names one start: on
+/// another issue it is refused rather than taken for that issue's run.
+async fn run_started_by(
+    conn: &mut AnyConnection,
+    start_key: &str,
+    issue_id: &str,
+) -> Result<Option<String>, StoreError> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT id, issue_id FROM runs WHERE start_key = $1")
+            .bind(start_key)
+            .fetch_optional(&mut *conn)
+            .await?;
+    match row {
+        Some((run_id, on)) if on == issue_id => Ok(Some(run_id)),
+        Some((run_id, _)) => Err(StoreError::Conflict(format!(
+            "the start key {start_key:?} already started run {run_id} on another issue; \
+             use a new key for every start"
+        ))),
+        None => Ok(None),
     }
 }

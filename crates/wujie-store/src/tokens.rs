@@ -82,6 +82,24 @@ pub(crate) async fn insert_token(
     Ok((id, secret))
 }
 
+/// A new token for the run or discussion `subject_id` started by an earlier request whose
+/// answer was lost: the tokens minted for it before are revoked (nobody saw them), and the
+/// secret of the new one returned.
+pub(crate) async fn reissue_token(
+    conn: &mut AnyConnection,
+    kind: TokenKind,
+    subject_id: &str,
+) -> Result<String, StoreError> {
+    sqlx::query("UPDATE tokens SET revoked = 1 WHERE kind = $1 AND subject_id = $2")
+        .bind(kind.as_str())
+        .bind(subject_id)
+        .execute(&mut *conn)
+        .await?;
+    let name = format!("{} {subject_id}", kind.as_str());
+    let (_, secret) = insert_token(conn, kind, &name, Some(subject_id)).await?;
+    Ok(secret)
+}
+
 impl Store {
     /// Mints a user token (full access). The secret is only in the answer, never stored.
     pub async fn create_user_token(&self, name: &str) -> Result<CreatedToken, StoreError> {

@@ -16,7 +16,16 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
         Some(text) => Database::parse(text).context("--database")?,
         None => profile_database(&ctx.profile)?,
     };
-    let store = open_database(&database, StoreOptions::SERVER).await?;
+    let mut options = StoreOptions::SERVER;
+    if let Some(n) = args.database_max_connections {
+        anyhow::ensure!(
+            matches!(database, Database::Postgres(_)),
+            "--database-max-connections applies to a PostgreSQL database; {} is a SQLite file",
+            database.describe()
+        );
+        options.pg_connections = n;
+    }
+    let store = open_database(&database, options).await?;
     // Mint the profile's token if needed, so the CLI on this profile can talk to this server
     // without any step.
     local_token(&ctx.profile, &store).await?;

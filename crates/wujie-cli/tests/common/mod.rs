@@ -371,6 +371,7 @@ impl Drop for Tmux {
     }
 }
 
+pub mod lossy_proxy;
 pub mod run_output;
 pub mod spawned;
 pub mod tui_agent;

@@ -7,7 +7,7 @@ use wujie_protocol::api::{
     IngestResult, PromoteDiscussion, Promoted,
 };
 
-use super::{Body, IngestBody};
+use super::{Body, IngestBody, StartKey};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
@@ -22,16 +22,24 @@ pub(crate) struct DiscussionFilter {
 }
 
 #[utoipa::path(post, path = "/api/v1/discussions", tag = "discussions", security(("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "A key the client chose for \
+         this start (a UUID): the same request sent again with it returns the discussion the \
+         first one created, with a new token, instead of creating another")),
     request_body = CreateDiscussion,
     responses((status = 201, body = CreatedDiscussion, description = "The discussion and its discussion-scoped token"),
-        (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+        (status = 400, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError),
+        (status = 503, body = ApiError, description = "The database is busy; retry after Retry-After seconds")))]
 pub(crate) async fn create_discussion(
     State(state): State<AppState>,
     caller: Caller,
+    StartKey(start_key): StartKey,
     Body(req): Body<CreateDiscussion>,
 ) -> ApiResult<(StatusCode, Json<CreatedDiscussion>)> {
     caller.require_user("open discussions")?;
-    let created = state.store.create_discussion(&req).await?;
+    let created = match start_key {
+        Some(key) => state.store.create_discussion_once(&req, &key).await?,
+        None => state.store.create_discussion(&req).await?,
+    };
     Ok((StatusCode::CREATED, Json(created)))
 }
 

@@ -6,6 +6,7 @@ mod ingest_body;
 pub(crate) mod issues;
 pub(crate) mod meta;
 pub(crate) mod runs;
+mod start_key;
 pub(crate) mod tokens;
 
 use axum::Router;
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 use crate::error::Failure;
 use crate::{AppState, MAX_BODY_BYTES};
 pub(crate) use ingest_body::IngestBody;
+pub(crate) use start_key::StartKey;
 
 pub(crate) fn router(state: AppState) -> Router {
     let api = Router::new()

@@ -5,25 +5,35 @@ use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
 };
 
-use super::{Body, IngestBody};
+use super::{Body, IngestBody, StartKey};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 
 #[utoipa::path(post, path = "/api/v1/issues/{key_or_id}/runs", tag = "runs",
     security(("bearer" = [])),
-    params(("key_or_id" = String, Path, description = "Issue key or id")),
+    params(("key_or_id" = String, Path, description = "Issue key or id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A key the client chose for \
+         this start (a UUID): the same request sent again with it returns the run the first one \
+         created, with a new token, instead of creating another")),
     request_body = CreateRun,
     responses((status = 201, body = CreatedRun, description = "The run and its run-scoped token"),
-        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+        (status = 404, body = ApiError), (status = 409, body = ApiError, description = "The key started a run on another issue"),
+        (status = 401, body = ApiError), (status = 403, body = ApiError),
+        (status = 503, body = ApiError, description = "The database is busy; retry after Retry-After seconds")))]
 pub(crate) async fn create_run(
     State(state): State<AppState>,
     caller: Caller,
     Path(key_or_id): Path<String>,
+    StartKey(start_key): StartKey,
     Body(req): Body<CreateRun>,
 ) -> ApiResult<(StatusCode, Json<CreatedRun>)> {
     caller.require_user("start runs")?;
-    let created = caller.store(&state).create_run(&key_or_id, &req).await?;
+    let store = caller.store(&state);
+    let created = match start_key {
+        Some(key) => store.create_run_once(&key_or_id, &req, &key).await?,
+        None => store.create_run(&key_or_id, &req).await?,
+    };
     Ok((StatusCode::CREATED, Json(created)))
 }
 

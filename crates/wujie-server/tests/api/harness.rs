@@ -37,6 +37,10 @@ impl Harness {
     }
 
     pub async fn with_config(config: ServerConfig) -> Harness {
+        Harness::with_options(config, StoreOptions::SERVER).await
+    }
+
+    pub async fn with_options(config: ServerConfig, options: StoreOptions) -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
         let (backing, database) = if wujie_pgtest::postgres_requested() {
             let cluster = wujie_pgtest::cluster()
@@ -48,7 +52,7 @@ impl Harness {
             let path = dir.path().join("data").join("wujie.db");
             (Backing::Sqlite(path.clone()), Database::Sqlite(path))
         };
-        let store = Store::open_database(&database, StoreOptions::SERVER)
+        let store = Store::open_database(&database, options)
             .await
             .expect("open store");
         let admin_token = store

@@ -2,6 +2,7 @@
 //! driven through the real typed client.
 
 mod auth;
+mod busy_database;
 mod discussions;
 mod event_size;
 mod harness;
@@ -12,5 +13,6 @@ mod lifetime;
 mod limits;
 mod live_feed;
 mod runs;
+mod start_keys;
 mod tokens;
 mod web_ui;
