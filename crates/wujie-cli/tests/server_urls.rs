@@ -19,17 +19,7 @@ fn gone_replica() -> String {
 fn an_adapter_is_given_the_replica_in_use_and_every_replica() {
     let server_env = Env::new();
     let server = Server::start(&server_env, &[]);
-    let token = server_env
-        .ok(&[
-            "--server",
-            &server.url,
-            "token",
-            "create",
-            "--name",
-            "laptop",
-        ])
-        .trim()
-        .to_owned();
+    let token = server_env.team_token(&server.url, "laptop");
     let gone = gone_replica();
     let laptop = Env::new();
     laptop.ok(&[

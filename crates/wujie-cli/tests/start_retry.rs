@@ -58,17 +58,7 @@ impl Stderr {
 /// A laptop logged in to `server` with a fresh token of `server_env`'s profile, with the
 /// three-message adapter installed as `three`, and an issue to run on.
 fn laptop_of(server_env: &Env, server: &Server) -> (Env, String, String) {
-    let token = server_env
-        .ok(&[
-            "--server",
-            &server.url,
-            "token",
-            "create",
-            "--name",
-            "laptop",
-        ])
-        .trim()
-        .to_owned();
+    let token = server_env.team_token(&server.url, "laptop");
     let laptop = Env::new();
     laptop.ok(&["--server", &server.url, "login", "--token", &token]);
     let plugin = laptop.plugin("three", V1, &three_messages());
@@ -198,17 +188,7 @@ fn a_run_started_while_the_database_is_busy_waits_for_it_and_starts_once() {
 fn a_run_start_whose_answer_was_lost_is_sent_again_and_creates_one_run() {
     let server_env = Env::new();
     let server = Server::start(&server_env, &[]);
-    let token = server_env
-        .ok(&[
-            "--server",
-            &server.url,
-            "token",
-            "create",
-            "--name",
-            "laptop",
-        ])
-        .trim()
-        .to_owned();
+    let token = server_env.team_token(&server.url, "laptop");
     let proxy = LossyProxy::start(&server.url, |request| {
         request.starts_with(b"POST /api/v1/issues/WUJ-1/runs ")
     });

@@ -82,15 +82,8 @@ impl Cluster {
             NEXT_DATABASE.fetch_add(1, Ordering::Relaxed)
         );
         let status = Command::new(self.bin.join("createdb"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "wujie",
-                &name,
-            ])
+            .args(self.connection_args())
+            .arg(&name)
             .stdin(Stdio::null())
             .status()
             .expect("run createdb");
@@ -112,19 +105,26 @@ impl Cluster {
         self.dir.join("data")
     }
 
+    /// How the client programs (`createdb`, `psql`) reach the cluster: its loopback port, as
+    /// its superuser.
+    fn connection_args(&self) -> [String; 6] {
+        [
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+            "-U",
+            "wujie",
+        ]
+        .map(str::to_owned)
+    }
+
     /// Runs `psql` with `sql` on database `name` and returns its unaligned, tuples-only output
     /// (for tests that check rows directly).
     pub fn psql(&self, name: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
             .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "wujie",
-            ])
+            .args(self.connection_args())
             .args(["-d", name, "-c", sql])
             .stdin(Stdio::null())
             .output()
@@ -149,14 +149,7 @@ impl Cluster {
         );
         let mut child = Command::new(self.bin.join("psql"))
             .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "wujie",
-            ])
+            .args(self.connection_args())
             .args(["-d", name])
             .env("PGAPPNAME", &app)
             .stdin(Stdio::piped())

@@ -43,6 +43,13 @@ impl Env {
     }
 
     /// Run and require success; returns stdout.
+    /// A new team token named `name`, minted on the server at `url` with this profile's token.
+    pub fn team_token(&self, url: &str, name: &str) -> String {
+        self.ok(&["--server", url, "token", "create", "--name", name])
+            .trim()
+            .to_owned()
+    }
+
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
