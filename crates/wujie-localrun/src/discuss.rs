@@ -29,6 +29,7 @@ use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::promotion::{self, IssueDraft};
 use crate::registry::{AdapterCommand, Provider};
+use crate::run::own_run_target;
 use crate::session::{
     Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
@@ -790,23 +791,8 @@ impl Flow<'_> {
             }
             Ok(promoted) => {
                 let run_id = promoted.run.id.clone();
-                let owner = self
-                    .outbox
-                    .add_target(&NewTarget {
-                        id: &run_id,
-                        kind: TargetKind::Run,
-                        server_url: &self.conn.server_label,
-                        label: &promoted.issue.key,
-                        reporter_pid: std::process::id(),
-                    })
-                    .await
-                    .map_err(LocalRunError::outbox(format!(
-                        "cannot record run {run_id} in the outbox"
-                    )))?;
-                let target = TargetRef {
-                    id: run_id.clone(),
-                    kind: TargetKind::Run,
-                };
+                let (owner, target) =
+                    own_run_target(self.outbox, self.conn, &run_id, &promoted.issue.key).await?;
                 self.reporter.add_target(target.clone());
                 self.promoted_owner = Some(owner);
                 self.target = target;

@@ -124,22 +124,7 @@ async fn open_run(
         })
         .await?;
     let run_id = created.run.id.clone();
-    let owner = outbox
-        .add_target(&NewTarget {
-            id: &run_id,
-            kind: TargetKind::Run,
-            server_url: &conn.server_label,
-            label: &issue.key,
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .map_err(LocalRunError::outbox(format!(
-            "cannot record run {run_id} in the outbox"
-        )))?;
-    let target = TargetRef {
-        id: run_id.clone(),
-        kind: TargetKind::Run,
-    };
+    let (owner, target) = own_run_target(&outbox, conn, &run_id, &issue.key).await?;
     let reporter = Reporter::start(outbox, conn.client.clone(), target, notice);
     Ok(OpenRun {
         issue,
@@ -300,4 +285,31 @@ fn spawn_heartbeat(client: wujie_client::Client, run_id: String) -> tokio::task:
             let _ = client.heartbeat(&run_id).await;
         }
     })
+}
+
+/// Records run `run_id` of issue `issue_key` in the outbox as this process's (what it reads
+/// waits there for delivery), and the reporter's target for it.
+pub(crate) async fn own_run_target(
+    outbox: &Outbox,
+    conn: &Connection,
+    run_id: &str,
+    issue_key: &str,
+) -> Result<(TargetLock, TargetRef), LocalRunError> {
+    let owner = outbox
+        .add_target(&NewTarget {
+            id: run_id,
+            kind: TargetKind::Run,
+            server_url: &conn.server_label,
+            label: issue_key,
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .map_err(LocalRunError::outbox(format!(
+            "cannot record run {run_id} in the outbox"
+        )))?;
+    let target = TargetRef {
+        id: run_id.to_owned(),
+        kind: TargetKind::Run,
+    };
+    Ok((owner, target))
 }
