@@ -98,16 +98,9 @@ fn turn_messages(turn: &Turn) -> Vec<(String, Message)> {
     messages
 }
 
+/// A message of `kind` and nothing else; [`keyed`] gives it its source and key.
 fn blank(kind: MessageKind) -> Message {
-    Message {
-        kind,
-        content: None,
-        tool: None,
-        input: None,
-        output: None,
-        source: String::new(),
-        source_key: String::new(),
-    }
+    wujie_builtins::bare_message("", kind, String::new())
 }
 
 /// A message of the turn as an item of the run, keyed by the backend session and the run.
