@@ -251,6 +251,7 @@ impl Store {
         max_event_bytes: usize,
     ) -> Result<IngestResult, StoreError> {
         let now = time::now();
+        let _slot = self.ingest_slots.take().await?;
         let mut w = self.write().await?;
         let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM discussions WHERE id = $1")
             .bind(discussion_id)

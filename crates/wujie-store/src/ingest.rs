@@ -324,6 +324,7 @@ impl Store {
         // Ingest is the hot path: it takes the activity lock only when this batch may record
         // activity (a comment or usage), and otherwise only its issue's lock, so that
         // reporters of different issues write side by side on PostgreSQL.
+        let _slot = self.ingest_slots.take().await?;
         let mut w = self.write_unserialized().await?;
         if records_activity(&batch.messages, &batch.usages) {
             w.serialize(SerialLock::Activity).await?;

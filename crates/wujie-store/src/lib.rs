@@ -15,6 +15,7 @@ mod discussions;
 mod error;
 mod feed_head;
 mod ingest;
+mod ingest_slots;
 mod issues;
 mod notify;
 pub mod outbox;
@@ -68,6 +69,8 @@ pub struct Store {
     /// The user token this handle writes for ([`Store::written_by`]), recorded with every
     /// change in the activity log.
     author_token: Option<Arc<str>>,
+    /// What ingest may take of the pool (see `ingest_slots`).
+    ingest_slots: Arc<ingest_slots::IngestSlots>,
 }
 
 impl std::fmt::Debug for Store {
@@ -162,8 +165,13 @@ impl StoreOptions {
     };
 }
 
-/// How long connecting to a PostgreSQL server may take before it counts as unreachable.
+/// How long connecting to a PostgreSQL server may take before it counts as unreachable, how
+/// long a request waits for one of its connections, and how long ingest waits for its slot,
+/// before it is answered busy.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections to a SQLite file: readers beside the one writer.
+const SQLITE_CONNECTIONS: u32 = 4;
 
 impl Store {
     /// Opens (creating the file and its parent directories if needed) the SQLite database at
@@ -203,7 +211,7 @@ impl Store {
             tuning.page_cache_kib
         );
         let pool = AnyPoolOptions::new()
-            .max_connections(4)
+            .max_connections(SQLITE_CONNECTIONS)
             .after_connect(move |conn, _| {
                 let pragmas = pragmas.clone();
                 Box::pin(async move { conn.execute(pragmas.as_str()).await.map(drop) })
@@ -216,7 +224,7 @@ impl Store {
             source,
         })?;
         let changes = Arc::new(watch::channel(0).0);
-        let store = Store::new(pool, Backend::Sqlite, changes, None);
+        let store = Store::new(pool, Backend::Sqlite, SQLITE_CONNECTIONS, changes, None);
         store.ensure_default_workspace().await?;
         drop(setup);
         Ok(store)
@@ -256,7 +264,13 @@ impl Store {
         let listener = notify::Listener::start(url, changes.clone())
             .await
             .map_err(connect_error)?;
-        let store = Store::new(pool, Backend::Postgres, changes, Some(Arc::new(listener)));
+        let store = Store::new(
+            pool,
+            Backend::Postgres,
+            tuning.pg_connections,
+            changes,
+            Some(Arc::new(listener)),
+        );
         store.ensure_default_workspace().await?;
         Ok(store)
     }
@@ -275,6 +289,7 @@ impl Store {
     fn new(
         pool: AnyPool,
         backend: Backend,
+        connections: u32,
         changes: Arc<watch::Sender<u64>>,
         listener: Option<Arc<notify::Listener>>,
     ) -> Store {
@@ -285,6 +300,10 @@ impl Store {
             changes,
             _listener: listener,
             author_token: None,
+            ingest_slots: Arc::new(ingest_slots::IngestSlots::for_pool(
+                connections,
+                CONNECT_TIMEOUT,
+            )),
         }
     }
 

@@ -197,3 +197,76 @@ async fn a_write_on_one_replica_wakes_the_followers_of_another() {
         .expect("activity");
     assert_eq!(activity.len(), 1);
 }
+
+/// Reporters streaming into runs must not take every connection of a replica's pool: a run
+/// that someone starts meanwhile still gets one. Here every ingest waits behind a table lock
+/// (as it would behind a slow disk or a long vacuum), more of them than the pool has
+/// connections, and a run is started while they wait. (SHARE keeps rows from being added and
+/// lets them be read: starting a run reads its empty list of messages.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_waiting_on_the_database_leaves_connections_for_starting_a_run() {
+    const CONNECTIONS: u32 = 4;
+    let Some(cluster) = wujie_pgtest::cluster() else {
+        return;
+    };
+    let url = cluster.create_database();
+    let database = url.rsplit('/').next().expect("database name").to_owned();
+    let options = StoreOptions {
+        pg_connections: CONNECTIONS,
+        ..StoreOptions::SERVER
+    };
+    let store = Store::open_database(&Database::Postgres(url), options)
+        .await
+        .expect("connect");
+    // One issue per run: ingest into runs of one issue waits for that issue's lock, and so
+    // would a run started on it.
+    let mut runs = Vec::new();
+    for n in 0..2 * CONNECTIONS {
+        let i = store
+            .create_issue(&issue(&format!("busy {n}")))
+            .await
+            .expect("issue");
+        runs.push(store.create_run(&i.key, &run_req()).await.expect("run").run);
+    }
+    let quiet = store.create_issue(&issue("quiet")).await.expect("issue");
+    let lock = cluster.hold_transaction(&database, "LOCK TABLE run_messages IN SHARE MODE");
+    let deliveries: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            let (store, run_id) = (store.clone(), run.id.clone());
+            tokio::spawn(async move {
+                let batch = [message(&format!("m-{run_id}"), MessageKind::Text)];
+                store.ingest_run_events(&run_id, &batch, 1 << 20).await
+            })
+        })
+        .collect();
+    // Until at least one delivery waits for the lock while holding its connection (on this
+    // runtime's other thread, so the run below is started while they all compete).
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    loop {
+        let (cluster, database) = (cluster, database.clone());
+        let n = tokio::task::spawn_blocking(move || cluster.psql(&database, waiting))
+            .await
+            .expect("psql");
+        if n != "0" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Bounded only so that a regression fails instead of hanging the suite.
+    let started = tokio::time::timeout(
+        Duration::from_secs(60),
+        store.create_run(&quiet.key, &run_req()),
+    )
+    .await;
+    drop(lock);
+    started
+        .expect("the run was started within 60 s")
+        .expect("a run starts while ingest waits");
+    for delivery in deliveries {
+        let result = delivery.await.expect("delivery task").expect("ingest");
+        assert_eq!(result.results.len(), 1);
+    }
+}
