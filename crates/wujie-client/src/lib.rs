@@ -18,8 +18,10 @@ use wujie_protocol::api::{
 
 mod feed;
 mod replicas;
+mod retry_pause;
 pub use feed::{FeedEvent, IssueFeed};
 use replicas::Replicas;
+pub use retry_pause::retry_pause;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -81,6 +83,8 @@ pub enum ClientError {
         path: String,
         status: StatusCode,
         message: String,
+        /// How long the server asked to wait before sending the same again (`Retry-After`).
+        retry_after: Option<Duration>,
     },
     /// The server answered 2xx with a body that is not the expected JSON.
     #[error("{method} {path}: cannot read the server's answer: {message}")]
@@ -101,6 +105,14 @@ impl ClientError {
                 status.is_server_error() || *status == StatusCode::TOO_MANY_REQUESTS
             }
             _ => false,
+        }
+    }
+
+    /// How long the server asked to wait before the same request is sent again.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ClientError::Status { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 
@@ -225,29 +237,10 @@ impl Client {
                 }
             }
         };
-        let status = resp.status();
-        if status.is_success() {
+        if resp.status().is_success() {
             return Ok(resp);
         }
-        let text = resp.text().await.unwrap_or_default();
-        let message = serde_json::from_str::<ApiError>(&text)
-            .map(|e| e.error)
-            .unwrap_or_else(|_| {
-                if text.trim().is_empty() {
-                    status
-                        .canonical_reason()
-                        .unwrap_or("no message")
-                        .to_string()
-                } else {
-                    text.chars().take(500).collect()
-                }
-            });
-        Err(ClientError::Status {
-            method,
-            path: path.to_string(),
-            status,
-            message,
-        })
+        Err(status_error(method, path.to_owned(), resp).await)
     }
 
     async fn call<T: DeserializeOwned>(
@@ -409,18 +402,8 @@ impl Client {
             .send()
             .await
             .map_err(|e| network_error(&Method::GET, &path, e))?;
-        let status = resp.status();
-        if !status.is_success() {
-            let text = resp.text().await.unwrap_or_default();
-            let message = serde_json::from_str::<ApiError>(&text)
-                .map(|e| e.error)
-                .unwrap_or_else(|_| text.chars().take(500).collect());
-            return Err(ClientError::Status {
-                method: Method::GET,
-                path,
-                status,
-                message,
-            });
+        if !resp.status().is_success() {
+            return Err(status_error(Method::GET, path, resp).await);
         }
         Ok(IssueFeed::new(resp, path))
     }
@@ -619,6 +602,33 @@ impl Client {
     }
 }
 
+/// The error an answer with a failing status stands for: the server's `error` message (or
+/// what the body says, or the status's name), and how long it asked to wait.
+async fn status_error(method: Method, path: String, resp: reqwest::Response) -> ClientError {
+    let status = resp.status();
+    let retry_after = retry_pause::retry_after(resp.headers());
+    let text = resp.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<ApiError>(&text)
+        .map(|e| e.error)
+        .unwrap_or_else(|_| {
+            if text.trim().is_empty() {
+                status
+                    .canonical_reason()
+                    .unwrap_or("no message")
+                    .to_string()
+            } else {
+                text.chars().take(500).collect()
+            }
+        });
+    ClientError::Status {
+        method,
+        path,
+        status,
+        message,
+        retry_after,
+    }
+}
+
 pub(crate) fn network_error(method: &Method, path: &str, e: reqwest::Error) -> ClientError {
     let timeout = e.is_timeout();
     let connect = e.is_connect();
@@ -706,6 +716,7 @@ mod tests {
             path: "/x".into(),
             status: StatusCode::from_u16(s).expect("status"),
             message: String::new(),
+            retry_after: None,
         };
         assert!(status(500).is_retryable());
         assert!(status(503).is_retryable());

@@ -63,6 +63,7 @@ mod tests {
             path: "/runs/r/events".into(),
             status,
             message: "no".into(),
+            retry_after: None,
         })
     }
 

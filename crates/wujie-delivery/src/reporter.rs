@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rand::Rng;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
-use wujie_client::ClientError;
+use wujie_client::{ClientError, retry_pause};
 use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
 use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
 
@@ -629,7 +628,8 @@ impl<C: DeliveryServer> Deliverer<C> {
         Continue::Yes
     }
 
-    /// Tells the user (when the server answered with an error) and waits out the backoff.
+    /// Tells the user (when the server answered with an error) and waits out the backoff, or
+    /// as long as the server asked if that is longer.
     async fn retry_later(&mut self, error: Option<ClientError>) {
         if let Some(e) = &error {
             let pending = self
@@ -640,8 +640,7 @@ impl<C: DeliveryServer> Deliverer<C> {
                 .unwrap_or(0);
             self.notice.retrying(e, pending);
         }
-        let jitter = rand::rng().random_range(0.5..1.0);
-        tokio::time::sleep(self.backoff.mul_f64(jitter)).await;
+        tokio::time::sleep(retry_pause(self.backoff, error.as_ref())).await;
         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
     }
 

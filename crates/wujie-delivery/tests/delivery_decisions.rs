@@ -112,6 +112,7 @@ fn status(status: StatusCode, message: &str) -> ClientError {
         path: format!("/runs/{RUN}/events"),
         status,
         message: message.to_owned(),
+        retry_after: None,
     }
 }
 

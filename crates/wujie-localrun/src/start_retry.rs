@@ -1,7 +1,7 @@
 //! Starting a run or a discussion while the server is busy, restarting or not up yet: the
-//! start's requests are sent again, with growing pauses and jitter, for a bounded time (to the
-//! next replica of a list after one gave no answer, as the client does), with one line on
-//! stderr saying so.
+//! start's requests are sent again, with growing pauses and jitter (at least as long as the
+//! server asked for), for a bounded time (to the next replica of a list after one gave no
+//! answer, as the client does), with one line on stderr saying so.
 //!
 //! Every request of a start may be sent twice: the reads read, and the creates carry a start
 //! key (`Idempotency-Key`) that the server stores under a UNIQUE key, so a create sent again
@@ -11,9 +11,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use rand::Rng;
 use tokio::time::Instant;
-use wujie_client::ClientError;
+use wujie_client::{ClientError, retry_pause};
 
 use crate::error::LocalRunError;
 
@@ -74,8 +73,7 @@ impl StartRetry {
                     self.patience.as_secs()
                 );
             }
-            let jitter = rand::rng().random_range(0.5..1.0);
-            tokio::time::sleep(self.pause.mul_f64(jitter).min(left)).await;
+            tokio::time::sleep(retry_pause(self.pause, Some(&e)).min(left)).await;
             self.pause = (self.pause * 2).min(LONGEST_PAUSE);
         }
     }
@@ -154,11 +152,66 @@ mod tests {
                         path: "/issues/WUJ-9".into(),
                         status: wujie_client::StatusCode::NOT_FOUND,
                         message: "issue WUJ-9 not found".into(),
+                        retry_after: None,
                     })
                 }
             })
             .await;
         assert_eq!(attempts, 1);
         assert_eq!(e.expect_err("404").to_string(), "cannot read issue WUJ-9");
+    }
+
+    /// A loopback HTTP server that answers its first request 503 with `Retry-After: 2` and
+    /// the next one with a workspace; it reports when each request arrived.
+    async fn busy_once_server() -> (String, tokio::sync::mpsc::UnboundedReceiver<Instant>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let (arrived, arrivals) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for answer in 0.. {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut request = vec![0; 4096];
+                let _ = socket.read(&mut request).await;
+                let _ = arrived.send(Instant::now());
+                let (head, body) = if answer == 0 {
+                    (
+                        "503 Service Unavailable\r\nRetry-After: 2",
+                        r#"{"error":"the database is busy; retry in a moment (nothing was done)"}"#,
+                    )
+                } else {
+                    ("200 OK", r#"{"id":"w","name":"Wujie","key_prefix":"WUJ"}"#)
+                };
+                let response = format!(
+                    "HTTP/1.1 {head}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+        });
+        (url, arrivals)
+    }
+
+    #[tokio::test]
+    async fn a_busy_server_is_asked_again_no_sooner_than_its_retry_after() {
+        let (url, mut arrivals) = busy_once_server().await;
+        let client = Client::new(&url, Token::new("wjt_x")).expect("client");
+        let workspace = StartRetry::new(Duration::from_secs(30))
+            .call("cannot read the workspace", || client.workspace())
+            .await
+            .expect("the second answer");
+        assert_eq!(workspace.key_prefix, "WUJ");
+        let first = arrivals.recv().await.expect("first request");
+        let second = arrivals.recv().await.expect("second request");
+        let waited = second - first;
+        assert!(
+            waited >= Duration::from_secs(2),
+            "asked again after {waited:?}, though the server said 2 s"
+        );
     }
 }
