@@ -582,8 +582,28 @@ impl Client {
 
     /// A new discussion-scoped token for resuming an open discussion; returns the secret.
     pub async fn discussion_token(&self, id: &str) -> Result<String, ClientError> {
+        self.discussion_token_keyed(id, None).await
+    }
+
+    /// [`Client::discussion_token`] under `start_key`: sent again with the same key, the token
+    /// the first request minted is revoked (its answer was lost: nobody holds it).
+    pub async fn discussion_token_once(
+        &self,
+        id: &str,
+        start_key: &str,
+    ) -> Result<String, ClientError> {
+        self.discussion_token_keyed(id, Some(start_key)).await
+    }
+
+    async fn discussion_token_keyed(
+        &self,
+        id: &str,
+        start_key: Option<&str>,
+    ) -> Result<String, ClientError> {
         let path = format!("/discussions/{}/tokens", segment(id));
-        let created: CreatedToken = self.call(Method::POST, &path, None).await?;
+        let created: CreatedToken = self
+            .call_keyed(Method::POST, &path, None, start_key)
+            .await?;
         Ok(created.token)
     }
 

@@ -138,12 +138,13 @@ async fn find_or_create(
                     asked: provider.name.clone(),
                 });
             }
-            // Sent again, this mints a second token; the first, whose answer was lost, was
-            // seen by nobody and ends with the discussion.
+            // Sent again under the same key, the request revokes the token the first one
+            // minted, whose answer was lost.
+            let start_key = uuid::Uuid::new_v4().to_string();
             let token = retry
                 .call(
                     &format!("cannot get a token for discussion {}", d.id),
-                    || conn.client.discussion_token(&d.id),
+                    || conn.client.discussion_token_once(&d.id, &start_key),
                 )
                 .await?;
             Ok((d, token, true))

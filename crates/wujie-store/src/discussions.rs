@@ -186,6 +186,26 @@ impl Store {
     /// Mints another discussion-scoped token, for resuming an open discussion in a new
     /// adapter process (the first token was only ever shown to the first one).
     pub async fn create_discussion_token(&self, id: &str) -> Result<CreatedToken, StoreError> {
+        self.create_discussion_token_with(id, None).await
+    }
+
+    /// [`Store::create_discussion_token`] once per `start_key`: asked again with the same key
+    /// (the answer to the first request was lost), it revokes the token the first request
+    /// minted and mints a fresh one, so no live token is left that nobody holds.
+    pub async fn create_discussion_token_once(
+        &self,
+        id: &str,
+        start_key: &str,
+    ) -> Result<CreatedToken, StoreError> {
+        check_start_key(start_key)?;
+        self.create_discussion_token_with(id, Some(start_key)).await
+    }
+
+    async fn create_discussion_token_with(
+        &self,
+        id: &str,
+        start_key: Option<&str>,
+    ) -> Result<CreatedToken, StoreError> {
         let mut w = self.write().await?;
         let current = load_discussion(&mut w.tx, id).await?;
         if current.status == DiscussionStatus::Promoted {
@@ -194,9 +214,19 @@ impl Store {
                 "discussion {id} was already promoted to {key}; continue there"
             )));
         }
+        if let Some(key) = start_key {
+            revoke_token_minted_by(&mut w.tx, key, id).await?;
+        }
         let name = format!("discussion {id}");
         let (token_id, token) =
             insert_token(&mut w.tx, TokenKind::Discussion, &name, Some(id)).await?;
+        if let Some(key) = start_key {
+            sqlx::query("UPDATE tokens SET start_key = $1 WHERE id = $2")
+                .bind(key)
+                .bind(&token_id)
+                .execute(&mut *w.tx)
+                .await?;
+        }
         w.commit().await?;
         Ok(CreatedToken {
             id: token_id,
@@ -428,4 +458,33 @@ async fn append_native_session(
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Revokes the token an earlier request with `start_key` minted for discussion `id`, and frees
+/// the key for the token minted now. The key names one request: for another discussion's
+/// token it is refused rather than taken over.
+async fn revoke_token_minted_by(
+    conn: &mut AnyConnection,
+    start_key: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    let row: Option<(String, Option<String>)> =
+        sqlx::query_as("SELECT id, subject_id FROM tokens WHERE start_key = $1")
+            .bind(start_key)
+            .fetch_optional(&mut *conn)
+            .await?;
+    match row {
+        Some((token_id, Some(subject))) if subject == id => {
+            sqlx::query("UPDATE tokens SET revoked = 1, start_key = NULL WHERE id = $1")
+                .bind(token_id)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        }
+        Some(_) => Err(StoreError::Conflict(format!(
+            "the start key {start_key:?} already minted a token for another discussion; use a \
+             new key for every request"
+        ))),
+        None => Ok(()),
+    }
 }

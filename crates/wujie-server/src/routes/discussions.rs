@@ -73,17 +73,25 @@ pub(crate) async fn list_discussions(
 
 #[utoipa::path(post, path = "/api/v1/discussions/{id}/tokens", tag = "discussions",
     security(("bearer" = [])),
-    params(("id" = String, Path, description = "Discussion id")),
+    params(("id" = String, Path, description = "Discussion id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A key the client chose for \
+         this request (a UUID): the same request sent again with it revokes the token the first \
+         one minted, which nobody received, and mints a new one")),
     responses((status = 201, body = CreatedToken, description = "A new discussion-scoped token, shown only here"),
         (status = 404, body = ApiError), (status = 409, body = ApiError, description = "Already promoted"),
-        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+        (status = 401, body = ApiError), (status = 403, body = ApiError),
+        (status = 503, body = ApiError, description = "The database is busy; retry after Retry-After seconds")))]
 pub(crate) async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
+    StartKey(start_key): StartKey,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
     caller.require_user("mint discussion tokens")?;
-    let created = state.store.create_discussion_token(&id).await?;
+    let created = match start_key {
+        Some(key) => state.store.create_discussion_token_once(&id, &key).await?,
+        None => state.store.create_discussion_token(&id).await?,
+    };
     Ok((StatusCode::CREATED, Json(created)))
 }
 

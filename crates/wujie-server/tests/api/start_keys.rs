@@ -94,3 +94,61 @@ async fn a_discussion_start_sent_again_with_its_key_returns_the_first_discussion
         .expect("another start");
     assert_ne!(other.discussion.id, first.discussion.id);
 }
+
+#[tokio::test]
+async fn a_resume_token_request_sent_again_with_its_key_leaves_only_the_new_token_live() {
+    let h = Harness::start().await;
+    let req = CreateDiscussion {
+        provider: "fake-provider-v2".into(),
+        cwd: "/tmp/project".into(),
+    };
+    let d = h.admin.create_discussion(&req).await.expect("discussion");
+    let id = &d.discussion.id;
+    let lost = h
+        .admin
+        .discussion_token_once(id, "resume-1")
+        .await
+        .expect("first request");
+    let again = h
+        .admin
+        .discussion_token_once(id, "resume-1")
+        .await
+        .expect("the same request again");
+    assert_ne!(again, lost);
+    let refused = h.client(&lost).get_discussion(id).await;
+    assert_eq!(status_of(&refused.expect_err("revoked")), 401);
+    h.client(&again)
+        .get_discussion(id)
+        .await
+        .expect("the new token reads its discussion");
+    // The discussion's first token and another resume are not touched by the key.
+    h.client(&d.token)
+        .get_discussion(id)
+        .await
+        .expect("the first adapter's token still works");
+    let other = h
+        .admin
+        .discussion_token_once(id, "resume-2")
+        .await
+        .expect("another resume");
+    h.client(&again)
+        .get_discussion(id)
+        .await
+        .expect("still live after another resume");
+    h.client(&other)
+        .get_discussion(id)
+        .await
+        .expect("the other resume's token");
+
+    let elsewhere = h.admin.create_discussion(&req).await.expect("discussion");
+    let reused = h
+        .admin
+        .discussion_token_once(&elsewhere.discussion.id, "resume-1")
+        .await;
+    assert_eq!(
+        status_of(&reused.expect_err("a key of another discussion")),
+        409
+    );
+    let empty = h.admin.discussion_token_once(id, " ").await;
+    assert_eq!(status_of(&empty.expect_err("an empty key")), 400);
+}
