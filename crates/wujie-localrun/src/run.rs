@@ -276,10 +276,12 @@ async fn refuse_handoff(to_adapter: &AdapterStdin, request_id: &str) {
 }
 
 /// Keep the run from being declared stale by the server's sweeper (the outbox needs none: the
-/// target's lock says the reporter is alive).
+/// target's lock says the reporter is alive). The first one is due a period after the start:
+/// the run was created with a heartbeat, and a start storm need not carry one more request.
 fn spawn_heartbeat(client: wujie_client::Client, run_id: String) -> tokio::task::JoinHandle<()> {
+    const PERIOD: Duration = Duration::from_secs(30);
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(30));
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + PERIOD, PERIOD);
         loop {
             tick.tick().await;
             let _ = client.heartbeat(&run_id).await;

@@ -30,8 +30,8 @@ const ACTIVITY_LOCK: i64 = 0x5775_6a69_6501;
 /// A lock held until the transaction ends.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum SerialLock<'a> {
-    /// Every write that records activity (all writes but ingest take it first, so no lock is
-    /// ever taken in two orders).
+    /// Every write that records activity (all writes but ingest and heartbeats take it first,
+    /// so no lock is ever taken in two orders; a heartbeat takes only its run's row).
     Activity,
     /// Writes of one issue's run messages.
     Issue(&'a str),

@@ -121,7 +121,10 @@ impl Store {
     /// Records that the run's reporter is alive. A run failed by the stale-run rule is running
     /// again: its reporter was only paused (e.g. a suspended laptop), not gone.
     pub async fn heartbeat(&self, run_id: &str) -> Result<(), StoreError> {
-        let mut w = self.write().await?;
+        // It records no activity, so it takes no activity lock: every running reporter sends
+        // heartbeats, and queued there they would hold up the starts and comments that need
+        // it. Its one row lock is all it waits for, so it cannot close a cycle of waits.
+        let mut w = self.write_unserialized().await?;
         let done = sqlx::query(
             "UPDATE runs SET last_heartbeat = $1, \
                status = CASE WHEN status = 'failed' AND error = $2 THEN 'running' ELSE status END, \

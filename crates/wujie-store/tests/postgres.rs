@@ -270,3 +270,25 @@ async fn ingest_waiting_on_the_database_leaves_connections_for_starting_a_run() 
         assert_eq!(result.results.len(), 1);
     }
 }
+
+/// A heartbeat records no activity, so it does not queue for the activity lock behind the
+/// writes that do (starting runs, comments, sweeps): every running reporter sends one, and
+/// together they would lengthen that queue for everyone. Here another session holds the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_does_not_wait_for_the_activity_lock() {
+    let Some((stores, url)) = replicas(1).await else {
+        return;
+    };
+    let store = &stores[0];
+    let i = store.create_issue(&issue("alive")).await.expect("issue");
+    let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
+    let cluster = wujie_pgtest::cluster().expect("cluster");
+    let database = url.rsplit('/').next().expect("database name");
+    // The store's activity lock (`dialect::ACTIVITY_LOCK`).
+    let lock = cluster.hold_transaction(database, "SELECT pg_advisory_xact_lock(96161808082177)");
+    // Bounded only so that a regression fails instead of hanging the suite.
+    let beat = tokio::time::timeout(Duration::from_secs(60), store.heartbeat(&run.id)).await;
+    drop(lock);
+    beat.expect("the heartbeat was recorded within 60 s")
+        .expect("heartbeat");
+}
