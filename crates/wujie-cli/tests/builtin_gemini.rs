@@ -48,13 +48,30 @@ fn trust_context(tmux: &Tmux) {
 }
 
 /// Types `text` and, once Gemini CLI shows it in its input line (` > text`, ` * text` in
-/// YOLO mode), Enter.
+/// YOLO mode), Enter. Typed right after an answer, while Gemini CLI is still ending its turn,
+/// the keys can go missing (seen on a loaded machine: the answer shown, the input box still
+/// empty 60 s later), so the text is typed again while the box stays empty.
 fn say(tmux: &Tmux, text: &str) {
-    tmux.keys(&["-l", text]);
-    tmux.wait_for(&format!("{text:?} in the input line"), |s| {
+    let shown = |s: &str| {
         s.lines()
             .any(|l| [format!("> {text}"), format!("* {text}")].contains(&l.trim().to_owned()))
+    };
+    tmux.keys(&["-l", text]);
+    let typed = (0..4).any(|_| {
+        let seen = tmux
+            .poll_for(std::time::Duration::from_secs(15), shown)
+            .is_some();
+        // Not shown after all that time, with the input box empty: the keys were dropped.
+        if !seen && tmux.screen().contains(READY) {
+            tmux.keys(&["-l", text]);
+        }
+        seen
     });
+    assert!(
+        typed,
+        "{text:?} never showed in the input line:\n{}",
+        tmux.screen()
+    );
     std::thread::sleep(std::time::Duration::from_millis(300));
     tmux.keys(&["Enter"]);
 }
