@@ -224,7 +224,7 @@ impl Store {
             source,
         })?;
         let changes = Arc::new(watch::channel(0).0);
-        let store = Store::new(pool, Backend::Sqlite, SQLITE_CONNECTIONS, changes, None);
+        let store = Store::new(pool, Backend::Sqlite, changes, None);
         store.ensure_default_workspace().await?;
         drop(setup);
         Ok(store)
@@ -264,13 +264,7 @@ impl Store {
         let listener = notify::Listener::start(url, changes.clone())
             .await
             .map_err(connect_error)?;
-        let store = Store::new(
-            pool,
-            Backend::Postgres,
-            tuning.pg_connections,
-            changes,
-            Some(Arc::new(listener)),
-        );
+        let store = Store::new(pool, Backend::Postgres, changes, Some(Arc::new(listener)));
         store.ensure_default_workspace().await?;
         Ok(store)
     }
@@ -289,10 +283,10 @@ impl Store {
     fn new(
         pool: AnyPool,
         backend: Backend,
-        connections: u32,
         changes: Arc<watch::Sender<u64>>,
         listener: Option<Arc<notify::Listener>>,
     ) -> Store {
+        let connections = pool.options().get_max_connections();
         Store {
             pool,
             backend,
