@@ -268,21 +268,12 @@ impl Client {
             })?),
             None => None,
         };
-        self.read_answer(method, path, body, start_key).await
+        self.call_encoded(method, path, body, start_key).await
     }
 
-    /// `call` with a body that is already JSON.
+    /// `call_keyed` with a body that is already JSON: sends the request and decodes the JSON
+    /// of its answer.
     async fn call_encoded<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> Result<T, ClientError> {
-        self.read_answer(method, path, body, None).await
-    }
-
-    /// Sends the request and decodes the JSON of its answer.
-    async fn read_answer<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
@@ -472,7 +463,8 @@ impl Client {
         batch: EncodedBatch,
     ) -> Result<IngestResult, ClientError> {
         let path = format!("/runs/{}/events", segment(run_id));
-        self.call_encoded(Method::POST, &path, Some(batch.0)).await
+        self.call_encoded(Method::POST, &path, Some(batch.0), None)
+            .await
     }
 
     /// `ingest_discussion_events` with the batch already encoded.
@@ -482,7 +474,8 @@ impl Client {
         batch: EncodedBatch,
     ) -> Result<IngestResult, ClientError> {
         let path = format!("/discussions/{}/events", segment(id));
-        self.call_encoded(Method::POST, &path, Some(batch.0)).await
+        self.call_encoded(Method::POST, &path, Some(batch.0), None)
+            .await
     }
 
     pub async fn heartbeat(&self, run_id: &str) -> Result<(), ClientError> {
