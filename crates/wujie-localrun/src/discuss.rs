@@ -33,7 +33,7 @@ use crate::run::own_run_target;
 use crate::session::{
     Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
 };
-use crate::start_retry::{START_PATIENCE, StartRetry};
+use crate::start_retry::{START_PATIENCE, StartRetry, new_start_key};
 use crate::supervisor::SpawnSpec;
 use wujie_term::text::{Layout, terminal_safe};
 use wujie_term::{CREATE_ISSUE, CardChoice, IssueCard};
@@ -140,7 +140,7 @@ async fn find_or_create(
             }
             // Sent again under the same key, the request revokes the token the first one
             // minted, whose answer was lost.
-            let start_key = uuid::Uuid::new_v4().to_string();
+            let start_key = new_start_key();
             let token = retry
                 .call(
                     &format!("cannot get a token for discussion {}", d.id),
@@ -154,7 +154,7 @@ async fn find_or_create(
                 provider: provider.name.clone(),
                 cwd: req.cwd.to_string_lossy().into_owned(),
             };
-            let start_key = uuid::Uuid::new_v4().to_string();
+            let start_key = new_start_key();
             let created = retry
                 .call("cannot create a discussion", || {
                     conn.client.create_discussion_once(&create, &start_key)

@@ -18,7 +18,7 @@ use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::registry::{AdapterCommand, Provider};
 use crate::session::{self, Binding, ReadLines, adapter_env, revoke_adapter_token};
-use crate::start_retry::{START_PATIENCE, StartRetry};
+use crate::start_retry::{START_PATIENCE, StartRetry, new_start_key};
 use crate::supervisor::SpawnSpec;
 
 #[derive(Debug, Clone)]
@@ -117,7 +117,7 @@ async fn open_run(
         provider: provider.name.clone(),
         cwd: req.cwd.to_string_lossy().into_owned(),
     };
-    let start_key = uuid::Uuid::new_v4().to_string();
+    let start_key = new_start_key();
     let created = retry
         .call(&format!("cannot create a run on {}", issue.key), || {
             conn.client.create_run_once(&issue.key, &create, &start_key)

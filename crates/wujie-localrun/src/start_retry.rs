@@ -16,6 +16,12 @@ use wujie_client::{ClientError, retry_pause};
 
 use crate::error::LocalRunError;
 
+/// A key for one start (`Idempotency-Key`): every request of that start sends it, and no other
+/// start does.
+pub fn new_start_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// How long a start keeps trying before it gives up.
 pub const START_PATIENCE: Duration = Duration::from_secs(60);
 const FIRST_PAUSE: Duration = Duration::from_millis(250);
