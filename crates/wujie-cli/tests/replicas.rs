@@ -27,7 +27,7 @@ impl Team {
     fn start(n: usize, extra: &[&str]) -> Option<Team> {
         let cluster = wujie_pgtest::cluster()?;
         let url = cluster.create_database();
-        let database = url.rsplit('/').next().expect("database name").to_owned();
+        let database = wujie_pgtest::database_name(&url).to_owned();
         let mut envs = Vec::new();
         let mut servers = Vec::new();
         for i in 0..n {

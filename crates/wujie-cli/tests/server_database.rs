@@ -26,7 +26,7 @@ fn with_password(url: &str) -> String {
 
 /// The database name at the end of `url`.
 fn name_of(url: &str) -> &str {
-    url.rsplit('/').next().expect("a database name")
+    wujie_pgtest::database_name(url)
 }
 
 /// `wujie --output json server` with `args`, and `WUJIE_DATABASE_URL` set when given;

@@ -115,7 +115,7 @@ fn a_token_revoked_or_expired_through_one_replica_is_refused_by_the_other_at_onc
     assert_eq!(status_with(&replica_b.url, &secret), 200);
     assert_eq!(status_with(&replica_a.url, &secret), 200);
     // Only the hash is in the database.
-    let db = database.rsplit('/').next().expect("name");
+    let db = wujie_pgtest::database_name(&database);
     let stored = cluster.psql(db, "SELECT hash FROM tokens WHERE name = 'carol laptop'");
     assert_eq!(stored.len(), 64, "{stored}");
     assert!(!stored.contains(&secret[4..]));

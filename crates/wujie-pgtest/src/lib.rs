@@ -137,6 +137,21 @@ impl Cluster {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
+    /// Waits (60 s at most, only so that a hang fails) until at least `sessions` sessions on
+    /// database `name` wait for a lock: requests held up by [`Cluster::hold_transaction`].
+    pub fn wait_for_lock_waiters(&self, name: &str, sessions: usize) {
+        let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                       WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.psql(name, waiting).parse::<usize>().unwrap_or(0) < sessions {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {sessions} sessions waited for a lock within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Runs `sql` in a transaction of its own on database `name` and keeps that transaction
     /// open (with its locks: e.g. `LOCK TABLE issues IN ACCESS EXCLUSIVE MODE`, as a
     /// migration or a maintenance job would) until the returned guard is dropped.
@@ -424,6 +439,11 @@ fn find_bin() -> Option<PathBuf> {
         .unwrap_or_default()
         .into_iter()
         .find(|dir| has_server(dir))
+}
+
+/// The name of the database at `url`, a URL [`Cluster::create_database`] returned.
+pub fn database_name(url: &str) -> &str {
+    url.rsplit('/').next().unwrap_or(url)
 }
 
 /// A transaction kept open by [`Cluster::hold_transaction`]; dropping it ends the session

@@ -167,7 +167,7 @@ async fn concurrent_sweeps_on_several_replicas_fail_each_stale_run_once() {
     let runs = stores[2].issue_runs(&i.key).await.expect("runs");
     assert!(runs.iter().all(|r| r.status == RunStatus::Failed));
     let cluster = wujie_pgtest::cluster().expect("cluster");
-    let database = url.rsplit('/').next().expect("database name");
+    let database = wujie_pgtest::database_name(&url);
     let finished = cluster.psql(
         database,
         "SELECT COUNT(*), COUNT(DISTINCT author_run_id) FROM issue_activity \
@@ -210,7 +210,7 @@ async fn ingest_waiting_on_the_database_leaves_connections_for_starting_a_run() 
         return;
     };
     let url = cluster.create_database();
-    let database = url.rsplit('/').next().expect("database name").to_owned();
+    let database = wujie_pgtest::database_name(&url).to_owned();
     let options = StoreOptions {
         pg_connections: CONNECTIONS,
         ..StoreOptions::SERVER
@@ -242,18 +242,10 @@ async fn ingest_waiting_on_the_database_leaves_connections_for_starting_a_run() 
         .collect();
     // Until at least one delivery waits for the lock while holding its connection (on this
     // runtime's other thread, so the run below is started while they all compete).
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    loop {
-        let (cluster, database) = (cluster, database.clone());
-        let n = tokio::task::spawn_blocking(move || cluster.psql(&database, waiting))
-            .await
-            .expect("psql");
-        if n != "0" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let held = database.clone();
+    tokio::task::spawn_blocking(move || cluster.wait_for_lock_waiters(&held, 1))
+        .await
+        .expect("a delivery waiting for the lock");
 
     // Bounded only so that a regression fails instead of hanging the suite.
     let started = tokio::time::timeout(
@@ -283,7 +275,7 @@ async fn a_heartbeat_does_not_wait_for_the_activity_lock() {
     let i = store.create_issue(&issue("alive")).await.expect("issue");
     let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
     let cluster = wujie_pgtest::cluster().expect("cluster");
-    let database = url.rsplit('/').next().expect("database name");
+    let database = wujie_pgtest::database_name(&url);
     // The store's activity lock (`dialect::ACTIVITY_LOCK`).
     let lock = cluster.hold_transaction(database, "SELECT pg_advisory_xact_lock(96161808082177)");
     // Bounded only so that a regression fails instead of hanging the suite.

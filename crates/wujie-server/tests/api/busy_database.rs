@@ -48,12 +48,10 @@ async fn a_busy_database_is_answered_503_with_retry_after_and_nothing_is_stored(
             let (url, token) = (url.clone(), h.admin_token.clone());
             let waiting =
                 tokio::spawn(async move { post_issue(&url, &token, "waits for the lock").await });
-            let blocked = "SELECT COUNT(*) FROM pg_stat_activity \
-                           WHERE datname = current_database() AND wait_event_type = 'Lock'";
-            crate::harness::eventually("a request waiting for the table lock", || async {
-                (h.count(blocked).await == 1).then_some(())
-            })
-            .await;
+            let (cluster, name) = (*cluster, name.clone());
+            tokio::task::spawn_blocking(move || cluster.wait_for_lock_waiters(&name, 1))
+                .await
+                .expect("a request waiting for the table lock");
             (None, Some(lock), Some(waiting))
         }
     };

@@ -46,7 +46,7 @@ impl Harness {
             let cluster = wujie_pgtest::cluster()
                 .expect("WUJIE_TEST_DATABASE=postgres asks for PostgreSQL, which is not installed");
             let url = cluster.create_database();
-            let name = url.rsplit('/').next().expect("database name").to_owned();
+            let name = wujie_pgtest::database_name(&url).to_owned();
             (Backing::Postgres { cluster, name }, Database::Postgres(url))
         } else {
             let path = dir.path().join("data").join("wujie.db");
