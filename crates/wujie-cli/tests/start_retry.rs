@@ -94,6 +94,22 @@ fn get(url: &str, token: &str, path: &str) -> Value {
     r.json().expect("json")
 }
 
+/// Issue `key` has one run, however often its start was sent: succeeded, with the adapter's
+/// three messages.
+fn assert_one_run_of_three_messages(url: &str, token: &str, key: &str) {
+    let issue = get(url, token, &format!("/issues/{key}"));
+    let runs = issue["runs"].as_array().expect("runs");
+    assert_eq!(
+        runs.len(),
+        1,
+        "one run, however often its start was sent: {issue}"
+    );
+    assert_eq!(runs[0]["status"], "succeeded");
+    let run_id = runs[0]["id"].as_str().expect("run id");
+    let stored = get(url, token, &format!("/runs/{run_id}"));
+    assert_eq!(stored["messages"].as_array().expect("messages").len(), 3);
+}
+
 #[test]
 fn a_run_started_while_its_server_is_down_starts_once_the_server_is_up() {
     let server_env = Env::new();
@@ -116,13 +132,7 @@ fn a_run_started_while_its_server_is_down_starts_once_the_server_is_up() {
         "{}",
         stderr.all()
     );
-    let issue = laptop.issue(&key);
-    let runs = issue["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 1, "{issue}");
-    assert_eq!(runs[0]["status"], "succeeded");
-    let run_id = runs[0]["id"].as_str().expect("run id");
-    let stored = get(&server.url, &token, &format!("/runs/{run_id}"));
-    assert_eq!(stored["messages"].as_array().expect("messages").len(), 3);
+    assert_one_run_of_three_messages(&server.url, &token, &key);
 }
 
 #[test]
@@ -131,7 +141,7 @@ fn a_run_started_while_the_database_is_busy_waits_for_it_and_starts_once() {
         return;
     };
     let url = cluster.create_database();
-    let database = url.rsplit('/').next().expect("database name").to_owned();
+    let database = wujie_pgtest::database_name(&url).to_owned();
     let server_env = Env::new();
     let server = Server::start(
         &server_env,
@@ -157,11 +167,7 @@ fn a_run_started_while_the_database_is_busy_waits_for_it_and_starts_once() {
                 .status()
         })
     };
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    wait_until(60, "a request waiting for the lock", || {
-        cluster.psql(&database, waiting) == "1"
-    });
+    cluster.wait_for_lock_waiters(&database, 1);
 
     let (run, stderr) = start_run(&laptop, &key);
     wait_until(120, "wujie run to say that the server is busy", || {
@@ -206,17 +212,7 @@ fn a_run_start_whose_answer_was_lost_is_sent_again_and_creates_one_run() {
         "the proxy lost the answer to the run's creation"
     );
     assert_eq!(stderr.matching(RETRYING).len(), 1, "{}", stderr.all());
-    let issue = get(&server.url, &token, &format!("/issues/{key}"));
-    let runs = issue["runs"].as_array().expect("runs");
-    assert_eq!(
-        runs.len(),
-        1,
-        "one run, however often its start was sent: {issue}"
-    );
-    assert_eq!(runs[0]["status"], "succeeded");
-    let run_id = runs[0]["id"].as_str().expect("run id");
-    let stored = get(&server.url, &token, &format!("/runs/{run_id}"));
-    assert_eq!(stored["messages"].as_array().expect("messages").len(), 3);
+    assert_one_run_of_three_messages(&server.url, &token, &key);
 }
 
 #[test]
