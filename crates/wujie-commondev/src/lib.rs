@@ -25,3 +25,11 @@ pub use sessions::{
     BranchInfo, BranchObserver, BranchSessions, CloseOutcome, IssueCheck, Lifetime, OpenOutcome,
     OpenRequest, PromptOutcome, SessionConfig, StateOutcome,
 };
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_commondev;
+#[cfg(test)]
+#[path = "../tests/commondev/main.rs"]
+mod suite;

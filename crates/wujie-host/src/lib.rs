@@ -34,3 +34,11 @@ pub async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
         None => std::future::pending().await,
     }
 }
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_host;
+#[cfg(test)]
+#[path = "../tests/user_input.rs"]
+mod suite;

@@ -212,15 +212,36 @@ pub enum AgentError {
 }
 
 impl Agent {
+    /// The agent's executable for a test that drives it, or a skip (`None`, after saying why)
+    /// when `WUJIE_SKIP_AGENTS` lists it or it is not installed. Under `WUJIE_REQUIRE_ALL` either
+    /// fails the test instead (`wujie-require`).
+    pub fn require(self) -> Option<PathBuf> {
+        let name = self.name();
+        if self.is_skipped() {
+            return wujie_require::missing(
+                name,
+                &format!("{SKIP_ENV} lists it"),
+                "leave it out of that list to run its tests",
+            );
+        }
+        let executable = self.executable();
+        if executable.is_file() {
+            return Some(executable);
+        }
+        wujie_require::missing(
+            name,
+            &format!("not installed at {}", executable.display()),
+            &format!("run `scripts/agents/install {name}`"),
+        )
+    }
+
     /// What an end-to-end test of this agent starts from: a mock model server with `script`
-    /// and a home pointing the agent at it. `Ok(None)` when `WUJIE_SKIP_AGENTS` lists the agent,
-    /// after saying so on stderr (`skipped NAME: listed in WUJIE_SKIP_AGENTS`).
-    pub async fn with_mock(
+    /// and a home pointing the agent at it. `Ok(None)` when the test skips ([`Agent::require`]).
+    pub async fn require_mock(
         self,
         script: Script,
     ) -> Result<Option<(crate::MockLlm, AgentHome)>, AgentError> {
-        if self.is_skipped() {
-            eprintln!("skipped {}: listed in {SKIP_ENV}", self.name());
+        if self.require().is_none() {
             return Ok(None);
         }
         let mock = crate::MockLlm::start(script).await?;

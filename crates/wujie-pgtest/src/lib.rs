@@ -5,9 +5,9 @@
 //! without one by the parent-death signal the server was started with. Clusters left behind by
 //! processes that died that way are removed by the next one.
 //!
-//! Whether a test that needs PostgreSQL skips or fails when the server programs are missing:
-//! it fails when `WUJIE_REQUIRE_POSTGRES` is set (CI sets it), and skips with a message saying
-//! so otherwise.
+//! Whether a test that needs PostgreSQL skips or fails when the server programs are missing is
+//! the workspace's one rule (`wujie-require`): it fails when `WUJIE_REQUIRE_ALL` is set (CI sets
+//! it), and skips with a message saying so otherwise.
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -26,11 +26,6 @@ pub fn postgres_requested() -> bool {
     std::env::var("WUJIE_TEST_DATABASE").is_ok_and(|v| v == "postgres")
 }
 
-/// Whether a missing PostgreSQL must fail the test rather than skip it.
-pub fn postgres_required() -> bool {
-    std::env::var_os("WUJIE_REQUIRE_POSTGRES").is_some()
-}
-
 /// A running cluster; its superuser `wujie` logs in without a password, over loopback only.
 #[derive(Debug)]
 pub struct Cluster {
@@ -40,36 +35,27 @@ pub struct Cluster {
     pid: Pid,
 }
 
-static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+static CLUSTER: OnceLock<Result<Cluster, &str>> = OnceLock::new();
 static NEXT_DATABASE: AtomicU32 = AtomicU32::new(0);
 
 /// The cluster of this process, started on first use. `None` (after printing why) when the
 /// PostgreSQL programs are not installed and PostgreSQL is not required.
 ///
 /// # Panics
-/// When the programs are missing and `WUJIE_REQUIRE_POSTGRES` is set, or when they are there
+/// When the programs are missing and `WUJIE_REQUIRE_ALL` is set, or when they are there
 /// but the cluster does not start.
-pub fn cluster() -> Option<&'static Cluster> {
+pub fn require_cluster() -> Option<&'static Cluster> {
     let started = CLUSTER.get_or_init(|| {
-        let bin = find_bin().ok_or_else(|| {
-            "PostgreSQL's server programs (initdb, postgres) are not installed: install the \
-             Debian package postgresql (scripts/setup does), or set WUJIE_PG_BIN to their \
-             directory"
-                .to_owned()
-        })?;
+        let bin = find_bin().ok_or("its server programs (initdb, postgres) are not installed")?;
         Ok(Cluster::start(bin))
     });
     match started {
         Ok(cluster) => Some(cluster),
-        Err(why) if postgres_required() => {
-            panic!("WUJIE_REQUIRE_POSTGRES is set but {why}")
-        }
-        Err(why) => {
-            eprintln!(
-                "skipping the PostgreSQL part: {why} (set WUJIE_REQUIRE_POSTGRES to make this fail)"
-            );
-            None
-        }
+        Err(why) => wujie_require::missing(
+            "PostgreSQL",
+            why,
+            "install the Debian package postgresql (scripts/setup does), or set WUJIE_PG_BIN to their directory",
+        ),
     }
 }
 

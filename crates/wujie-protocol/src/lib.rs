@@ -15,3 +15,11 @@ pub mod manifest;
 pub mod pricing;
 pub mod sidecar;
 pub mod sidecar_tools;
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_protocol;
+#[cfg(test)]
+#[path = "../tests/protocol/main.rs"]
+mod suite;

@@ -292,3 +292,11 @@ impl EmbeddedServer {
         }
     }
 }
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_server;
+#[cfg(test)]
+#[path = "../tests/api/main.rs"]
+mod suite;

@@ -421,3 +421,11 @@ async fn migrate_sqlite(path: &Path, options: &SqliteConnectOptions) -> Result<(
 pub(crate) fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_store;
+#[cfg(test)]
+#[path = "../tests/store/main.rs"]
+mod suite;

@@ -98,3 +98,11 @@ pub use scanner::{
 };
 pub use screen::{Attributes, SavedCursor, ScreenModel};
 pub use trigger::{ECHO_WAIT, SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector};
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_term;
+#[cfg(test)]
+#[path = "../tests/term/main.rs"]
+mod suite;

@@ -6,13 +6,16 @@
 //!   terminal host, delivery) do not depend on each other or on the flows ([`boundaries`]);
 //! - the pure crates do no I/O and do not `unwrap`/`expect` outside their tests ([`purity`]);
 //! - every declared dependency is used, and a `[dependencies]` entry only tests use is a
-//!   dev-dependency ([`usage`]).
+//!   dev-dependency ([`usage`]);
+//! - a test skips only through a `require…` helper, which fails under `WUJIE_REQUIRE_ALL`
+//!   ([`skips`]).
 //!
 //! Each check is a function over a crate's manifest or source text, so its own unit tests show
 //! that it fails on code that breaks the rule. [`workspace`] loads the real crates.
 
 pub mod boundaries;
 pub mod purity;
+pub mod skips;
 pub mod usage;
 pub mod workspace;
 
@@ -54,3 +57,11 @@ pub enum TidyError {
         source: syn::Error,
     },
 }
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_tidy;
+#[cfg(test)]
+#[path = "../tests/tidy.rs"]
+mod suite;

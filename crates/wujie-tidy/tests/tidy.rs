@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use wujie_tidy::workspace::{self, Package, SourceKind};
-use wujie_tidy::{Violation, boundaries, purity, usage};
+use wujie_tidy::{Violation, boundaries, purity, skips, usage};
 
 fn root_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
@@ -103,4 +103,23 @@ fn the_parts_of_local_runs_keep_to_their_seams() {
         })
         .collect();
     assert_none("a crate depends on one across its seam", found);
+}
+
+#[test]
+fn tests_skip_only_through_a_require_helper() {
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for package in packages() {
+        for file in package.sources_of(SourceKind::Test) {
+            if !file.path.ends_with(".rs") {
+                continue;
+            }
+            let place = format!("{}/{}", package.name, file.path);
+            let syntax = syn::parse_file(&file.text).unwrap_or_else(|e| panic!("{place}: {e}"));
+            found.extend(skips::early_return_violations(&place, &syntax));
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} test files were found");
+    assert_none("a test skips without a require… helper", found);
 }

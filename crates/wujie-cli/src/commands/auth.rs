@@ -179,28 +179,3 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expiry_durations() {
-        assert_eq!(parse_expiry("30d"), Ok(Duration::from_secs(30 * 86400)));
-        assert_eq!(parse_expiry("12h"), Ok(Duration::from_secs(12 * 3600)));
-        assert_eq!(parse_expiry("2w"), Ok(Duration::from_secs(14 * 86400)));
-        assert_eq!(parse_expiry("5s"), Ok(Duration::from_secs(5)));
-        for bad in [
-            "",
-            "30",
-            "d",
-            "0d",
-            "-1d",
-            "1.5d",
-            "30 days",
-            "99999999999999999999w",
-        ] {
-            assert!(parse_expiry(bad).is_err(), "{bad:?} accepted");
-        }
-    }
-}

@@ -2,7 +2,7 @@ use wujie_client::{Client, ClientError, Token};
 use wujie_protocol::api::{CreateIssue, CreateToken, FinishRun, IngestBatch, RunStatus};
 use wujie_protocol::event::MessageKind;
 
-use crate::harness::{Harness, message, status_of};
+use super::harness::{Harness, message, status_of};
 
 #[tokio::test]
 async fn missing_unknown_and_revoked_tokens_get_401() {

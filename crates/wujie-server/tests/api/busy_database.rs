@@ -9,7 +9,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use wujie_server::ServerConfig;
 use wujie_store::StoreOptions;
 
-use crate::harness::{Backing, Harness};
+use super::harness::{Backing, Harness};
 
 const ONE_CONNECTION: StoreOptions = StoreOptions {
     pg_connections: 1,

@@ -4,7 +4,7 @@ use wujie_protocol::api::{
 };
 use wujie_protocol::event::{Event, HandoffMode, MessageKind};
 
-use crate::harness::{Harness, message, status_of, usage};
+use super::harness::{Harness, message, status_of, usage};
 
 fn session(key: &str, id: &str) -> IngestItem {
     IngestItem {

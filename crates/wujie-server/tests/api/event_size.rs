@@ -8,7 +8,7 @@ use wujie_protocol::event::Event;
 use wujie_protocol::limits::encoded_len;
 use wujie_server::ServerConfig;
 
-use crate::harness::Harness;
+use super::harness::Harness;
 
 const LIMIT: usize = 1024;
 

@@ -43,7 +43,7 @@ impl Harness {
     pub async fn with_options(config: ServerConfig, options: StoreOptions) -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
         let (backing, database) = if wujie_pgtest::postgres_requested() {
-            let cluster = wujie_pgtest::cluster()
+            let cluster = wujie_pgtest::require_cluster()
                 .expect("WUJIE_TEST_DATABASE=postgres asks for PostgreSQL, which is not installed");
             let url = cluster.create_database();
             let name = wujie_pgtest::database_name(&url).to_owned();

@@ -2,7 +2,7 @@ use wujie_protocol::api::{IngestBatch, IngestOutcome, IngestResult};
 use wujie_protocol::event::MessageKind;
 use wujie_server::ServerConfig;
 
-use crate::harness::{Harness, message, usage};
+use super::harness::{Harness, message, usage};
 
 fn outcomes(r: &IngestResult) -> Vec<IngestOutcome> {
     r.results.iter().map(|i| i.outcome).collect()

@@ -2,7 +2,7 @@ use serde_json::Value;
 use wujie_protocol::api::{AuthorKind, CreateComment, IngestBatch, IssueStatus};
 use wujie_protocol::event::{Event, Message, MessageKind};
 
-use crate::harness::{Harness, message, status_of, usage};
+use super::harness::{Harness, message, status_of, usage};
 
 #[tokio::test]
 async fn issue_keys_follow_a_sequence_and_resolve_by_key_or_id() {
@@ -183,8 +183,10 @@ async fn unknown_routes_and_bad_bodies_answer_with_api_errors() {
     h.stop().await;
 }
 
+/// The whole OpenAPI document, pinned: a route, parameter or schema that changes shows up in
+/// review as a change of `snapshots/…openapi_document.snap`.
 #[tokio::test]
-async fn openapi_document_lists_the_routes() {
+async fn openapi_document() {
     let h = Harness::start().await;
     let doc: Value = reqwest::get(format!("{}/api/v1/openapi.json", h.url()))
         .await
@@ -192,32 +194,6 @@ async fn openapi_document_lists_the_routes() {
         .json()
         .await
         .expect("json");
-    assert!(doc["openapi"].as_str().expect("version").starts_with("3."));
-    let paths = doc["paths"].as_object().expect("paths");
-    for (path, method) in [
-        ("/api/v1/health", "get"),
-        ("/api/v1/workspace", "get"),
-        ("/api/v1/issues", "post"),
-        ("/api/v1/issues", "get"),
-        ("/api/v1/issues/{key_or_id}", "get"),
-        ("/api/v1/issues/{key_or_id}/comments", "post"),
-        ("/api/v1/issues/{key_or_id}/runs", "post"),
-        ("/api/v1/runs/{id}", "get"),
-        ("/api/v1/runs/{id}/events", "post"),
-        ("/api/v1/runs/{id}/heartbeat", "post"),
-        ("/api/v1/runs/{id}/finish", "post"),
-        ("/api/v1/tokens", "post"),
-        ("/api/v1/discussions", "post"),
-        ("/api/v1/discussions", "get"),
-        ("/api/v1/discussions/{id}", "get"),
-        ("/api/v1/discussions/{id}/events", "post"),
-        ("/api/v1/discussions/{id}/promote", "post"),
-    ] {
-        assert!(
-            paths.get(path).and_then(|p| p.get(method)).is_some(),
-            "{method} {path} missing"
-        );
-    }
-    assert!(doc["components"]["schemas"]["IssueDetail"].is_object());
     h.stop().await;
+    insta::assert_json_snapshot!("openapi_document", doc);
 }

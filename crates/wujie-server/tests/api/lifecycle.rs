@@ -7,7 +7,7 @@ use wujie_protocol::api::{
 };
 use wujie_protocol::event::MessageKind;
 
-use crate::harness::{Harness, message, status_of};
+use super::harness::{Harness, message, status_of};
 
 #[tokio::test]
 async fn comments_keep_their_author_user_or_the_agent_of_a_run() {

@@ -4,7 +4,7 @@
 use wujie_protocol::api::{IngestBatch, IngestItem, IngestOutcome};
 use wujie_protocol::event::{Event, parse_line};
 
-use crate::harness::Harness;
+use super::harness::Harness;
 
 /// A `tool_use` line whose input is nested so that the event is `depth` levels deep.
 fn nested_line(depth: usize) -> String {

@@ -12,7 +12,7 @@ use wujie_protocol::api::{
 use wujie_protocol::event::MessageKind;
 use wujie_server::{OpenFeeds, ServerConfig};
 
-use crate::harness::{Harness, eventually, message, status_of, usage};
+use super::harness::{Harness, eventually, message, status_of, usage};
 
 /// The next event, failing the test if none comes within a generous bound.
 async fn next(feed: &mut IssueFeed) -> FeedEvent {

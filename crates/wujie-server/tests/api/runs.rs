@@ -3,7 +3,7 @@ use std::time::Duration;
 use wujie_protocol::api::{FinishRun, RunStatus};
 use wujie_server::ServerConfig;
 
-use crate::harness::{Harness, eventually, status_of};
+use super::harness::{Harness, eventually, status_of};
 
 fn finish(status: RunStatus, exit_code: Option<i32>) -> FinishRun {
     FinishRun {

@@ -3,7 +3,7 @@
 
 use wujie_protocol::api::{CreateDiscussion, CreateRun};
 
-use crate::harness::{Harness, status_of};
+use super::harness::{Harness, status_of};
 
 fn run_req() -> CreateRun {
     CreateRun {

@@ -8,7 +8,7 @@ use wujie_protocol::api::{
 };
 use wujie_protocol::event::MessageKind;
 
-use crate::harness::{Harness, message, status_of, usage};
+use super::harness::{Harness, message, status_of, usage};
 
 fn succeeded() -> FinishRun {
     FinishRun {

@@ -6,7 +6,7 @@ use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use wujie_protocol::api::IngestBatch;
 use wujie_protocol::event::MessageKind;
 
-use crate::harness::{Harness, message};
+use super::harness::{Harness, message};
 
 fn browser() -> reqwest::Client {
     reqwest::Client::builder()

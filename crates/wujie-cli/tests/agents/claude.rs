@@ -1,0 +1,223 @@
+//! The built-in `claude` provider through the real `wujie` binary: the real Claude Code in its
+//! own terminal UI, driven in tmux against the mock model server, bound to an issue; then a
+//! resume of the same session; a discussion turned into an issue with `/wujie`; and the
+//! errors a user sees without Claude Code.
+//!
+//! The real-CLI test fails when Claude Code is not installed, saying to run
+//! `scripts/agents/install claude`, unless `WUJIE_SKIP_AGENTS` lists claude (or says `all`).
+
+
+use wujie_testkit::*;
+use serde_json::Value;
+use wujie_mockllm::Script;
+use wujie_mockllm::agents::{Agent, AgentHome};
+
+const PROMPT: &str = "Run the shell command echo hello";
+const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
+
+/// The script: the prompt gets a text and a `Bash` call of `echo hello` (usage 11/3), its
+/// result thinking and the answer `done` (usage 20/2).
+fn script() -> Script {
+    Script::from_json(include_str!(
+        "../../../wujie-builtins/tests/fixtures/claude_echo_hello.script.json"
+    ))
+    .expect("the fixture script parses")
+}
+
+/// Claude Code's input box is ready.
+fn wait_ready(tmux: &Tmux) {
+    tmux.wait_settled("Claude Code's input box", |s| {
+        s.contains("❯") && s.contains("shift+tab")
+    });
+}
+
+/// Types `text`, then Enter a moment later (keys arriving with the text count as a paste).
+fn say(tmux: &Tmux, text: &str) {
+    tmux.keys(&["-l", text]);
+    // Claude Code draws a no-break space after its prompt sign.
+    tmux.wait_for(&format!("{text:?} in the input box"), |s| {
+        s.lines().any(|l| l.starts_with('❯') && l.ends_with(text))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tmux.keys(&["Enter"]);
+}
+
+/// Quits Claude Code with `/exit` and returns the final screen.
+fn quit(tmux: &Tmux) -> String {
+    say(tmux, "/exit");
+    tmux.wait_text("EXIT=")
+}
+
+fn said(run: &Value) -> Vec<(String, String)> {
+    tui_agent::said_with_tools(&run["messages"], tui_agent::tool_and_output)
+}
+
+/// The ids of Claude Code's session transcripts under its config directory.
+fn session_ids(home: &AgentHome) -> Vec<String> {
+    let projects = home.home().join(".claude/projects");
+    let mut ids = Vec::new();
+    for dir in std::fs::read_dir(projects).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Some(id) = file
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".jsonl"))
+            {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, script()) else {
+        return;
+    };
+    let env = Env::new();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
+
+    // Claude Code 2.1's default permission mode (auto) runs a plain `echo` without asking.
+    let tmux = tui_agent::start_wujie(&env, &home, "claude", &format!("run {key} -- claude"));
+    wait_ready(&tmux);
+    say(&tmux, PROMPT);
+    tmux.wait_for("the answer", |s| s.contains("● done"));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "claude");
+    let expected = tui_agent::pairs(&[
+        ("user_input", PROMPT),
+        ("text", "I will run it."),
+        (
+            "tool_use",
+            r#"Bash {"command":"echo hello","description":"Run the command"}"#,
+        ),
+        ("tool_result", "Bash hello"),
+        ("thinking", "It worked."),
+        ("final", "done"),
+    ]);
+    assert_eq!(said(run), expected, "{run:#}");
+
+    // Usage: each model request exactly as the mock counted it.
+    let answered = mock.model_requests();
+    assert_eq!(answered.len(), 2, "two model requests: {answered:#?}");
+    let usage = tui_agent::usage_of(run);
+    assert_eq!(usage, [(11, 3), (20, 2)], "{run:#}");
+
+    // The issue reached the model as system context, never as a user message.
+    let first = &answered[0].body;
+    assert!(
+        first["system"].to_string().contains(CONTEXT_MARKER),
+        "{first:#}"
+    );
+    assert!(
+        !first["messages"].to_string().contains(CONTEXT_MARKER),
+        "{first:#}"
+    );
+    drop(tmux);
+
+    // A resume of the same session: the earlier conversation is the baseline, nothing is
+    // reported twice; what is said now is.
+    let ids = session_ids(&home);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let tmux = tui_agent::start_wujie(
+        &env,
+        &home,
+        "claude-resume",
+        &format!("run {key} -- claude --resume {}", ids[0]),
+    );
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    let issue = env.issue(&key);
+    let resumed = tui_agent::other_run(&issue, run);
+    assert_eq!(resumed["status"], "succeeded", "{resumed:#}");
+    assert_eq!(said(resumed), [], "{resumed:#}");
+    assert_eq!(resumed["usage"], serde_json::json!([]), "{resumed:#}");
+    assert_eq!(
+        session_ids(&home),
+        ids,
+        "the resume wrote the same transcript"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
+#[test]
+fn claude_is_built_in_as_an_interactive_provider() {
+    let env = Env::new();
+    tui_agent::assert_built_in_interactive(&env, "claude");
+}
+
+#[test]
+fn without_claude_code_the_adapter_says_what_it_looked_for() {
+    let env = Env::new();
+    let err = tui_agent::adapter_without_agent(&env, "claude", "WUJIE_CLAUDE_BIN");
+    assert!(
+        err.contains("claude") && err.contains("WUJIE_CLAUDE_BIN") && err.contains("npm install"),
+        "{err}"
+    );
+
+    let err = tui_agent::adapter_refuses(
+        &env,
+        &["claude", "--no-session-persistence"],
+        "WUJIE_CLAUDE_BIN",
+    );
+    assert!(err.contains("--no-session-persistence"), "{err}");
+}
+
+#[test]
+fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Without a script the mock answers every request with `pong`.
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss", "discuss -- claude");
+    wait_ready(&tmux);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("● pong"));
+    wait_ready(&tmux);
+
+    tui_agent::open_wujie_menu(&tmux);
+    tui_agent::create_issue_from_menu(&tmux, "shift+tab");
+
+    // The same Claude Code session goes on; what it says now belongs to the issue's run.
+    say(&tmux, "go ahead");
+    tmux.wait_for("the second answer", |s| s.matches("● pong").count() >= 2);
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let issue = env.issue("WUJ-1");
+    assert_eq!(issue["title"], "plan the storage layer");
+    let run = &issue["runs"][0];
+    assert_eq!(run["provider"], "claude", "{run:#}");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let expected = [
+        ("user_input".to_owned(), "go ahead".to_owned()),
+        ("final".to_owned(), "pong".to_owned()),
+    ];
+    assert_eq!(said(run), expected, "{run:#}");
+    assert_eq!(run["usage"].as_array().map(Vec::len), Some(1), "{run:#}");
+    let discussion = &env.json(&["discussion", "list"])[0];
+    assert_eq!(discussion["status"], "promoted");
+    let entries = env.json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
+    let kinds: Vec<&str> = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    // The discussion keeps what was said before the issue existed.
+    assert_eq!(kinds, ["user_input", "final"]);
+    runtime.block_on(mock.shutdown());
+}

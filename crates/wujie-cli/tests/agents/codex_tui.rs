@@ -1,0 +1,153 @@
+//! The real Codex CLI in its own terminal UI through the built-in `codex` provider,
+//! against the mock model server, driven in tmux like a person: plan, `/wujie`, create the
+//! issue from the card, keep going in the same Codex session. Codex draws its inline viewport
+//! at absolute positions, so this is where an overlay that moved the agent's rows would show.
+//!
+//! Fails when Codex is not installed, saying to run `scripts/agents/install codex`, unless
+//! `WUJIE_SKIP_AGENTS` lists codex (or says `all`).
+
+
+use wujie_testkit::*;
+use wujie_mockllm::Script;
+use wujie_mockllm::agents::{Agent, agents_dir};
+
+const COMPOSER: &str = "Ask Codex to do anything";
+
+/// The screen's rows from the first non-blank one to the last non-blank one.
+fn inked_rows(screen: &str) -> Vec<&str> {
+    let rows: Vec<&str> = screen.lines().collect();
+    let inked = |r: &&str| !r.trim().is_empty();
+    let first = rows.iter().position(inked).unwrap_or(0);
+    let last = rows.iter().rposition(inked).map_or(0, |i| i + 1);
+    rows[first..last.max(first)].to_vec()
+}
+
+/// Types `text`, then Enter a moment later: Codex takes keys that arrive together with the
+/// text as part of a paste, where Enter is a newline rather than "send".
+fn say(tmux: &Tmux, text: &str) {
+    tmux.keys(&["-l", text]);
+    tmux.wait_text(&format!("› {text}"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tmux.keys(&["Enter"]);
+}
+
+#[test]
+fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Without a script the mock answers every request with `pong`.
+    let Some((mock, home)) = runtime
+        .block_on(Agent::Codex.require_mock(Script::default()))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
+    let env = Env::new();
+
+    let vars: Vec<String> = home
+        .envs()
+        .iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    let shell = format!(
+        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && seq 1 12 && \
+         env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
+         {WUJIE} discuss -- codex; echo EXIT=$?; trap '' INT; sleep 600",
+        work = home.workdir().display(),
+        wujie_home = env.home.path().display(),
+        home = home.home().display(),
+        bin = agents_dir().join("bin").display(),
+        vars = vars.join(" "),
+    );
+    let tmux = Tmux::start("codex", &shell, 100, 30);
+    tmux.wait_text(COMPOSER);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_text("• pong");
+    say(&tmux, "use sqlite");
+    let before = tmux.wait_settled("the second answer", |s| {
+        s.matches("• pong").count() == 2 && s.contains(COMPOSER)
+    });
+
+    tmux.keys(&["-l", "/wujie"]);
+    let menu = tmux.wait_text("/wujiecreateissue");
+    assert!(menu.contains("› /wujie"), "{menu}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("Create the issue and continue in this context");
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("wujie: created WUJ-1");
+    // The notice closes by itself; Codex's rows are as they were (those scrolled away to make
+    // room come back blank at the top).
+    let after = tmux.wait_settled("the notice to close", |s| {
+        !s.contains("wujie: created") && s.contains(COMPOSER)
+    });
+    // Compared as a block: Codex's viewport may sit a few rows higher afterwards, because it
+    // grows for its own slash-command popup while the erased `/wujie` passes through `/w`
+    // and does not shrink back (as when a person types and deletes it).
+    let (kept, all) = (inked_rows(&after), inked_rows(&before));
+    assert!(kept.len() >= 10, "most of the screen is kept:\n{after}");
+    assert_eq!(
+        kept,
+        all[all.len().saturating_sub(kept.len())..],
+        "Codex's rows moved\nbefore:\n{before}\nafter:\n{after}"
+    );
+
+    // The same Codex session goes on; what it says now belongs to the issue's run.
+    say(&tmux, "go ahead");
+    tmux.wait_for("the third answer", |s| s.matches("• pong").count() >= 3);
+    // Codex shows the answer before it ends the turn; a Ctrl+C in between would abort the turn
+    // (its answer then is not final and its usage never comes), so quit only once the issue
+    // holds the finished turn.
+    wait_until(60, "the third turn to be synced as finished", || {
+        let run = &env.issue("WUJ-1")["runs"][0];
+        let finished = run["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["type"] == "final"));
+        finished && run["usage"].as_array().is_some_and(|u| !u.is_empty())
+    });
+    // Ctrl+C on an idle, empty composer quits Codex; one that comes while the turn is still
+    // finishing only ends the turn, so it is pressed again until Codex is gone (the shell
+    // ignores it once wujie has exited).
+    let end = (0..10)
+        .find_map(|_| {
+            tmux.keys(&["C-c"]);
+            tmux.poll_for(std::time::Duration::from_secs(3), |s| s.contains("EXIT="))
+        })
+        .unwrap_or_else(|| panic!("Codex did not quit on Ctrl+C:\n{}", tmux.screen()));
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let issue = env.issue("WUJ-1");
+    assert_eq!(issue["title"], "plan the storage layer");
+    let run = &issue["runs"][0];
+    assert_eq!(run["provider"], "codex");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    let said: Vec<(String, String)> = run["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["type"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("user_input".to_owned(), "go ahead".to_owned()),
+            ("final".to_owned(), "pong".to_owned())
+        ],
+        "{run:#}"
+    );
+    assert!(!run["usage"].as_array().unwrap().is_empty(), "{run:#}");
+    let discussion = &env.json(&["discussion", "list"])[0];
+    assert_eq!(discussion["status"], "promoted");
+    let entries = env.json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
+    let kinds: Vec<&str> = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["user_input", "final", "user_input", "final"]);
+    runtime.block_on(mock.shutdown());
+}

@@ -1,0 +1,236 @@
+//! The built-in `opencode` provider through the real `wujie` binary: the real opencode in its
+//! own terminal UI, driven in tmux against the mock model server. Bound to an issue: a prompt
+//! whose answer runs a tool, usage as the mock counted it, the issue as opencode's
+//! instructions; then a resume of the same session. In a discussion: `/wujie`, create the
+//! issue, the same session going on. And what a user sees without opencode or with an argument
+//! the provider cannot work with.
+//!
+//! The real-CLI tests fail when opencode is not installed, saying to run
+//! `scripts/agents/install opencode`, unless `WUJIE_SKIP_AGENTS` lists opencode (or says `all`).
+
+
+use std::time::Duration;
+
+use wujie_testkit::*;
+use serde_json::Value;
+use wujie_mockllm::Script;
+use wujie_mockllm::agents::{Agent, AgentHome};
+
+const PROMPT: &str = "Run the shell command echo hello";
+const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
+/// opencode's status line under its input box, there once it is ready for a prompt.
+const READY: &str = "ctrl+p commands";
+/// What that line says while opencode works on a turn.
+const BUSY: &str = "esc interrupt";
+/// How long opencode may take to start or to answer on a busy machine (only so a hang fails).
+const PATIENCE: Duration = Duration::from_secs(240);
+
+/// The prompt gets a text and a `bash` call of `echo hello` (usage 11/3), its result thinking
+/// and the answer `done` (usage 20/2).
+fn script() -> Script {
+    Script::from_json(include_str!(
+        "../../../wujie-builtins/tests/fixtures/opencode_echo_hello.script.json"
+    ))
+    .expect("the fixture script parses")
+}
+
+/// `wujie ARGS` in tmux below some earlier output, in the agent's work directory with its
+/// environment, then `EXIT=<code>`; once opencode is ready for a prompt.
+fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
+    let tmux = tui_agent::start_wujie_below_output(env, home, name, wujie_args);
+    wait(&tmux, "opencode to start", |s| s.contains(READY));
+    tmux
+}
+
+fn wait(tmux: &Tmux, what: &str, cond: impl Fn(&str) -> bool) -> String {
+    tmux.poll_for(PATIENCE, cond)
+        .unwrap_or_else(|| panic!("timed out waiting for {what}; screen:\n{}", tmux.screen()))
+}
+
+/// Types `text`, and Enter once opencode shows it in its input box.
+fn say(tmux: &Tmux, text: &str) {
+    tmux.keys(&["-l", text]);
+    wait(tmux, &format!("{text:?} in the input box"), |s| {
+        s.lines()
+            .any(|l| l.trim_start().starts_with('┃') && l.trim_end().ends_with(text))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys(&["Enter"]);
+}
+
+/// Whether opencode shows `text` as a line of the conversation.
+fn shows(screen: &str, text: &str) -> bool {
+    screen.lines().any(|l| l.trim() == text)
+}
+
+/// Waits for the turn just sent to start and to end with `answer` on the screen.
+fn answered(tmux: &Tmux, answer: &str) {
+    wait(tmux, "the turn to start", |s| s.contains(BUSY));
+    wait(tmux, &format!("the answer {answer:?}"), |s| {
+        !s.contains(BUSY) && s.contains(READY) && shows(s, answer)
+    });
+}
+
+/// `/exit`; the screen with wujie's exit status, and the session opencode names on leaving
+/// (`Continue  opencode -s ses_…`).
+fn quit(tmux: &Tmux) -> (String, String) {
+    say(tmux, "/exit");
+    let end = wait(tmux, "wujie to exit", |s| s.contains("EXIT="));
+    assert!(end.contains("EXIT=0"), "{end}");
+    let session = end
+        .lines()
+        .find_map(|l| l.split("opencode -s ").nth(1))
+        .map(|id| id.trim().to_owned())
+        .unwrap_or_else(|| panic!("opencode named its session:\n{end}"));
+    (end, session)
+}
+
+fn said(messages: &Value) -> Vec<(String, String)> {
+    tui_agent::said_with_tools(messages, tui_agent::tool_and_trimmed_output)
+}
+
+#[test]
+fn opencode_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_context() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Opencode, script()) else {
+        return;
+    };
+    let env = Env::new();
+    let key = tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
+
+    let tmux = start(
+        &env,
+        &home,
+        "opencode-run",
+        &format!("run {key} -- opencode"),
+    );
+    say(&tmux, PROMPT);
+    answered(&tmux, "done");
+    let (_, session) = quit(&tmux);
+    drop(tmux);
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "opencode");
+    let expected = tui_agent::pairs(&[
+        ("user_input", PROMPT),
+        ("text", "I will run it."),
+        (
+            "tool_use",
+            r#"bash {"command":"echo hello","description":"Run the command"}"#,
+        ),
+        ("tool_result", "bash hello"),
+        ("thinking", "It worked."),
+        ("final", "done"),
+    ]);
+    assert_eq!(said(&run["messages"]), expected, "{run:#}");
+
+    // Usage: each request the mock answered, as it counted it. (opencode also asks for a
+    // session title, which no scripted turn matches: the mock refuses it, with no usage.)
+    let requests: Vec<_> = mock
+        .model_requests()
+        .into_iter()
+        .filter(|r| r.status == 200)
+        .collect();
+    assert_eq!(requests.len(), 2, "two answered requests: {requests:#?}");
+    assert_eq!(tui_agent::usage_of(run), [(11, 3), (20, 2)], "{run:#}");
+
+    // The issue reached the model as instructions in the system prompt, not as the user's.
+    let messages = requests[0].body["messages"].as_array().expect("messages");
+    let carrying: Vec<&Value> = messages
+        .iter()
+        .filter(|m| m.to_string().contains(CONTEXT_MARKER))
+        .collect();
+    assert_eq!(carrying.len(), 1, "{messages:#?}");
+    assert_eq!(carrying[0]["role"], "system", "{messages:#?}");
+
+    // A resume of the same session: what it held is not reported again, the new turn is.
+    let tmux = start(
+        &env,
+        &home,
+        "opencode-resume",
+        &format!("run {key} -- opencode -s {session}"),
+    );
+    say(&tmux, PROMPT);
+    answered(&tmux, "done");
+    let (_, resumed) = quit(&tmux);
+    assert_eq!(resumed, session, "the same session went on");
+    let issue = env.issue(&key);
+    let again = tui_agent::other_run(&issue, run);
+    assert_eq!(again["status"], "succeeded", "{again:#}");
+    assert_eq!(
+        said(&again["messages"]),
+        expected,
+        "only the new turn: {again:#}"
+    );
+    assert_eq!(tui_agent::usage_of(again), [(11, 3), (20, 2)], "{again:#}");
+    runtime.block_on(mock.shutdown());
+}
+
+#[test]
+fn opencode_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_going() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Without a script the mock answers every request with `pong`.
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Opencode, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = start(&env, &home, "opencode-discuss", "discuss -- opencode");
+    say(&tmux, "plan the storage layer");
+    answered(&tmux, "pong");
+
+    let menu = tui_agent::open_wujie_menu(&tmux);
+    assert!(menu.contains("/wujie"), "{menu}");
+    tui_agent::create_issue_from_menu(&tmux, READY);
+
+    // The same opencode session goes on; what it says now belongs to the issue's run.
+    say(&tmux, "go ahead");
+    answered(&tmux, "pong");
+    let (_, session) = quit(&tmux);
+    drop(tmux);
+
+    let issue = env.issue("WUJ-1");
+    assert_eq!(issue["title"], "plan the storage layer");
+    let run = &issue["runs"][0];
+    assert_eq!(run["provider"], "opencode", "{run:#}");
+    assert_eq!(run["status"], "succeeded", "{run:#}");
+    assert_eq!(
+        tui_agent::said(&run["messages"]),
+        tui_agent::pong_turns(&["go ahead"]),
+        "{run:#}"
+    );
+    assert_eq!(run["usage"].as_array().map(Vec::len), Some(1), "{run:#}");
+    let discussion = &env.json(&["discussion", "list"])[0];
+    assert_eq!(discussion["status"], "promoted");
+    let shown = env.json(&["discussion", "show", discussion["id"].as_str().unwrap()]);
+    assert_eq!(
+        tui_agent::said(&shown["entries"]),
+        tui_agent::pong_turns(&["plan the storage layer"]),
+        "{shown:#}"
+    );
+    // The session opencode created is the discussion's, so a resume of it finds it.
+    assert_eq!(
+        shown["native_session_ids"],
+        serde_json::json!([session]),
+        "{shown:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
+#[test]
+fn opencode_is_built_in_and_says_what_it_needs() {
+    let env = Env::new();
+    tui_agent::assert_built_in_interactive(&env, "opencode");
+
+    let err = tui_agent::adapter_without_agent(&env, "opencode", "WUJIE_OPENCODE_BIN");
+    assert!(
+        err.contains("\"opencode\"")
+            && err.contains("WUJIE_OPENCODE_BIN")
+            && err.contains("npm install -g opencode-ai"),
+        "{err}"
+    );
+
+    for arg in ["--mini", "serve"] {
+        let err = tui_agent::adapter_refuses(&env, &["opencode", arg], "WUJIE_OPENCODE_BIN");
+        assert!(err.contains(arg) && err.contains("opencode"), "{err}");
+    }
+}

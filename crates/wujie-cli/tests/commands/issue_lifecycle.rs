@@ -1,0 +1,154 @@
+//! `wujie issue comment | edit | close | reopen | list --status/--search/--limit | runs | watch`
+//! through the real binary on a temp profile.
+
+
+use std::io::Write;
+use std::process::Stdio;
+
+use wujie_testkit::*;
+
+#[test]
+fn comment_from_argument_and_stdin_keeps_the_user_as_author_and_refuses_an_empty_one() {
+    let env = Env::new();
+    let key = env.create_issue("talk");
+    let c = env.json(&["issue", "comment", &key.to_lowercase(), "first words"]);
+    assert_eq!(c["author_kind"], "user");
+    assert_eq!(c["body"], "first words");
+
+    let mut child = env
+        .cmd()
+        .args(["issue", "comment", &key, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"piped in\n")
+        .expect("write");
+    assert!(child.wait_with_output().expect("wait").status.success());
+
+    let out = env
+        .cmd()
+        .args(["issue", "comment", &key])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    // No text and stdin not a terminal: stdin is read, and an empty comment is refused.
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the comment is empty"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let issue = env.issue(&key);
+    let bodies: Vec<_> = issue["comments"]
+        .as_array()
+        .expect("comments")
+        .iter()
+        .map(|c| (c["author_kind"].clone(), c["body"].clone()))
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            (serde_json::json!("user"), serde_json::json!("first words")),
+            (serde_json::json!("user"), serde_json::json!("piped in\n")),
+        ]
+    );
+}
+
+#[test]
+fn edit_close_reopen_and_list_filters() {
+    let env = Env::new();
+    let a = env.create_issue("Parser crash");
+    let b = env.create_issue("Slow startup");
+    let edited = env.json(&[
+        "issue",
+        "edit",
+        &a,
+        "--title",
+        "Parser crash on empty input",
+    ]);
+    assert_eq!(edited["title"], "Parser crash on empty input");
+    let e = env.fails(&["issue", "edit", &a]);
+    assert!(e.contains("nothing to change"), "{e}");
+
+    let closed = env.json(&["issue", "close", &b]);
+    assert_eq!(closed["status"], "done");
+    let out = env.ok(&["issue", "close", &a, "--not-planned"]);
+    assert!(out.contains("closed"), "{out}");
+    let reopened = env.json(&["issue", "reopen", &a]);
+    assert_eq!(reopened["status"], "open");
+
+    let keys = |v: serde_json::Value| {
+        v.as_array()
+            .expect("list")
+            .iter()
+            .map(|i| i["key"].as_str().expect("key").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(env.json(&["issue", "list", "--status", "done"])),
+        vec![b.clone()]
+    );
+    assert_eq!(
+        keys(env.json(&["issue", "list", "--search", "EMPTY input"])),
+        vec![a.clone()]
+    );
+    assert_eq!(
+        keys(env.json(&["issue", "list", "--limit", "1"])),
+        vec![b.clone()]
+    );
+    let e = env.fails(&["issue", "list", "--limit", "0"]);
+    assert!(e.contains("limit 0 is out of range"), "{e}");
+    let e = env.fails(&["issue", "list", "--status", "finished"]);
+    assert!(e.contains("finished"), "{e}");
+}
+
+#[test]
+fn runs_lists_an_issues_runs_and_watch_replays_a_finished_run_then_ends() {
+    let env = Env::new();
+    let key = env.create_issue("watched");
+    assert!(
+        env.json(&["issue", "runs", &key])
+            .as_array()
+            .expect("runs")
+            .is_empty()
+    );
+    let body = format!(
+        "echo '{}'\necho '{}'",
+        msg("text", "working on it", "1"),
+        msg("final", "all done", "2")
+    );
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        env.plugin("echoer", V1, &body).to_str().unwrap(),
+    ]);
+    env.ok(&["run", &key, "--", "echoer"]);
+    let runs = env.json(&["issue", "runs", &key]);
+    let runs = runs.as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert_eq!(runs[0]["message_count"], 2);
+
+    let out = env.ok(&["issue", "watch", &key.to_lowercase()]);
+    for expected in ["working on it", "all done", "succeeded"] {
+        assert!(out.contains(expected), "{expected:?} missing from:\n{out}");
+    }
+    let lines = env.ok(&["--output", "json", "issue", "watch", &key]);
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(events.last().expect("events")["event"], "live");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "message" && e["data"]["message"]["content"] == "all done")
+    );
+}

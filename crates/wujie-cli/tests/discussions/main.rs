@@ -1,0 +1,4 @@
+//! `wujie discuss` and discussions: entry filtering, native handoff, resume, promotion.
+
+mod discuss;
+mod discuss_session;

@@ -1,0 +1,330 @@
+//! Exactly-once delivery under faults: a server killed mid-run, a server down, `wujie` killed
+//! with SIGKILL, a lost response, and a permanent refusal of one event.
+
+
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+
+use wujie_testkit::lossy_proxy::LossyProxy;
+use wujie_testkit::*;
+
+/// An adapter printing `count` text events and one usage event (1 input token) per 10 of them;
+/// after `pause_after` events it touches `<dir>/paused` and waits for `<dir>/go`.
+fn counting_adapter(dir: &std::path::Path, count: usize, pause_after: usize) -> String {
+    format!(
+        r#"i=0
+while [ $i -lt {count} ]; do
+  if [ $i -eq {pause_after} ]; then touch {d}/paused; while [ ! -e {d}/go ]; do sleep 0.05; done; fi
+  printf '{{"type":"text","content":"event %d","source":"count","source_key":"e%d"}}\n' $i $i
+  if [ $((i % 10)) -eq 0 ]; then printf '{{"usage":{{"provider":"p","model":"m","input_tokens":1,"output_tokens":2}}}}\n'; fi
+  i=$((i+1))
+done"#,
+        d = dir.display()
+    )
+}
+
+/// Run `count` events on a new issue of the laptop profile; when the adapter pauses after
+/// `pause_after` events, kill the team server and let the adapter finish. Returns the issue key
+/// and `wujie run`'s output.
+fn run_through_outage(
+    laptop: &Env,
+    server: &mut Server,
+    count: usize,
+    pause_after: usize,
+    title: &str,
+) -> (String, std::process::Output) {
+    let dir = laptop.work.path().to_path_buf();
+    let plugin = laptop.plugin("count", V1, &counting_adapter(&dir, count, pause_after));
+    laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = laptop.create_issue(title);
+    let run = laptop
+        .cmd()
+        .args(["run", &key, "--drain-timeout", "1", "--", "count"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the adapter to pause", || dir.join("paused").exists());
+    server.kill();
+    std::fs::write(dir.join("go"), "").unwrap();
+    (key, run.wait_with_output().unwrap())
+}
+
+/// The team server (profile A) and a laptop profile B logged in to it.
+fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
+    let team = Env::new();
+    let server = Server::start(&team, server_args);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &server.url, "--token", &token]);
+    (team, server, laptop)
+}
+
+/// Restart the team server on the same address (the laptop's profile points at it).
+fn restart(team: &Env, old: &mut Server, extra: &[&str]) -> Server {
+    old.kill();
+    let addr = old.url.trim_start_matches("http://").to_owned();
+    let mut args = vec!["--listen", addr.as_str()];
+    args.extend_from_slice(extra);
+    Server::start_args(team, &args)
+}
+
+fn assert_exact(issue: &serde_json::Value, count: usize) {
+    let run = &issue["runs"][0];
+    let messages = run["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), count, "every event stored exactly once");
+    let mut keys: Vec<&str> = messages
+        .iter()
+        .map(|m| m["source_key"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), count, "no duplicates");
+    // Arrival order is the adapter's order.
+    for (i, m) in messages.iter().enumerate() {
+        assert_eq!(m["content"], format!("event {i}"));
+    }
+    let usage = run["usage"].as_array().unwrap();
+    let input: u64 = usage
+        .iter()
+        .map(|u| u["input_tokens"].as_u64().unwrap())
+        .sum();
+    let output: u64 = usage
+        .iter()
+        .map(|u| u["output_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(input, count.div_ceil(10) as u64, "usage totals exact");
+    assert_eq!(output, 2 * count.div_ceil(10) as u64);
+}
+
+#[test]
+fn server_killed_mid_run_then_restarted() {
+    let (team, mut server, laptop) = team_and_laptop(&[]);
+    let (key, out) = run_through_outage(&laptop, &mut server, 10_000, 5_000, "server dies");
+    assert!(
+        out.status.success(),
+        "the adapter's status, not the server's"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("local-run sync"),
+        "tells how to deliver: {stderr}"
+    );
+
+    let status = laptop.json(&["local-run", "status"]);
+    assert!(status[0]["pending"].as_i64().unwrap() > 0, "{status}");
+
+    let _server = restart(&team, &mut server, &[]);
+    let report = laptop.json(&["local-run", "sync"]);
+    assert_eq!(report["pending"], 0, "{report}");
+    let issue = laptop.issue(&key);
+    assert_exact(&issue, 10_000);
+    assert_eq!(
+        issue["runs"][0]["status"], "succeeded",
+        "the run's real end was delivered too"
+    );
+    assert_eq!(laptop.json(&["local-run", "status"]), serde_json::json!([]));
+}
+
+#[test]
+fn server_down_while_the_adapter_runs_then_sync() {
+    let (team, mut server, laptop) = team_and_laptop(&[]);
+    // The run exists; from the first event on, the server is gone.
+    let (key, out) = run_through_outage(&laptop, &mut server, 2_000, 0, "server down");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not delivered") && stderr.contains("local-run sync"),
+        "{stderr}"
+    );
+
+    // Sync while still down fails clearly and keeps everything.
+    let out = laptop.run(&["local-run", "sync", "--idle-timeout", "1"]);
+    assert!(!out.status.success());
+    let _server = restart(&team, &mut server, &[]);
+    laptop.ok(&["local-run", "sync"]);
+    assert_exact(&laptop.issue(&key), 2_000);
+}
+
+/// An adapter that prints text events `event 0`, `event 1`, … without end, each line in one
+/// write, and every 100 events writes how many it printed to `<dir>/progress`.
+fn endless_adapter(dir: &std::path::Path) -> String {
+    format!(
+        r#"echo $$ > {d}/adapter.pid
+i=0
+while :; do
+  printf '{{"type":"text","content":"event %d","source":"count","source_key":"e%d"}}\n' $i $i
+  i=$((i+1))
+  if [ $((i % 100)) -eq 0 ]; then echo $i > {d}/progress.new; mv {d}/progress.new {d}/progress; fi
+done"#,
+        d = dir.display()
+    )
+}
+
+/// The index of the first event in `unread`, the bytes `wujie` left in the adapter's stdout
+/// pipe (and what the adapter printed after): a leading fragment is the rest of a line that
+/// `wujie` had read only part of, so that line's event is the first one it had not read.
+fn first_unread_event(unread: &str) -> usize {
+    let at_line_start = unread.starts_with("{\"type\":\"text\"");
+    let first_whole_line = if at_line_start {
+        unread.lines().next()
+    } else {
+        unread.lines().nth(1)
+    };
+    let line = first_whole_line.unwrap_or_else(|| panic!("no whole line in {unread:?}"));
+    let event: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+    let index: usize = event["content"]
+        .as_str()
+        .and_then(|c| c.strip_prefix("event "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not an event line: {line:?}"));
+    if at_line_start { index } else { index - 1 }
+}
+
+/// `wujie run` is SIGKILLed at several points while the adapter is still printing. What it had
+/// read from the adapter's pipe is measured, not guessed: with the adapter stopped, the test
+/// opens the pipe itself, kills `wujie`, lets the adapter go on and reads what is in the pipe
+/// now, so the first event it finds is the first one `wujie` had not read. After
+/// `local-run sync` the issue must hold exactly the events before it, once each and in order: a
+/// line lost between being read and being committed to the outbox shows as one missing.
+#[test]
+fn sigkilled_wujie_loses_nothing_it_had_read() {
+    use std::io::Read;
+    use nix::sys::signal::Signal;
+
+    for kill_after in [100, 1_000, 3_000] {
+        let (_team, _server, laptop) = team_and_laptop(&[]);
+        let dir = laptop.work.path().to_path_buf();
+        let plugin = laptop.plugin("endless", V1, &endless_adapter(&dir));
+        laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+        let key = laptop.create_issue("wujie dies");
+        let mut run = laptop
+            .cmd()
+            .args(["run", &key, "--", "endless"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(60, "the adapter to print enough", || {
+            std::fs::read_to_string(dir.join("progress"))
+                .ok()
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .is_some_and(|n| n >= kill_after)
+        });
+        let adapter: i32 = std::fs::read_to_string(dir.join("adapter.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(signal_group(adapter, Signal::SIGSTOP));
+        // A second reader of the adapter's stdout, taken while `wujie` still holds its own.
+        let mut pipe = std::fs::File::open(format!("/proc/{adapter}/fd/1")).unwrap();
+        run.kill().unwrap();
+        run.wait().unwrap();
+        assert!(signal_group(adapter, Signal::SIGCONT));
+        let mut unread = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while unread.iter().filter(|b| **b == b'\n').count() < 2 {
+            let n = pipe.read(&mut chunk).unwrap();
+            assert!(n > 0, "the adapter's pipe closed");
+            unread.extend_from_slice(&chunk[..n]);
+        }
+        signal_group(adapter, Signal::SIGKILL);
+        let read_by_wujie = first_unread_event(&String::from_utf8_lossy(&unread));
+        assert!(read_by_wujie > 0, "wujie had read nothing after {kill_after}");
+
+        laptop.ok(&["local-run", "sync"]);
+        let issue = laptop.issue(&key);
+        let contents: Vec<&str> = issue["runs"][0]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = (0..read_by_wujie).map(|i| format!("event {i}")).collect();
+        assert_eq!(
+            contents, expected,
+            "killed after {kill_after} printed: the {read_by_wujie} events wujie had read, once each"
+        );
+        let run = &issue["runs"][0];
+        assert_eq!(run["status"], "failed");
+        assert_eq!(run["error"], "reporter stopped");
+    }
+}
+
+#[test]
+fn a_lost_response_does_not_duplicate() {
+    let team = Env::new();
+    let server = Server::start(&team, &[]);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    // The first event batch is stored, but the reporter never hears so and sends it again.
+    let proxy = LossyProxy::start(&server.url, |request| {
+        String::from_utf8_lossy(request).contains("/events HTTP/1.1")
+    });
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &proxy.url, "--token", &token]);
+    let dir = laptop.work.path().to_path_buf();
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop
+            .plugin("count", V1, &counting_adapter(&dir, 1_000, 0))
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = laptop.create_issue("lost response");
+    std::fs::write(dir.join("go"), "").unwrap();
+    laptop.ok(&["run", &key, "--", "count"]);
+    assert!(
+        proxy.lost.load(Ordering::SeqCst),
+        "the proxy did drop a response"
+    );
+    assert_exact(&team.issue(&key), 1_000);
+}
+
+#[test]
+fn a_permanently_refused_event_is_kept_and_reported() {
+    let (_team, _server, laptop) = team_and_laptop(&["--max-event-bytes", "2000"]);
+    let big = "y".repeat(5000);
+    let body = format!(
+        "echo '{}'\necho '{}'\necho '{}'",
+        msg("text", "before", "a"),
+        msg("text", &big, "too-big"),
+        msg("final", "after", "b")
+    );
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop.plugin("big", V1, &body).to_str().unwrap(),
+    ]);
+    let key = laptop.create_issue("refusal");
+    let out = laptop.run(&["run", &key, "--", "big"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the adapter succeeded, but a run never does while an event it read was refused: {stderr}"
+    );
+    assert!(
+        stderr.contains("refused") && stderr.contains("too-big"),
+        "{stderr}"
+    );
+    let issue = laptop.issue(&key);
+    let contents: Vec<_> = issue["runs"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(contents, ["before", "after"]);
+    let status = laptop.json(&["local-run", "status"]);
+    assert_eq!(status[0]["failed"], 1, "{status}");
+    let text = laptop.ok(&["local-run", "status"]);
+    assert!(
+        text.contains("too-big") || text.contains("refused"),
+        "{text}"
+    );
+}

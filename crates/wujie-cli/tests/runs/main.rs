@@ -1,0 +1,16 @@
+//! `wujie run` and delivery: the seed's acceptance points, exit codes, the outbox, liveness, limits, process trees, providers and their commands.
+
+mod cost;
+mod delivery;
+mod descendants;
+mod disk;
+mod exit_codes;
+mod limits;
+mod liveness;
+mod protocol_gaps;
+mod provider_check;
+mod provider_commands;
+mod providers;
+mod run;
+mod sample_adapters;
+mod start_retry;

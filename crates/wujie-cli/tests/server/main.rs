@@ -1,0 +1,11 @@
+//! `wujie server`, `wujie ui`, tokens, replicas on PostgreSQL and the web UI in Chromium.
+
+mod auth;
+mod database;
+mod lifetime;
+mod replicas;
+mod team_tokens;
+mod tokens;
+mod ui_command;
+mod urls;
+mod web_ui_browser;

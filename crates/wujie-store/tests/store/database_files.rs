@@ -1,0 +1,131 @@
+//! The database files themselves: private to their owner, never silently replaced when
+//! truncated, and never holding a number other than the one given.
+
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::common::{outbox_with_run_1, with_suffix};
+use wujie_protocol::api::{CreateIssue, CreateRun, IngestItem, IngestOutcome};
+use wujie_protocol::event::{Event, Usage};
+use wujie_store::outbox::{Outbox, OutboxError};
+use wujie_store::{Store, StoreError};
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn issue() -> CreateIssue {
+    CreateIssue {
+        title: "kept".into(),
+        description: String::new(),
+        discussion_id: None,
+    }
+}
+
+#[tokio::test]
+async fn database_files_are_readable_by_their_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("wujie.db");
+    let store = Store::open(&db).await.unwrap();
+    store.create_issue(&issue()).await.unwrap();
+    let outbox_db = dir.path().join("outbox.db");
+    let outbox = Outbox::open(&outbox_db).await.unwrap();
+    for path in [&db, &outbox_db] {
+        for file in [
+            path.clone(),
+            with_suffix(path, "-wal"),
+            with_suffix(path, "-shm"),
+        ] {
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+    }
+    store.close().await;
+    drop(outbox);
+
+    // A database an older build created readable by others is made private when opened.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let store = Store::open(&db).await.unwrap();
+    assert_eq!(mode(&db), 0o600);
+    assert_eq!(
+        store.list_issues(&Default::default()).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_database_truncated_to_nothing_is_refused_not_started_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("wujie.db");
+    let store = Store::open(&db).await.unwrap();
+    store.create_issue(&issue()).await.unwrap();
+    store.close().await;
+    std::fs::File::create(&db).unwrap();
+
+    let err = Store::open(&db).await.unwrap_err();
+    assert!(matches!(err, StoreError::Empty(_)), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&db.display().to_string()) && text.contains("0 bytes"),
+        "{text}"
+    );
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "left as it was");
+
+    let outbox_db = dir.path().join("outbox.db");
+    let (outbox, _owner) = outbox_with_run_1(&outbox_db).await;
+    // Closed, not dropped: a dropped pool closes its connections in the background, and the
+    // checkpoint of a late close would write the file again after it was truncated.
+    outbox.close().await;
+    std::fs::File::create(&outbox_db).unwrap();
+    let err = Outbox::open(&outbox_db).await.unwrap_err();
+    assert!(matches!(err, OutboxError::Empty(_)), "{err}");
+    assert!(err.to_string().contains("outbox.db"), "{err}");
+}
+
+#[tokio::test]
+async fn usage_beyond_what_the_store_can_hold_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("wujie.db")).await.unwrap();
+    let i = store.create_issue(&issue()).await.unwrap();
+    let run = store
+        .create_run(
+            &i.key,
+            &CreateRun {
+                provider: "fake".into(),
+                cwd: "/tmp".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .run;
+    let usage = |key: &str, input_tokens: u64| IngestItem {
+        source: "t".into(),
+        source_key: key.into(),
+        event: Event::Usage(Usage {
+            provider: "p".into(),
+            model: "m".into(),
+            input_tokens,
+            output_tokens: 1,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }),
+    };
+    let items = [
+        usage("too-big", u64::MAX),
+        usage("largest", i64::MAX as u64),
+    ];
+    let result = store
+        .ingest_run_events(&run.id, &items, 1 << 20)
+        .await
+        .unwrap();
+    assert_eq!(result.results[0].outcome, IngestOutcome::Rejected);
+    let reason = result.results[0].reason.as_deref().unwrap();
+    assert!(
+        reason.contains("input_tokens") && reason.contains(&u64::MAX.to_string()),
+        "{reason}"
+    );
+    assert_eq!(result.results[1].outcome, IngestOutcome::Stored);
+    let stored = &store.run(&run.id).await.unwrap().usage;
+    assert_eq!(stored.len(), 1, "only the count that fits is kept");
+    assert_eq!(stored[0].input_tokens, i64::MAX as u64);
+}

@@ -1,0 +1,11 @@
+//! The store on SQLite and, with WUJIE_TEST_DATABASE=postgres, on PostgreSQL: issues, runs, ingest, the outbox and its owners, database files.
+
+mod common;
+mod database_files;
+mod lifecycle_migration;
+mod outbox;
+mod outbox_owners;
+mod outbox_space;
+mod postgres;
+mod store;
+mod writers;

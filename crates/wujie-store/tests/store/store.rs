@@ -1,0 +1,197 @@
+//! The store on a real SQLite file in a temp dir, or (WUJIE_TEST_DATABASE=postgres) on a real
+//! PostgreSQL database.
+
+
+use std::time::Duration;
+
+use super::common::TestStore;
+
+use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, FinishRun, RunStatus};
+use wujie_store::{Principal, Store, StoreError};
+
+fn issue(title: &str) -> CreateIssue {
+    CreateIssue {
+        title: title.into(),
+        description: String::new(),
+        discussion_id: None,
+    }
+}
+
+fn run_req() -> CreateRun {
+    CreateRun {
+        provider: "fake".into(),
+        cwd: "/tmp".into(),
+    }
+}
+
+#[tokio::test]
+async fn open_creates_directories_and_reopening_keeps_data_and_one_workspace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("nested").join("deeper").join("wujie.db");
+    let store = Store::open(&path).await.expect("open");
+    assert!(path.exists());
+    let ws = store.workspace().await.expect("workspace");
+    assert_eq!((ws.name.as_str(), ws.key_prefix.as_str()), ("Wujie", "WUJ"));
+    store.create_issue(&issue("kept")).await.expect("issue");
+    store.close().await;
+
+    let again = Store::open(&path).await.expect("reopen");
+    assert_eq!(again.workspace().await.expect("workspace").id, ws.id);
+    let next = again.create_issue(&issue("next")).await.expect("issue");
+    assert_eq!(next.key, "WUJ-2");
+    assert_eq!(
+        again
+            .list_issues(&Default::default())
+            .await
+            .expect("list")
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn tokens_verify_to_their_principal_until_revoked() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let user = store.create_user_token("me").await.expect("user token");
+    assert_eq!(
+        store.verify_token(&user.token).await.expect("verify"),
+        Some(Principal::User {
+            token_id: user.id.clone()
+        })
+    );
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    let run = store.create_run(&i.key, &run_req()).await.expect("run");
+    assert!(matches!(
+        store.verify_token(&run.token).await.expect("verify"),
+        Some(Principal::Run { run_id, issue_id, .. })
+            if run_id == run.run.id && issue_id == i.id
+    ));
+    let d = store
+        .create_discussion(&CreateDiscussion {
+            provider: "grok".into(),
+            cwd: "/".into(),
+        })
+        .await
+        .expect("discussion");
+    assert!(matches!(
+        store.verify_token(&d.token).await.expect("verify"),
+        Some(Principal::Discussion { discussion_id, .. }) if discussion_id == d.discussion.id
+    ));
+    assert_eq!(store.verify_token("wjt_nope").await.expect("verify"), None);
+    assert_eq!(
+        store
+            .verify_token(wujie_protocol::api::DISABLED_TOKEN)
+            .await
+            .expect("verify"),
+        None
+    );
+    store.revoke_token(&user.id).await.expect("revoke");
+    assert_eq!(store.verify_token(&user.token).await.expect("verify"), None);
+    assert!(matches!(
+        store.create_user_token("  ").await,
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    let finished = store.create_run(&i.key, &run_req()).await.expect("run").run;
+    store
+        .finish_run(
+            &finished.id,
+            &FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    let running = store.create_run(&i.key, &run_req()).await.expect("run").run;
+
+    assert_eq!(
+        store
+            .mark_stale_runs(Duration::from_secs(3600))
+            .await
+            .expect("sweep"),
+        0
+    );
+    assert_eq!(
+        store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
+        1
+    );
+    let failed = store.run(&running.id).await.expect("run");
+    assert_eq!(failed.status, RunStatus::Failed);
+    assert_eq!(failed.error.as_deref(), Some(wujie_store::REPORTER_STOPPED));
+    assert!(failed.ended_at.is_some());
+    assert_eq!(
+        store.run(&finished.id).await.expect("run").status,
+        RunStatus::Succeeded
+    );
+    // Already failed: a second sweep changes nothing.
+    assert_eq!(
+        store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn reconnecting_keeps_data_and_one_workspace() {
+    let t = TestStore::open().await;
+    let ws = t.store.workspace().await.expect("workspace");
+    t.store.create_issue(&issue("kept")).await.expect("issue");
+    t.store.close().await;
+    let again = TestStore::connect(&t.database).await;
+    assert_eq!(again.workspace().await.expect("workspace").id, ws.id);
+    assert_eq!(
+        again.create_issue(&issue("next")).await.expect("issue").key,
+        "WUJ-2"
+    );
+}
+
+#[tokio::test]
+async fn issue_search_finds_title_description_and_comment_text_in_any_ascii_case() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let a = store
+        .create_issue(&issue("Parser Crash"))
+        .await
+        .expect("issue");
+    let b = store
+        .create_issue(&CreateIssue {
+            title: "other".into(),
+            description: "the PARSER again".into(),
+            discussion_id: None,
+        })
+        .await
+        .expect("issue");
+    let c = store.create_issue(&issue("third")).await.expect("issue");
+    store
+        .add_comment(
+            &c.key,
+            "seen in the parser too",
+            &wujie_protocol::api::Author {
+                kind: wujie_protocol::api::AuthorKind::User,
+                run_id: None,
+            },
+        )
+        .await
+        .expect("comment");
+    store
+        .create_issue(&issue("unrelated"))
+        .await
+        .expect("issue");
+    let found = store
+        .list_issues(&wujie_protocol::api::IssueQuery {
+            search: Some("parser".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("search");
+    let keys: Vec<&str> = found.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, [c.key.as_str(), b.key.as_str(), a.key.as_str()]);
+}
