@@ -12,6 +12,7 @@ use wujie_server::{EmbeddedServer, ServerConfig};
 use wujie_store::{Database, Store, StoreError, StoreOptions};
 
 use crate::error::LocalRunError;
+use crate::own_server::is_own_server;
 use crate::profile::Profile;
 
 /// The outbox names the embedded server this way, since its port changes on every start.
@@ -183,52 +184,33 @@ pub async fn local_token(profile: &Profile, store: &Store) -> Result<String, Loc
     Ok(minted)
 }
 
-/// While `wujie server` serves a profile, it records where (`state/server.json`) so that
-/// `--server URL` naming it needs no login. Removed again when the server ends.
-#[derive(Debug)]
-pub struct OwnServerRecord {
-    path: std::path::PathBuf,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Credentials;
 
-#[derive(serde::Serialize, serde::Deserialize)]
-struct OwnServer {
-    url: String,
-    pid: u32,
-}
-
-impl OwnServerRecord {
-    pub fn write(profile: &Profile, url: &str) -> Result<OwnServerRecord, LocalRunError> {
-        let path = profile.own_server_path();
-        let record = OwnServer {
-            url: url.trim_end_matches('/').to_owned(),
-            pid: std::process::id(),
+    /// A record naming a process that is alive proves nothing about the port: the pid may have
+    /// been reused, or the server may be a zombie whose port another program took. (The record
+    /// an earlier version wrote, which named a pid.)
+    #[tokio::test]
+    async fn a_live_pid_in_a_record_does_not_make_a_port_the_profiles_own_server() {
+        let home = tempfile::tempdir().unwrap();
+        let profile = Profile::under_home(home.path());
+        let credentials = Credentials {
+            local_token: Some("wjt_profiles_own_token".to_owned()),
+            remote_token: None,
         };
-        let bytes = serde_json::to_vec(&record).expect("strings and integers serialize");
-        crate::profile::write_atomic(&path, &bytes, 0o600)?;
-        Ok(OwnServerRecord { path })
+        profile.save_credentials(&credentials).unwrap();
+        let stranger = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", stranger.local_addr().unwrap());
+        let record = serde_json::json!({"url": url, "pid": std::process::id()});
+        std::fs::create_dir_all(&profile.state_dir).unwrap();
+        std::fs::write(profile.state_dir.join("server.json"), record.to_string()).unwrap();
+
+        let opened = Connection::open(&profile, Some(&url), &|_| None).await;
+        assert!(
+            matches!(opened, Err(LocalRunError::NoToken { .. })),
+            "the profile's token would go to whoever listens on {url}"
+        );
     }
-}
-
-impl Drop for OwnServerRecord {
-    fn drop(&mut self) {
-        // Only our own record: a later server on this profile may have replaced it.
-        if read_own_server(&self.path).is_some_and(|s| s.pid == std::process::id()) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn read_own_server(path: &std::path::Path) -> Option<OwnServer> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-}
-
-/// Whether `url` is where this profile's own `wujie server` listens right now (its record names
-/// that URL and its process is alive), so that the profile's token is never sent elsewhere.
-fn is_own_server(profile: &Profile, url: &str) -> bool {
-    let Some(own) = read_own_server(&profile.own_server_path()) else {
-        return false;
-    };
-    let alive = i32::try_from(own.pid)
-        .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok());
-    alive && own.url == url.trim_end_matches('/')
 }

@@ -65,6 +65,14 @@ pub enum LocalRunError {
     },
     #[error("refusing to install {path}: {reason}")]
     UnsafePlugin { path: PathBuf, reason: String },
+    #[error(
+        "the plugin at {path} has {what}; a provider plugin is a manifest and an adapter: keep data and dependencies outside it, or use it where it is by adding it to `localrun_providers` in {config}"
+    )]
+    PluginTooLarge {
+        path: PathBuf,
+        what: String,
+        config: PathBuf,
+    },
     #[error(transparent)]
     Host(#[from] wujie_host::HostError),
     /// A request to the Wujie server failed; `doing` says what it was for.

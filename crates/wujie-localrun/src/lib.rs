@@ -10,6 +10,7 @@ pub mod discuss;
 pub mod error;
 pub mod events;
 pub mod install;
+pub mod own_server;
 pub mod profile;
 pub mod promotion;
 pub mod registry;

@@ -111,9 +111,17 @@ impl Profile {
     pub fn installed_providers_dir(&self) -> PathBuf {
         self.state_dir.join("localrun-providers")
     }
-    /// Where this profile's `wujie server` records its address while it serves.
-    pub fn own_server_path(&self) -> PathBuf {
-        self.state_dir.join("server.json")
+    /// Where this profile's `wujie server`s record their addresses while they serve.
+    pub fn own_servers_dir(&self) -> PathBuf {
+        self.state_dir.join("servers")
+    }
+
+    /// The default profile of a `WUJIE_HOME` at `home`.
+    #[cfg(test)]
+    pub(crate) fn under_home(home: &Path) -> Profile {
+        Roots::from_vars(|k| (k == "WUJIE_HOME").then(|| home.to_path_buf()))
+            .and_then(|roots| roots.profile(DEFAULT_PROFILE))
+            .expect("WUJIE_HOME is set and the default profile's name is valid")
     }
 
     pub fn load_config(&self) -> Result<Config, LocalRunError> {

@@ -4,7 +4,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use wujie_localrun::connection::{OwnServerRecord, local_token, open_database, profile_database};
+use wujie_localrun::connection::{local_token, open_database, profile_database};
+use wujie_localrun::own_server::OwnServerRecord;
 use wujie_server::ServerConfig;
 use wujie_store::{Database, StoreOptions};
 
