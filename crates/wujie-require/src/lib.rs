@@ -42,7 +42,10 @@ pub fn require(name: &str) -> Option<PathBuf> {
         None => missing(
             name,
             "not found on PATH",
-            &format!("install it (apt-get install {}; scripts/setup does)", package_of(name)),
+            &format!(
+                "install it (apt-get install {}; scripts/setup does)",
+                package_of(name)
+            ),
         ),
     }
 }

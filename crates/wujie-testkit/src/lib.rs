@@ -57,6 +57,12 @@ pub struct Env {
     pub work: TempDir,
 }
 
+impl Default for Env {
+    fn default() -> Env {
+        Env::new()
+    }
+}
+
 impl Env {
     pub fn new() -> Env {
         Env {

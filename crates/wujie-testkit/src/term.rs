@@ -58,7 +58,12 @@ impl Term {
         Term::spawn_on(env, program, args, Terminal::STANDARD)
     }
 
-    pub fn spawn_on(env: &Env, program: impl AsRef<std::ffi::OsStr>, args: &[&str], terminal: Terminal) -> Term {
+    pub fn spawn_on(
+        env: &Env,
+        program: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+        terminal: Terminal,
+    ) -> Term {
         Term::spawn_with_vars(env, program, args, terminal, &[])
     }
 

@@ -28,9 +28,12 @@ pub fn early_return_violations(place: &str, file: &syn::File) -> Vec<Violation> 
 
 /// `#[test]`, `#[tokio::test]`, `#[tokio::test(flavor = …)]`.
 fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs
-        .iter()
-        .any(|attr| attr.path().segments.last().is_some_and(|s| s.ident == "test"))
+    attrs.iter().any(|attr| {
+        attr.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "test")
+    })
 }
 
 #[derive(Default)]

@@ -5,12 +5,11 @@
 //! A test fails when its agent is not installed, saying to run `scripts/agents/install NAME`,
 //! unless `WUJIE_SKIP_AGENTS` lists the agent (or says `all`).
 
-
-use wujie_testkit::run_output::messages_of;
-use wujie_testkit::{Env, WUJIE};
-use wujie_testkit::term::Term;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_testkit::run_output::messages_of;
+use wujie_testkit::term::Term;
+use wujie_testkit::{Env, WUJIE};
 
 #[test]
 fn a_discussion_with_grok_over_acp_becomes_an_issue_and_goes_on_in_the_same_session() {

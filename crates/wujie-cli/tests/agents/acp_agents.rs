@@ -5,15 +5,14 @@
 //! A test fails when its agent is not installed, saying to run `scripts/agents/install NAME`,
 //! unless `WUJIE_SKIP_AGENTS` lists the agent (or says `all`).
 
-
 use std::collections::HashSet;
 use std::ffi::OsString;
 
-use wujie_testkit::Env;
-use wujie_testkit::run_output::{describe, messages_of, one};
 use serde_json::Value;
 use wujie_mockllm::agents::{Agent, agents_dir};
 use wujie_mockllm::{Reply, Turn, When};
+use wujie_testkit::Env;
+use wujie_testkit::run_output::{describe, messages_of, one};
 
 const PROMPT: &str = "Run the shell command echo hello, then say done.";
 

@@ -5,14 +5,13 @@
 //! reused key would drop the new turn). Against the stand-in agent
 //! `tests/fixtures/fake_acp_agent.py`, which keeps its history in `FAKE_ACP_HISTORY`.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use wujie_testkit::run_output::messages_of;
-use wujie_testkit::{Env, WUJIE};
 use serde_json::Value;
+use wujie_testkit::run_output::messages_of;
 use wujie_testkit::term::Term;
+use wujie_testkit::{Env, WUJIE};
 
 fn fake_agent() -> String {
     let path: PathBuf =

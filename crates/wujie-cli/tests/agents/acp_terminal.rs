@@ -3,13 +3,12 @@
 //! (history, a multi-line paste as one prompt, Ctrl+C cancelling a turn with `session/cancel`,
 //! Ctrl+D ending), and permission requests asked on the terminal.
 
-
 use std::path::{Path, PathBuf};
 
-use wujie_testkit::run_output::messages_of;
-use wujie_testkit::{Env, WUJIE};
 use serde_json::Value;
+use wujie_testkit::run_output::messages_of;
 use wujie_testkit::term::Term;
+use wujie_testkit::{Env, WUJIE};
 
 fn fake_agent() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_acp_agent.py")

@@ -6,11 +6,10 @@
 //! The real-CLI test fails when Claude Code is not installed, saying to run
 //! `scripts/agents/install claude`, unless `WUJIE_SKIP_AGENTS` lists claude (or says `all`).
 
-
-use wujie_testkit::*;
 use serde_json::Value;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, AgentHome};
+use wujie_testkit::*;
 
 const PROMPT: &str = "Run the shell command echo hello";
 const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";

@@ -7,11 +7,10 @@
 //! The real-CLI test fails when Codex is not installed, saying to run
 //! `scripts/agents/install codex`, unless `WUJIE_SKIP_AGENTS` lists codex (or says `all`).
 
-
-use wujie_testkit::*;
 use serde_json::Value;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, AgentHome};
+use wujie_testkit::*;
 
 const COMPOSER: &str = "Ask Codex to do anything";
 const PROMPT: &str = "Run the shell command echo hello";

@@ -6,10 +6,9 @@
 //! Fails when Codex is not installed, saying to run `scripts/agents/install codex`, unless
 //! `WUJIE_SKIP_AGENTS` lists codex (or says `all`).
 
-
-use wujie_testkit::*;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_testkit::*;
 
 const COMPOSER: &str = "Ask Codex to do anything";
 

@@ -7,11 +7,10 @@
 //! The real-CLI tests fail when Gemini CLI is not installed, saying to run
 //! `scripts/agents/install gemini`, unless `WUJIE_SKIP_AGENTS` lists gemini (or says `all`).
 
-
-use wujie_testkit::*;
 use serde_json::Value;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, AgentHome};
+use wujie_testkit::*;
 
 /// Gemini CLI's input box, empty and waiting.
 const READY: &str = "Type your message or @path/to/file";

@@ -7,13 +7,12 @@
 //! Fails when grok is not installed, saying to run `scripts/agents/install grok`, unless
 //! `WUJIE_SKIP_AGENTS` lists grok (or says `all`).
 
-
 use std::time::Duration;
 
-use wujie_testkit::tui_agent::*;
-use wujie_testkit::*;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::Agent;
+use wujie_testkit::tui_agent::*;
+use wujie_testkit::*;
 
 /// The bottom hint line of grok's TUI: it is up and waiting for a prompt.
 const READY: &str = "Shift+Tab:mode";

@@ -7,12 +7,11 @@
 //! Fails when hermes is not installed, saying to run `scripts/agents/install hermes`, unless
 //! `WUJIE_SKIP_AGENTS` lists hermes (or says `all`).
 
-
 use std::time::Duration;
 
-use wujie_testkit::tui_agent::*;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::Agent;
+use wujie_testkit::tui_agent::*;
 
 /// Hermes' status bar: it is up and waiting for a prompt.
 const READY: &str = "⚕ mock-model";

@@ -8,13 +8,12 @@
 //! The real-CLI tests fail when opencode is not installed, saying to run
 //! `scripts/agents/install opencode`, unless `WUJIE_SKIP_AGENTS` lists opencode (or says `all`).
 
-
 use std::time::Duration;
 
-use wujie_testkit::*;
 use serde_json::Value;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, AgentHome};
+use wujie_testkit::*;
 
 const PROMPT: &str = "Run the shell command echo hello";
 const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";

@@ -5,17 +5,16 @@
 //! The real-pi test fails when pi is not installed, saying to run `scripts/agents/install pi`,
 //! unless `WUJIE_SKIP_AGENTS` lists pi (or says `all`).
 
-
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use wujie_testkit::run_output::{describe, messages_of};
-use wujie_testkit::{Env, V1};
 use serde_json::Value;
 use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
+use wujie_testkit::run_output::{describe, messages_of};
+use wujie_testkit::{Env, V1};
 
 const PROMPT: &str = "Run the shell command echo hello, then say done.";
 

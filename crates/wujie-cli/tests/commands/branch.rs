@@ -1,6 +1,5 @@
 //! `wujie branch …` with an issue: each prompt and its reply land on the issue as a local run.
 
-
 use wujie_testkit::*;
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

@@ -1,7 +1,6 @@
 //! The issue trail of a branch opened with `--issue`: an unknown issue is refused at open, a
 //! failed turn is reported (prompt + error, run failed), and a turn's tool calls are reported.
 
-
 use std::path::Path;
 
 use wujie_testkit::*;

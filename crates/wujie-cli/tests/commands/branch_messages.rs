@@ -1,6 +1,5 @@
 //! `wujie branch` messages: an error is printed once, and every flag has help text.
 
-
 use wujie_testkit::*;
 
 #[test]

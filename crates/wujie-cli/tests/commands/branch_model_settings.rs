@@ -1,7 +1,6 @@
 //! Model settings are checked at `branch open`: a key variable that is not set is named there,
 //! not discovered later as a 401 from the model server.
 
-
 use wujie_testkit::*;
 
 #[test]

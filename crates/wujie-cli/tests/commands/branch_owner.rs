@@ -2,15 +2,14 @@
 //! away: SIGINT/SIGTERM to `wujie branch prompt` or `wujie mcp`, the MCP client closing stdin,
 //! or the client cancelling the call (`notifications/cancelled`).
 
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use wujie_testkit::*;
 use nix::sys::signal::Signal;
+use wujie_testkit::*;
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -2,7 +2,6 @@
 //! `--output json` holds on every command that prints, tables have headers, keys take any
 //! case, stored text cannot drive the terminal, and `WUJIE_LOG` turns on diagnostics.
 
-
 use std::io::{BufRead, Read};
 use std::process::Stdio;
 

@@ -1,7 +1,6 @@
 //! `wujie issue comment | edit | close | reopen | list --status/--search/--limit | runs | watch`
 //! through the real binary on a temp profile.
 
-
 use std::io::Write;
 use std::process::Stdio;
 

@@ -6,4 +6,6 @@ mod branch_messages;
 mod branch_model_settings;
 mod branch_owner;
 mod cli_output;
+mod help;
 mod issue_lifecycle;
+mod user_output;

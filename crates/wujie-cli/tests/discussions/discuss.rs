@@ -1,7 +1,6 @@
 //! `wujie discuss` and discussions: v2 only, entry filtering, native handoff (accept, reject,
 //! failure, cancel), resume by native id and by id, promotion.
 
-
 use std::process::Stdio;
 
 use wujie_testkit::*;

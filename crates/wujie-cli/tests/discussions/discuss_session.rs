@@ -2,12 +2,11 @@
 //! (as `wujie run` does), and the end of the user's input reaches an adapter that may ask for a
 //! handoff once no answer can be owed to it any more.
 
-
 use std::io::Write;
 use std::process::{Child, Stdio};
 
-use wujie_testkit::*;
 use nix::sys::signal::Signal;
+use wujie_testkit::*;
 
 /// A `wujie` child that is killed if the test fails before it ended (its adapter dies with it).
 struct Running(Child);

@@ -1,7 +1,6 @@
 //! What runs cost in `wujie issue show`: priced from the default table or the profile's
 //! `prices`, and unknown (never a guess) for a model without a price.
 
-
 use wujie_testkit::{Env, V1, write_plugin};
 
 /// Installs an adapter that reports one usage event of `provider/model`.

@@ -1,13 +1,12 @@
 //! What an adapter leaves behind: a descendant that left its process group and keeps stdout
 //! open, group members that outlive a normal exit, and an adapter whose `wujie` was SIGKILLed.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use nix::sys::signal::Signal;
 use wujie_testkit::spawned::{Spawned, pid_in};
 use wujie_testkit::*;
-use nix::sys::signal::Signal;
 
 fn start_run(env: &Env, key: &str, body: &str, pid_files: &[&str]) -> Spawned {
     let dir = env.plugin("kids", V1, body);

@@ -4,7 +4,6 @@
 //! The disk is a real, small tmpfs mounted over the state dir, so this test needs root (or
 //! CAP_SYS_ADMIN); it fails, rather than skips, where it cannot mount one.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -1,7 +1,6 @@
 //! What a failed command exits with, and that its error names what failed and then each cause
 //! once (README, "Exit codes").
 
-
 use wujie_testkit::*;
 
 #[test]

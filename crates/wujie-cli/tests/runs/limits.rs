@@ -1,7 +1,6 @@
 //! One set of limits: a line past them fails the run at read time, naming the line, and a run
 //! never reports success while the server refused an event it read.
 
-
 use wujie_testkit::*;
 
 /// A `tool_use` line nested `depth` levels deep (the line's object is level 1).

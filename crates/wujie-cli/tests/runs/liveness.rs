@@ -1,14 +1,13 @@
 //! Who delivers a run's events: a live reporter keeps its outbox target however long it was
 //! stopped, and a dead one's target is taken over at once.
 
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
 use wujie_testkit::spawned::Spawned;
 use wujie_testkit::*;
-use nix::sys::signal::Signal;
 
 /// An adapter printing `first` text events, then touching `<dir>/paused` and waiting for
 /// `<dir>/go`, then printing `rest` more and exiting with `code`. It writes its pid to

@@ -1,6 +1,5 @@
 //! Gaps found by plugins written from the specification alone.
 
-
 use wujie_testkit::*;
 
 /// A v2 adapter that, `delay` seconds after it started, asks for a handoff and logs the first

@@ -1,13 +1,12 @@
 //! `wujie local-run provider check DIR [-- ARGS]`: the examples and the samples pass it, and
 //! deliberately broken plugins fail it with the rule they break named (and only that one).
 
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use wujie_testkit::*;
 use wujie_mockllm::Script;
 use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_testkit::*;
 
 /// (exit code, the JSON report) of `provider check DIR EXTRA…`.
 fn check(env: &Env, dir: &Path, extra: &[&str]) -> (i32, serde_json::Value) {

@@ -1,7 +1,6 @@
 //! `wujie local-run provider remove | enable | disable` take only provider names and delete
 //! only what the profile installed; `install` looks at `provider.json` before reading it.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

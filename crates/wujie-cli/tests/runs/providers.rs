@@ -1,7 +1,6 @@
 //! `wujie local-run provider …`: install, list, enable, disable, remove, manual config, and the
 //! seed's common errors.
 
-
 use std::os::unix::fs::PermissionsExt;
 
 use wujie_testkit::*;

@@ -1,7 +1,6 @@
 //! `wujie run`: the seed's acceptance points, the environment, exit codes, cancellation and
 //! adversarial adapters.
 
-
 use std::process::Stdio;
 
 use wujie_testkit::*;

@@ -1,7 +1,6 @@
 //! The sample adapters in `localrun-providers/`: their own Python test suites (stdlib
 //! `unittest`, run with the specification's command) and their installation as plugins.
 
-
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -3,15 +3,14 @@
 //! test is skipped with a message when PostgreSQL is not installed, failed when
 //! WUJIE_REQUIRE_ALL is set.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use wujie_testkit::lossy_proxy::LossyProxy;
 use wujie_testkit::*;
-use serde_json::{Value, json};
 
 const RETRYING: &str = "; retrying for up to 60 s";
 

@@ -4,12 +4,11 @@
 //! exit. The tests that need a server use a throw-away cluster; they skip with a message when
 //! PostgreSQL is not installed, and fail when WUJIE_REQUIRE_ALL is set.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use wujie_testkit::*;
 use serde_json::json;
+use wujie_testkit::*;
 
 /// A password the cluster does not check (it trusts loopback) but that must never be printed.
 const PASSWORD: &str = "pw-never-shown";

@@ -2,7 +2,6 @@
 //! even while a client has a request half sent. Real TCP clients on 127.0.0.1; the waits are
 //! generous bounds for a condition, not timing assertions.
 
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -4,12 +4,11 @@
 //! fails a run once. Skipped with a message when PostgreSQL is not installed, failed when
 //! WUJIE_REQUIRE_ALL is set.
 
-
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use wujie_testkit::*;
 use serde_json::{Value, json};
+use wujie_testkit::*;
 
 struct Team {
     cluster: &'static wujie_pgtest::Cluster,

@@ -2,9 +2,8 @@
 //! status, never a secret) and `token revoke ID|NAME`; an expired or revoked token is refused
 //! at once, by every server on the database (PostgreSQL replicas), and only its hash is stored.
 
-
-use wujie_testkit::*;
 use serde_json::Value;
+use wujie_testkit::*;
 
 /// The status of `GET /api/v1/workspace` on `server` with `token`.
 fn status_with(server: &str, token: &str) -> u16 {
@@ -94,7 +93,8 @@ fn a_malformed_expiry_is_refused() {
         "30 days",
         "99999999999999999999w",
     ] {
-        let err = env.fails(&["token", "create", "--name", "x", "--expires", bad]);
+        let expires = format!("--expires={bad}");
+        let err = env.fails(&["token", "create", "--name", "x", &expires]);
         assert!(err.contains("--expires"), "{bad}: {err}");
     }
     assert_eq!(
@@ -108,7 +108,10 @@ fn each_expiry_unit_is_accepted_and_counts_for_its_length() {
     let env = Env::new();
     let expiry_of = |duration: &str| {
         let created = env.json(&["token", "create", "--name", duration, "--expires", duration]);
-        created["expires_at"].as_str().expect("an expiry").to_owned()
+        created["expires_at"]
+            .as_str()
+            .expect("an expiry")
+            .to_owned()
     };
     // RFC 3339 times in UTC sort as text.
     let expiries: Vec<String> = ["5s", "90m", "12h", "30d", "5w"]

@@ -1,7 +1,6 @@
 //! The token an adapter gets (`WUJIE_TOKEN`) reads its own issue and nothing more, and dies with
 //! its run; the reporter's credential, which delivers and finishes, is never in its environment.
 
-
 use wujie_testkit::*;
 
 fn http() -> reqwest::blocking::Client {

@@ -1,7 +1,6 @@
 //! `wujie ui` without a browser: it prints the address and a one-time login link, keeps
 //! serving, and a display without `xdg-open` is no error.
 
-
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 

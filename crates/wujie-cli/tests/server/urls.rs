@@ -2,7 +2,6 @@
 //! that one first (`WUJIE_SERVER_URLS`), so that `wujie` inside it reaches the server even
 //! when the first replica of the user's list is down.
 
-
 use wujie_testkit::*;
 
 /// A loopback URL nothing listens on (the port was bound, then released).

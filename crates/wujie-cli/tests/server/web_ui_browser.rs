@@ -5,7 +5,6 @@
 //! Set WUJIE_SCREENSHOTS=DIR to keep the pages' screenshots there (docs/screenshots is what
 //! the README shows).
 
-
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};

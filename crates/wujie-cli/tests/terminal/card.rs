@@ -1,9 +1,8 @@
 //! The `/wujiecreateissue` card in the terminal host "can still go back to the discussion":
 //! Cancel, Esc and Ctrl+C close it, the adapter keeps running, and nothing is created.
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 /// Leaves the card for the discussion with `keys` and checks that the discussion goes on.
 fn the_card_closes_and_the_discussion_goes_on(keys: &[u8]) {

@@ -2,9 +2,8 @@
 //! plan it streamed line by line and the input box it drew under it are on the screen above the
 //! card, not held back behind it until the card closes.
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 #[test]
 fn the_handoff_card_opens_under_everything_the_adapter_printed_before_asking() {

@@ -2,13 +2,12 @@
 //! says `interactive_pty: true` (examples/fake-tui-v2, an inline TUI), driven through a real PTY
 //! whose output is read into a vt100 screen model, and once through tmux like a person would.
 
-
 use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 #[test]
 fn the_menu_overlay_leaves_the_adapter_rows_as_they_were() {

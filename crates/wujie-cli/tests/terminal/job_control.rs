@@ -3,7 +3,6 @@
 //! stopped and has the terminal — and `fg` brings both back: raw mode again, the adapter
 //! redraws and takes the keys.
 
-
 use std::path::Path;
 
 use wujie_testkit::*;

@@ -2,9 +2,8 @@
 //! create one, and the notice that said it happened is not printed a second time when the
 //! session ends.
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 #[test]
 fn after_promotion_the_menu_shows_the_issue_and_notices_are_printed_once() {

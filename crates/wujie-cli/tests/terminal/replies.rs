@@ -3,11 +3,10 @@
 //! waits for the rest of the reply, forwards it whole to the adapter, keeps the menu open and
 //! types nothing into the adapter's line. A lone Esc still closes the menu.
 
-
 use std::time::Duration;
 
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 /// The adapter asks `ESC [ {ask}` with every key it echoes; the terminal (the test) answers
 /// `head`, then `tail` a moment later.

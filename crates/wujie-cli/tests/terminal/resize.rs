@@ -2,7 +2,6 @@
 //! longer fit, as most terminals do): nothing of the menu may stay behind or be duplicated,
 //! and the adapter's rows stay as the adapter draws them.
 
-
 use wujie_testkit::*;
 
 fn discuss_in_tmux(env: &Env, name: &str, cols: u16, rows: u16) -> Tmux {

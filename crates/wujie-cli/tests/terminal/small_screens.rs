@@ -4,9 +4,8 @@
 //! as it was, the screen and the scrollback alike — no blank rows at the top, no blank lines in
 //! the scrollback.
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 const LARGE: Terminal = Terminal::new(35, 120);
 const MEDIUM: Terminal = Terminal::new(24, 80);

@@ -4,9 +4,8 @@
 //! margin rows, leave the cursor on the adapter's input line, and give every adapter row
 //! back when it closes.
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 /// `seq 1 {lines}`, then `wujie discuss -- fake-tui-v2` in the same shell, on `terminal`.
 fn discuss_below_output(env: &Env, terminal: Terminal, lines: u16) -> Term {

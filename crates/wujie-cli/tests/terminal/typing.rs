@@ -2,9 +2,8 @@
 //! the menu once it opens, a filter that matches nothing gives the keys to the adapter, and
 //! Ctrl+U in the menu clears its filter (then the adapter's line).
 
-
-use wujie_testkit::*;
 use wujie_testkit::term::*;
+use wujie_testkit::*;
 
 fn discussion(env: &Env) -> Term {
     env.install_example("fake-tui-v2");

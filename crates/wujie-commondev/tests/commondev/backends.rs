@@ -1,7 +1,6 @@
 //! Backends are chosen by data: driver lookup, swapping drivers, session-id discipline,
 //! timeouts and process-tree kills, with real node sidecars and fake CLIs.
 
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -2,7 +2,6 @@
 //! came from a later link of the lookup chain), a `name` that differs from the directory, and
 //! an error's stderr tail holding only the current sidecar run's lines.
 
-
 use std::time::Duration;
 
 use super::common::{TestEnv, copy_dir, fixtures};

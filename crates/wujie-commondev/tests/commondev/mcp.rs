@@ -1,7 +1,6 @@
 //! The MCP server driven by an MCP client in-process over a duplex pipe. The same server over
 //! the stdio of a real process is `wujie mcp`, driven by the CLI's tests (commands/branch_owner).
 
-
 use std::sync::Arc;
 
 use super::common::TestEnv;

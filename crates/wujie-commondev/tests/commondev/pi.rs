@@ -2,7 +2,6 @@
 //! open, prompt, state, close, re-open resumes the same pi session with its history.
 //! Needs pi installed (`scripts/agents/install pi`); skipped only when WUJIE_SKIP_AGENTS lists pi.
 
-
 use super::common::TestEnv;
 use wujie_commondev::registry::shipped_drivers;
 use wujie_commondev::{Lifetime, OpenRequest};
@@ -55,7 +54,8 @@ async fn pi_branch_open_prompt_state_close_and_resume() {
     // The documented local override: only a driver.json pointing cliPath at this machine's pi;
     // the sidecar still comes from the bundled copy further down the chain.
     let bundled: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(super::common::repo_root().join("runtime/pi/driver.json")).unwrap(),
+        &std::fs::read_to_string(super::common::repo_root().join("runtime/pi/driver.json"))
+            .unwrap(),
     )
     .unwrap();
     let mut driver = bundled.clone();

@@ -2,7 +2,6 @@
 //! own behind a sidecar that ignores TERM, a call dropped by its owner (a cancelled MCP request,
 //! a signal to `wujie`), an owner that panics, and `shutdown` while a call is in flight.
 
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! The session guard: a sidecar that reports no usable session id, or answers a request that is
 //! not pending, is stopped at once with an error that says so.
 
-
 use std::time::Duration;
 
 use super::common::{TestEnv, gone_soon, wait_for_file};

@@ -1,10 +1,9 @@
 //! The ssh runtime against a real sshd on 127.0.0.1 (`super::common::sshd`).
 
-
 use std::time::Duration;
 
 use super::common::TestEnv;
-use super::common::sshd::{TapMkdir, request, ssh_settings, require_sshd, user};
+use super::common::sshd::{TapMkdir, request, require_sshd, ssh_settings, user};
 use wujie_commondev::{CommondevError, Lifetime};
 
 #[tokio::test]

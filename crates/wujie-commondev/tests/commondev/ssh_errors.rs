@@ -1,11 +1,10 @@
 //! ssh failures say what happened and what to do, told apart by ssh's exit status and stderr:
 //! an unknown host key, nothing listening on the port, a host without scp/sftp.
 
-
 use std::time::Duration;
 
 use super::common::TestEnv;
-use super::common::sshd::{TapMkdir, request, ssh_settings, require_sshd, require_sshd_with};
+use super::common::sshd::{TapMkdir, request, require_sshd, require_sshd_with, ssh_settings};
 use wujie_commondev::{CommondevError, Lifetime, OpenRequest};
 
 async fn open_error(env: &TestEnv, request: OpenRequest) -> String {

@@ -1,10 +1,9 @@
 //! Over ssh, a sidecar's tool processes on the host die with the branch: a second ssh command
 //! stops the remote sidecar's process group, and the message says what was checked.
 
-
 use std::time::Duration;
 
-use super::common::sshd::{TapMkdir, request, ssh_settings, require_sshd};
+use super::common::sshd::{TapMkdir, request, require_sshd, ssh_settings};
 use super::common::{TestEnv, gone_soon, wait_for_file};
 use wujie_commondev::{CommondevError, Lifetime};
 

@@ -1,7 +1,6 @@
 //! The ZCode example (examples/custom-cli/zcode) against a fake ZCode CLI that records its real
 //! argv: judged by what the CLI actually received, not by matching the sidecar's source text.
 
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! The database files themselves: private to their owner, never silently replaced when
 //! truncated, and never holding a number other than the one given.
 
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

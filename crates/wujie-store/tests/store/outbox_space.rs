@@ -1,7 +1,6 @@
 //! The outbox gives the space of delivered rows back: it does not stay as large as the
 //! largest backlog it ever held.
 
-
 use super::common::{outbox_with_run_1, with_suffix};
 use wujie_store::outbox::Outbox;
 

@@ -1,7 +1,6 @@
 //! The store on a real SQLite file in a temp dir, or (WUJIE_TEST_DATABASE=postgres) on a real
 //! PostgreSQL database.
 
-
 use std::time::Duration;
 
 use super::common::TestStore;

@@ -2,7 +2,6 @@
 //! (`Store::written_by`), shown by its name; changes the server makes itself name nobody.
 //! Runs on the suite's backend (SQLite, or PostgreSQL with WUJIE_TEST_DATABASE=postgres).
 
-
 use std::time::Duration;
 
 use super::common::TestStore;

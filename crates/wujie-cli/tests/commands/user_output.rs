@@ -1,0 +1,165 @@
+//! What a person reads, pinned as insta snapshots (paths, ids, times, ports and tokens
+//! filtered): `issue list` and `issue show` as text and JSON, the summaries `wujie run` and
+//! `wujie discuss` print on stderr, and every error a user can trigger from a fresh profile.
+
+use std::process::Output;
+
+use wujie_testkit::*;
+
+/// A command as the user typed it, its exit status and what it printed, in one block.
+fn transcript(args: &[&str], out: &Output) -> String {
+    let code = out
+        .status
+        .code()
+        .map_or_else(|| "a signal".to_owned(), |c| c.to_string());
+    let mut text = format!("$ wujie {}\n[exit {code}]\n", args.join(" "));
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        if !bytes.is_empty() {
+            text.push_str(&format!("--- {name}\n{}", String::from_utf8_lossy(bytes)));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn issue_list_and_show_as_text_and_json() {
+    let env = Env::new();
+    env.ok(&["demo"]);
+    env.ok(&[
+        "issue",
+        "create",
+        "--title",
+        "存储选型：SQLite 还是 PostgreSQL？",
+    ]);
+    env.ok(&["issue", "comment", "WUJ-2", "Let us measure first."]);
+    let commands: [&[&str]; 4] = [
+        &["issue", "list"],
+        &["--output", "json", "issue", "list"],
+        &["issue", "show", "WUJ-1"],
+        &["--output", "json", "issue", "show", "WUJ-2"],
+    ];
+    let pages: Vec<String> = commands
+        .iter()
+        .map(|args| {
+            let out = env.run(args);
+            assert!(out.status.success(), "{}", transcript(args, &out));
+            transcript(args, &out)
+        })
+        .collect();
+    let _filters = env.snapshot_filters().bind_to_scope();
+    insta::assert_snapshot!("issue_list_and_show", pages.join("\n"));
+}
+
+#[test]
+fn run_and_discuss_summaries_on_stderr() {
+    let env = Env::new();
+    env.install_example("fake-provider");
+    env.install_example("fake-provider-v2");
+    let key = env.create_issue("Summaries");
+    let commands: [&[&str]; 3] = [
+        &["run", &key, "--", "fake-provider", "--model", "demo"],
+        &[
+            "discuss",
+            "--confirm",
+            "accept",
+            "--",
+            "fake-provider-v2",
+            "--script",
+        ],
+        &[
+            "discuss",
+            "--confirm",
+            "reject",
+            "--",
+            "fake-provider-v2",
+            "--script",
+        ],
+    ];
+    let pages: Vec<String> = commands
+        .iter()
+        .map(|args| {
+            let out = env.run(args);
+            assert!(out.status.success(), "{}", transcript(args, &out));
+            // What the example adapter logs about the frames it received is its own, not ours.
+            let stderr: String = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .filter(|line| !line.starts_with("fake-provider-v2:"))
+                .map(|line| format!("{line}\n"))
+                .collect();
+            let summary = Output {
+                stdout: Vec::new(),
+                stderr: stderr.into_bytes(),
+                status: out.status,
+            };
+            transcript(args, &summary)
+        })
+        .collect();
+    let _filters = env.snapshot_filters().bind_to_scope();
+    insta::assert_snapshot!("run_and_discuss_summaries", pages.join("\n"));
+}
+
+#[test]
+fn errors_a_user_can_trigger() {
+    let env = Env::new();
+    env.install_example("fake-provider");
+    let key = env.create_issue("Errors");
+    let missing = env.work.path().join("no-such-plugin");
+    let missing = missing.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["issue", "show", "WUJ-999"],
+        vec!["issue", "list", "--limit", "0"],
+        vec!["issue", "list", "--status", "finished"],
+        vec!["issue", "create"],
+        vec!["issue", "view", &key],
+        vec!["--output", "yaml", "issue", "list"],
+        vec!["run", "WUJ-999", "--", "fake-provider"],
+        vec!["run", &key, "--", "nope"],
+        vec!["run", &key, "fake-provider"],
+        vec!["run", &key],
+        vec!["discuss", "--", "fake-provider"],
+        vec!["discussion", "show", "no-such-discussion"],
+        vec!["discussion", "promote", "no-such-discussion"],
+        vec!["adapter", "nope"],
+        vec!["local-run", "provider", "install", missing],
+        vec!["local-run", "provider", "remove", "pi"],
+        vec!["local-run", "provider", "disable", "nope"],
+        vec!["token", "create", "--name", "x", "--expires", "soon"],
+        vec!["token", "revoke", "nobody"],
+        vec!["server", "--database", "mysql://h/w"],
+        vec!["--server", "http://127.0.0.1:9", "issue", "list"],
+        vec![
+            "login",
+            "--server",
+            "http://127.0.0.1:9",
+            "--token",
+            "wjt_wrong",
+        ],
+        vec![
+            "branch",
+            "prompt",
+            "--project",
+            "p",
+            "--branch",
+            "b",
+            "hello",
+        ],
+    ];
+    let pages: Vec<String> = commands
+        .iter()
+        .map(|args| {
+            let out = env.run(args);
+            assert!(!out.status.success(), "{}", transcript(args, &out));
+            assert!(
+                !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+                "{}",
+                transcript(args, &out)
+            );
+            transcript(args, &out)
+        })
+        .collect();
+    let _filters = env.snapshot_filters().bind_to_scope();
+    insta::assert_snapshot!("errors", pages.join("\n"));
+}
