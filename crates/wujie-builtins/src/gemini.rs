@@ -500,7 +500,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
             match ContextDir::create(&format!("wujie-gemini-{new_id}"), &file_name, &text) {
                 Ok(dir) => Some(dir),
                 Err(e) => {
-                    eprintln!(
+                    wujie_process::stderr_line!(
                         "wujie adapter gemini: could not write the issue's context file ({e}); gemini starts without the issue's context"
                     );
                     None

@@ -174,7 +174,7 @@ pub enum BuiltinError {
 /// `wujie adapter NAME: error: …` and its [`BuiltinError::exit_code`].
 pub fn adapter_exit(adapter: &str, outcome: Result<i32, BuiltinError>) -> i32 {
     outcome.unwrap_or_else(|e| {
-        eprintln!("wujie adapter {adapter}: error: {e}");
+        wujie_process::stderr_line!("wujie adapter {adapter}: error: {e}");
         e.exit_code()
     })
 }

@@ -579,7 +579,7 @@ impl Observer for ServerEvents {
             }
         };
         if !connected {
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie adapter opencode: could not read the events of opencode's server at {}; its session was not reported",
                 self.server
             );
@@ -626,7 +626,7 @@ async fn follow(url: String, tx: mpsc::UnboundedSender<Vec<u8>>) -> bool {
         .await;
         match opened {
             Ok(Ok((response, _))) if !response.status().is_success() => {
-                eprintln!(
+                wujie_process::stderr_line!(
                     "wujie adapter opencode: opencode's server answered {} for {url}",
                     response.status()
                 );

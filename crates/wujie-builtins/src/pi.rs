@@ -451,7 +451,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
                 Ok(n) => forward.send(mapper.feed(&buf[..n])).await,
                 Err(source) => {
                     // Still wait for pi below, so its exit code is what we report.
-                    eprintln!(
+                    wujie_process::stderr_line!(
                         "wujie adapter pi: {}",
                         BuiltinError::Read {
                             program: PI.name,
@@ -517,7 +517,9 @@ impl Forward {
         .await;
         if let Err(e) = written {
             self.stdout_open = false;
-            eprintln!("wujie adapter pi: stdout closed ({e}); events are no longer passed on");
+            wujie_process::stderr_line!(
+                "wujie adapter pi: stdout closed ({e}); events are no longer passed on"
+            );
         }
     }
 }

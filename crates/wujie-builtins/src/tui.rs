@@ -309,7 +309,7 @@ impl EventWriter {
         .await;
         if let Err(e) = written {
             self.open = false;
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie adapter {}: stdout closed ({e}); events are no longer passed on",
                 self.program
             );
@@ -326,7 +326,7 @@ pub async fn issue_context(program: &str) -> Option<String> {
     // Every replica, the one the run started on first; a single URL from an older `wujie`.
     let servers = env("WUJIE_SERVER_URLS").or_else(|| env("WUJIE_SERVER_URL"));
     let (Some(server), Some(token)) = (servers, env("WUJIE_TOKEN")) else {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie adapter {program}: WUJIE_ISSUE_ID is set but WUJIE_SERVER_URL or WUJIE_TOKEN is not; {program} starts without the issue's context"
         );
         return None;
@@ -338,7 +338,7 @@ pub async fn issue_context(program: &str) -> Option<String> {
     match fetched {
         Ok(issue) => Some(context_text(&issue)),
         Err(e) => {
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie adapter {program}: could not fetch issue {issue_id} from {server} ({e}); {program} starts without the issue's context"
             );
             None

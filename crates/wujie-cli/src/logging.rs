@@ -10,7 +10,7 @@ use tracing_subscriber::EnvFilter;
 pub fn init(default: &str) {
     let filter = match std::env::var("WUJIE_LOG") {
         Ok(spec) if !spec.trim().is_empty() => EnvFilter::try_new(&spec).unwrap_or_else(|e| {
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie: warning: WUJIE_LOG={spec:?} is not a valid log filter ({e}); logging with {default:?} instead (examples: WUJIE_LOG=debug, WUJIE_LOG=wujie_server=debug,info)"
             );
             EnvFilter::new(default)
@@ -20,6 +20,9 @@ pub fn init(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr closed by its reader) is dropped; the
+        // default would report it with `eprintln!`, which panics on that same stderr.
+        .log_internal_errors(false)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

@@ -470,7 +470,7 @@ async fn append(
             Err(e) if e.is_busy() => {
                 if !told {
                     told = true;
-                    eprintln!(
+                    wujie_process::stderr_line!(
                         "wujie: waiting for the outbox {}: another wujie holds its write lock \
                          (stopped with Ctrl+Z?)",
                         outbox.path().display()

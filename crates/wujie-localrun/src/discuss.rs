@@ -244,7 +244,7 @@ pub async fn discuss(
         .map(|a| (a, flow.discussion_id.clone()));
     let summary = reporter
         .close(req.drain_timeout, |left| {
-            eprintln!("wujie: delivering discussion events… {left} left");
+            wujie_process::stderr_line!("wujie: delivering discussion events… {left} left");
         })
         .await
         .map_err(LocalRunError::reporter(
@@ -491,7 +491,7 @@ impl SessionFlow for Flow<'_> {
     async fn say(&mut self, message: String) {
         match &self.host {
             Some(host) => host.notice(message).await,
-            None => eprintln!("wujie: {message}"),
+            None => wujie_process::stderr_line!("wujie: {message}"),
         }
     }
 }
@@ -517,7 +517,7 @@ impl Flow<'_> {
     async fn finish_host(&mut self) {
         if let Some(host) = self.host.take() {
             for notice in host.finish().await {
-                eprintln!("wujie: {notice}");
+                wujie_process::stderr_line!("wujie: {notice}");
             }
         }
     }
@@ -844,12 +844,12 @@ fn typed_answer(answer: &mut String, bytes: &[u8]) -> Option<CardChoice> {
 fn print_card(draft: &IssueDraft, mode: Option<HandoffMode>) {
     let preview: Vec<&str> = draft.description.lines().take(8).collect();
     let mode = mode.map_or("/wujiecreateissue", HandoffMode::as_str);
-    eprintln!("\n┌ Create an issue from this discussion ({mode})");
-    eprintln!("│ {}", terminal_safe(&draft.title, Layout::Inline));
+    wujie_process::stderr_line!("\n┌ Create an issue from this discussion ({mode})");
+    wujie_process::stderr_line!("│ {}", terminal_safe(&draft.title, Layout::Inline));
     for line in preview {
-        eprintln!("│   {}", terminal_safe(line, Layout::Inline));
+        wujie_process::stderr_line!("│   {}", terminal_safe(line, Layout::Inline));
     }
-    eprintln!(
+    wujie_process::stderr_line!(
         "└ Press Enter (or y) to create it and continue in this context; n or Ctrl+C cancels."
     );
 }

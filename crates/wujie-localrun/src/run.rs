@@ -178,7 +178,7 @@ async fn close_run(
     let summary = open
         .reporter
         .close(drain_timeout, |left| {
-            eprintln!("wujie: delivering run events… {left} left");
+            wujie_process::stderr_line!("wujie: delivering run events… {left} left");
         })
         .await
         .map_err(LocalRunError::reporter("cannot deliver the run's events"))?;
@@ -254,7 +254,7 @@ impl SessionFlow for RunFlow<'_> {
     }
 
     async fn say(&mut self, message: String) {
-        eprintln!("wujie: {message}");
+        wujie_process::stderr_line!("wujie: {message}");
     }
 }
 

@@ -73,7 +73,7 @@ impl StartRetry {
             }
             if !self.told {
                 self.told = true;
-                eprintln!(
+                wujie_process::stderr_line!(
                     "wujie: {}; retrying for up to {} s",
                     unavailable(&e),
                     self.patience.as_secs()

@@ -11,6 +11,7 @@
 //! Children can also be tied to this process's life ([`parent_death_hook`]): on Linux the
 //! kernel kills them when it dies, even by SIGKILL.
 
+pub mod stderr;
 pub mod tree;
 
 use std::io;

@@ -7,6 +7,8 @@
 //! - the pure crates do no I/O and do not `unwrap`/`expect` outside their tests ([`purity`]);
 //! - every declared dependency is used, and a `[dependencies]` entry only tests use is a
 //!   dev-dependency ([`usage`]);
+//! - product code writes diagnostics with `stderr_line!`, never `eprintln!`, which panics on a
+//!   closed stderr ([`diagnostics`]);
 //! - a test skips only through a `require…` helper, which fails under `WUJIE_REQUIRE_ALL`
 //!   ([`skips`]).
 //!
@@ -14,6 +16,7 @@
 //! that it fails on code that breaks the rule. [`workspace`] loads the real crates.
 
 pub mod boundaries;
+pub mod diagnostics;
 pub mod purity;
 pub mod skips;
 pub mod usage;

@@ -72,7 +72,7 @@ struct PurityVisitor {
 }
 
 /// `#[cfg(test)]` or `#[test]`: code that only tests build.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
         let path = attr.path();
         path.is_ident("test")

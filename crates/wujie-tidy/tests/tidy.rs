@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use wujie_tidy::workspace::{self, Package, SourceKind};
-use wujie_tidy::{Violation, boundaries, purity, skips, usage};
+use wujie_tidy::{Violation, boundaries, diagnostics, purity, skips, usage};
 
 fn root_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
@@ -122,4 +122,29 @@ fn tests_skip_only_through_a_require_helper() {
     }
     assert!(checked > 50, "only {checked} test files were found");
     assert_none("a test skips without a require… helper", found);
+}
+
+#[test]
+fn product_code_never_panics_on_a_closed_stderr() {
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for package in packages() {
+        if diagnostics::TEST_SUPPORT_CRATES.contains(&package.name.as_str()) {
+            continue;
+        }
+        for file in package.sources_of(SourceKind::Product) {
+            if !file.path.ends_with(".rs") {
+                continue;
+            }
+            let place = format!("{}/{}", package.name, file.path);
+            let syntax = syn::parse_file(&file.text).unwrap_or_else(|e| panic!("{place}: {e}"));
+            found.extend(diagnostics::panicking_print_violations(&place, &syntax));
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} product files were found");
+    assert_none(
+        "product code prints with a macro that panics on a closed stderr",
+        found,
+    );
 }

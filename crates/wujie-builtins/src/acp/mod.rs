@@ -179,7 +179,7 @@ pub async fn run_acp_adapter(args: Vec<String>) -> i32 {
     let args = match AcpArgs::parse(&args) {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("wujie adapter acp: error: {e}");
+            wujie_process::stderr_line!("wujie adapter acp: error: {e}");
             return 2;
         }
     };
@@ -189,13 +189,13 @@ pub async fn run_acp_adapter(args: Vec<String>) -> i32 {
             "no prompt: pass -p TEXT, or start it on a terminal to converse with the agent"
                 .to_owned(),
         );
-        eprintln!("wujie adapter acp: error: {e}");
+        wujie_process::stderr_line!("wujie adapter acp: error: {e}");
         return 2;
     }
     match run(args, terminal).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("wujie adapter acp: error: {e}");
+            wujie_process::stderr_line!("wujie adapter acp: error: {e}");
             match e {
                 AcpError::Usage(_) => 2,
                 AcpError::Spawn { .. } => 127,
@@ -466,7 +466,7 @@ impl PermissionPolicy {
         }
         if self.allow == Allow::Ask {
             let title = request.tool_call.fields.title.clone().unwrap_or_default();
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie adapter acp: the agent asks permission for {title:?}; rejected, as there is no terminal to ask on (pass --allow once or --allow always to allow)"
             );
         }

@@ -39,9 +39,9 @@ async fn create(
     } else {
         outln!("{}", created.token);
         if let Some(at) = &created.expires_at {
-            eprintln!("It expires at {at}.");
+            wujie_process::stderr_line!("It expires at {at}.");
         }
-        eprintln!(
+        wujie_process::stderr_line!(
             "This token is shown once. On the other machine: wujie login --server URL --token TOKEN"
         );
     }

@@ -104,7 +104,7 @@ pub async fn run_branch(
     let outcome = tokio::select! {
         done = run_command(cmd, json, &sessions) => done.map(|()| 0),
         code = super::stop_signals::first_stop_signal() => {
-            eprintln!("wujie: stopping the branch's sidecar (signal {})", code - 128);
+            wujie_process::stderr_line!("wujie: stopping the branch's sidecar (signal {})", code - 128);
             Ok(code)
         }
     };
@@ -137,7 +137,7 @@ async fn run_command(
                 })
                 .await?;
             for note in &opened.notes {
-                eprintln!("wujie: note: {}", inline(note));
+                wujie_process::stderr_line!("wujie: note: {}", inline(note));
             }
             if json {
                 return print_json(&opened);

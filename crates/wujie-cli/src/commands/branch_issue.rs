@@ -44,14 +44,20 @@ impl IssueTurns {
                     {
                         Ok(c) => conn = Some(c),
                         Err(e) => {
-                            eprintln!("wujie: cannot report the turn to {}: {e}", turn.issue);
+                            wujie_process::stderr_line!(
+                                "wujie: cannot report the turn to {}: {e}",
+                                turn.issue
+                            );
                             continue;
                         }
                     }
                 }
                 let Some(c) = &conn else { continue };
                 if let Err(e) = report_turn(&c.client, &turn).await {
-                    eprintln!("wujie: cannot report the turn to {}: {e}", turn.issue);
+                    wujie_process::stderr_line!(
+                        "wujie: cannot report the turn to {}: {e}",
+                        turn.issue
+                    );
                 }
             }
             if let Some(c) = conn {

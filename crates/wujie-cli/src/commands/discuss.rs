@@ -73,7 +73,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
         })?;
     } else {
         match &o.promoted {
-            Some(p) => eprintln!(
+            Some(p) => wujie_process::stderr_line!(
                 "wujie: discussion {} became {}; its run {} {}. See `wujie issue show {}`.",
                 o.discussion_id,
                 p.issue_key,
@@ -81,7 +81,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
                 p.status.as_str(),
                 p.issue_key
             ),
-            None => eprintln!(
+            None => wujie_process::stderr_line!(
                 "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
                 o.discussion_id,
                 o.discussion_id,
@@ -91,7 +91,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
         }
     }
     if o.summary.pending > 0 {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: {} events are not delivered yet; deliver them with `wujie local-run sync`.",
             o.summary.pending
         );

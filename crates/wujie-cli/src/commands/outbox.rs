@@ -78,7 +78,7 @@ pub async fn sync(ctx: &Context, retry_failed: bool, idle_timeout: u64) -> Resul
     let mut progress = |label: &str, left: i64| {
         if !json && last.elapsed() >= Duration::from_millis(500) {
             last = Instant::now();
-            eprintln!("wujie: {label}: {left} events left");
+            wujie_process::stderr_line!("wujie: {label}: {left} events left");
         }
     };
     let targets = sync::sync(

@@ -39,7 +39,7 @@ impl ReporterNotice for StderrNotice {
                     .map(str::to_owned)
             })
             .unwrap_or_else(|| one_line(item, 60));
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: the server refused event {key:?}: {}. It is kept in the outbox; see `wujie local-run status`.",
             inline(reason)
         );
@@ -49,7 +49,7 @@ impl ReporterNotice for StderrNotice {
         let mut last = self.last_retry_note.lock().expect("notice lock");
         if last.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
             *last = Some(Instant::now());
-            eprintln!(
+            wujie_process::stderr_line!(
                 "wujie: cannot deliver events ({}); retrying, {pending} waiting",
                 inline(&error.to_string())
             );
@@ -176,7 +176,7 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
         } else {
             format!("{} events synced", s.stats.delivered)
         };
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: run {} on {} {}{error}; {delivery}. See it with `wujie issue show {}`.",
             outcome.run_id,
             outcome.issue_key,
@@ -185,14 +185,14 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
         );
     }
     if s.pending > 0 || !s.finish_delivered {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: {} events (and the run's end) are not delivered yet: the server is unreachable. They are kept in {}; deliver them with `wujie local-run sync`.",
             s.pending,
             ctx.profile.outbox_path().display()
         );
     }
     if s.failed > 0 {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: {} events were refused by the server; see `wujie local-run status`.",
             s.failed
         );

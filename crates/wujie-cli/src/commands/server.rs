@@ -37,7 +37,7 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     // `wujie --server URL` on this profile, naming this server, needs no login while it runs.
     let _own = OwnServerRecord::write(&ctx.profile, &format!("http://{addr}"))?;
     if !addr.ip().is_loopback() {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: warning: listening on {addr}, reachable from other machines; every request still needs a token"
         );
     }

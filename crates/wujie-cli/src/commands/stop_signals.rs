@@ -14,7 +14,9 @@ pub async fn first_stop_signal() -> i32 {
     );
     let streams = (signal(kinds.0), signal(kinds.1), signal(kinds.2));
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) = streams else {
-        eprintln!("wujie: cannot watch SIGINT/SIGTERM/SIGHUP; a signal will not stop the sidecars");
+        wujie_process::stderr_line!(
+            "wujie: cannot watch SIGINT/SIGTERM/SIGHUP; a signal will not stop the sidecars"
+        );
         return std::future::pending().await;
     };
     let kind = tokio::select! {

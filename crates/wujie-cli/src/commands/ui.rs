@@ -34,7 +34,7 @@ pub async fn run(ctx: &Context, args: UiArgs) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
     if !addr.ip().is_loopback() {
-        eprintln!(
+        wujie_process::stderr_line!(
             "wujie: warning: the UI listens on {addr}, reachable from other machines; pages still need a login"
         );
     }
@@ -49,7 +49,7 @@ pub async fn run(ctx: &Context, args: UiArgs) -> Result<()> {
     let shown = show_login(ctx, &client, &url, &args).await;
     if shown.is_ok() {
         if !ctx.json() {
-            eprintln!("Serving until Ctrl+C.");
+            wujie_process::stderr_line!("Serving until Ctrl+C.");
         }
         stop_signals.wait().await;
     }
@@ -117,7 +117,9 @@ fn open_browser(link: &str) {
                 let _ = child.wait().await;
             });
         }
-        Err(e) => eprintln!("wujie: could not start a browser ({e}); open the link above"),
+        Err(e) => wujie_process::stderr_line!(
+            "wujie: could not start a browser ({e}); open the link above"
+        ),
     }
 }
 
