@@ -316,12 +316,14 @@ impl Relay {
     fn suspend(&mut self) {
         let area = self.step(Mode::stop);
         {
-            let mut lock = self.screen.lock();
+            let screen = Arc::clone(&self.screen);
+            let mut lock = screen.lock();
             if let Some(area) = area {
                 take_down(&mut lock, area.overlay);
                 // What the adapter printed while the area was up is on the screen before the
                 // shell's turn.
                 lock.release();
+                self.put_aside(area.shown);
             }
             lock.hold();
             self.leave_below(&mut lock);
@@ -343,6 +345,7 @@ impl Relay {
         if let Some(area) = area {
             take_down(&mut lock, area.overlay);
             lock.release();
+            self.put_aside(area.shown);
         }
         if !self.mode.holds_output() {
             lock.release();
@@ -369,8 +372,25 @@ impl Relay {
         }
     }
 
+    /// An area was up when `wujie` stopped (or was continued): what it showed comes back once
+    /// the adapter redrew after the resume ([`Relay::resume_at`]). A menu is dismissed and the
+    /// trigger made ready to fire again for the line (still `/wujie…`), a card is asked for
+    /// again, a notice waits for its turn again.
+    fn put_aside(&mut self, shown: Shown) {
+        match shown {
+            Shown::Menu(_) => {
+                self.trigger.menu_closed();
+                self.trigger.on_input(None, self.screen.now());
+            }
+            Shown::Card(card) => self.card_due = Some((card, Instant::now() + SETTLE_LIMIT)),
+            Shown::Notice { message, .. } => self.notices.waiting.push_front(message),
+        }
+    }
+
     /// After a stop: the shadow starts again at `cursor` (without one the cursor is moved to
-    /// the bottom row, a known place), the output passes and the adapter goes on.
+    /// the bottom row, a known place), the output passes and the adapter goes on and redraws.
+    /// The trigger, and a card asked for, wait for that redraw as they wait for any output: a
+    /// menu or card that was up at the stop opens again under it.
     fn resume_at(&mut self, cursor: Option<CursorPos>) {
         let mut lock = self.screen.lock();
         let cursor = cursor.unwrap_or_else(|| {
@@ -382,6 +402,13 @@ impl Relay {
         lock.release();
         drop(lock);
         self.continue_adapter();
+        if self.menu_enabled {
+            self.trigger
+                .on_input(self.line.trigger_query(), self.screen.now());
+        }
+        if let Some((_, limit)) = &mut self.card_due {
+            *limit = Instant::now() + SETTLE_LIMIT;
+        }
     }
 
     /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would).
