@@ -24,3 +24,11 @@ pub mod sync;
 pub mod turns;
 
 pub use error::LocalRunError;
+
+// The suite under tests/ runs in this crate's one test binary rather than in a binary of its
+// own (each test binary costs a link on every build); it names the crate as its users do.
+#[cfg(test)]
+extern crate self as wujie_localrun;
+#[cfg(test)]
+#[path = "../tests/localrun/main.rs"]
+mod suite;

@@ -273,82 +273,24 @@ impl Overlay {
             row: cursor.row.min(size.rows - 1),
             col: cursor.col,
         };
-        let row = cursor.row;
         let wanted = clamp_lines(usize::from(wanted), capacity);
-        // The adapter's rows: up to its margin, or further down when it drew more below.
-        let bottom =
-            (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
-        // How many rows the content must move up for an area of `height` rows under it; this
-        // counts a margin that runs off the bottom of the screen.
-        let lacking = |height: u16| {
-            let lacking = (bottom + u32::from(height)).saturating_sub(u32::from(size.rows));
-            u16::try_from(lacking).unwrap_or(u16::MAX)
-        };
-        // Rows above the cursor that can leave the screen and come back exactly.
-        let restorable = u16::try_from(restorable_rows.len())
-            .unwrap_or(u16::MAX)
-            .min(row);
-        let exact = restorable >= lacking(wanted.min(least.max(1)));
-        let (shifted, scrolled) = if exact {
-            (lacking(wanted).min(restorable), 0)
-        } else {
-            // Scroll so the inserted lines push only blank rows off the bottom (as far as the
-            // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled
-            // is a row that shows blank after closing.
-            (0, lacking(wanted.min(SCROLL_FOR_ROWS)).min(row))
-        };
+        let room = Room::plan(size, cursor.row, used_rows, &restorable_rows, wanted, least);
         if scroll_region.is_some() {
-            // DECSTBM homes the cursor; DECRC brings it back.
-            out.extend_from_slice(b"\x1b7\x1b[r\x1b8");
+            set_aside_scroll_region(out);
         }
-        if scrolled > 0 {
-            out.extend_from_slice(b"\x1b7\x1b[0m");
-            csi(out, &[size.rows, 1], b'H');
-            out.extend(std::iter::repeat_n(b'\n', usize::from(scrolled)));
-            out.extend_from_slice(b"\x1b8");
-            csi(out, &[scrolled], b'A');
-        }
-        // The oldest of those rows leave: the ones right above the input line, what the
-        // adapter printed last (the plan a card asks about), stay in view.
-        let shifted_at = row - restorable;
-        let oldest = restorable_rows.len() - usize::from(restorable);
-        let restore = restorable_rows[oldest..oldest + usize::from(shifted)]
-            .iter()
-            .flatten()
-            .copied()
-            .collect();
-        if shifted > 0 {
-            out.extend_from_slice(b"\x1b7\x1b[0m");
-            csi(out, &[shifted_at + 1, 1], b'H');
-            csi(out, &[shifted], b'M');
-            out.extend_from_slice(b"\x1b8");
-            csi(out, &[shifted], b'A');
-        }
-        let moved = scrolled + shifted;
-        let row = row - moved;
-        let top = row + 1 + MARGIN_ROWS;
-        // Blank rows left at the bottom. When scrolling could not free enough of them (the
-        // cursor reached the top row), the area shrinks rather than push adapter rows off;
-        // only a screen full below the margin loses its last row to the one line needed.
-        let bottom_now = u16::try_from(bottom)
-            .unwrap_or(u16::MAX)
-            .saturating_sub(moved);
-        let free = size.rows.saturating_sub(bottom_now);
-        let height = wanted.min(size.rows - top).min(free.max(1));
-        let max_height = free.max(height);
-        out.extend_from_slice(b"\x1b7");
-        out.extend_from_slice(PLAIN_TEXT);
-        csi(out, &[top + 1, 1], b'H');
-        csi(out, &[height], b'L');
+        room.scroll_up(size, out);
+        room.shift_out(out);
+        let (top, height, max_height) = room.area_rows(size, wanted);
+        insert_area_rows(top, height, out);
         let mut overlay = Overlay {
             size,
             top,
             height,
             max_height,
-            scrolled,
-            shifted,
-            shifted_at,
-            restore,
+            scrolled: room.scrolled,
+            shifted: room.shifted,
+            shifted_at: room.shifted_at,
+            restore: room.restore,
             scroll_region,
             cursor,
             adapter_saved,
@@ -559,6 +501,135 @@ impl Overlay {
         }
         self.drawn = shown;
     }
+}
+
+/// How opening makes room for the area under the adapter's rows: the oldest rows the host can
+/// draw again leave the screen (`shifted`), or the whole screen scrolls up (`scrolled`), or,
+/// with rows free below, neither (see the module's documentation).
+struct Room {
+    /// The adapter's cursor row before anything moved.
+    row: u16,
+    /// The row under the adapter's rows: under its margin, or under what it drew further down.
+    bottom: u32,
+    /// Rows deleted, the row the first of them was on, and what draws them again.
+    shifted: u16,
+    shifted_at: u16,
+    restore: Vec<u8>,
+    /// Rows the whole screen scrolls up by.
+    scrolled: u16,
+}
+
+impl Room {
+    /// Decides how the content moves up for an area that would like `wanted` rows and makes do
+    /// with `least`, the adapter's cursor on `row`, its content down to `used_rows`, and
+    /// `restorable_rows` above the cursor drawn again on close.
+    fn plan(
+        size: TermSize,
+        row: u16,
+        used_rows: u16,
+        restorable_rows: &[Vec<u8>],
+        wanted: u16,
+        least: u16,
+    ) -> Room {
+        // The adapter's rows: up to its margin, or further down when it drew more below.
+        let bottom =
+            (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
+        // How many rows the content must move up for an area of `height` rows under it; this
+        // counts a margin that runs off the bottom of the screen.
+        let lacking = |height: u16| {
+            let lacking = (bottom + u32::from(height)).saturating_sub(u32::from(size.rows));
+            u16::try_from(lacking).unwrap_or(u16::MAX)
+        };
+        // Rows above the cursor that can leave the screen and come back exactly.
+        let restorable = u16::try_from(restorable_rows.len())
+            .unwrap_or(u16::MAX)
+            .min(row);
+        let exact = restorable >= lacking(wanted.min(least.max(1)));
+        let (shifted, scrolled) = if exact {
+            (lacking(wanted).min(restorable), 0)
+        } else {
+            // Scroll so the inserted lines push only blank rows off the bottom (as far as the
+            // cursor can move up), but only for up to SCROLL_FOR_ROWS rows: every row scrolled
+            // is a row that shows blank after closing.
+            (0, lacking(wanted.min(SCROLL_FOR_ROWS)).min(row))
+        };
+        // The oldest of those rows leave: the ones right above the input line, what the
+        // adapter printed last (the plan a card asks about), stay in view.
+        let oldest = restorable_rows.len() - usize::from(restorable);
+        let restore = restorable_rows
+            .iter()
+            .skip(oldest)
+            .take(usize::from(shifted))
+            .flatten()
+            .copied()
+            .collect();
+        Room {
+            row,
+            bottom,
+            shifted,
+            shifted_at: row - restorable,
+            restore,
+            scrolled,
+        }
+    }
+
+    /// Scrolls the whole screen up (line feeds on the bottom row; the top rows go to the
+    /// terminal's scrollback) and moves the cursor up with the content.
+    fn scroll_up(&self, size: TermSize, out: &mut Vec<u8>) {
+        if self.scrolled == 0 {
+            return;
+        }
+        out.extend_from_slice(b"\x1b7\x1b[0m");
+        csi(out, &[size.rows, 1], b'H');
+        out.extend(std::iter::repeat_n(b'\n', usize::from(self.scrolled)));
+        out.extend_from_slice(b"\x1b8");
+        csi(out, &[self.scrolled], b'A');
+    }
+
+    /// Deletes the rows that leave (DL, which never feeds the scrollback and leaves the rows
+    /// above them where they are) and moves the cursor up with the rows under them.
+    fn shift_out(&self, out: &mut Vec<u8>) {
+        if self.shifted == 0 {
+            return;
+        }
+        out.extend_from_slice(b"\x1b7\x1b[0m");
+        csi(out, &[self.shifted_at + 1, 1], b'H');
+        csi(out, &[self.shifted], b'M');
+        out.extend_from_slice(b"\x1b8");
+        csi(out, &[self.shifted], b'A');
+    }
+
+    /// Where the area goes once the content moved: its first row (under the margin), its
+    /// height, and the most rows it may grow to without moving the content again. When moving
+    /// could not free enough rows (the cursor reached the top row), the area shrinks rather
+    /// than push adapter rows off; only a screen full below the margin loses its last row to
+    /// the one line needed.
+    fn area_rows(&self, size: TermSize, wanted: u16) -> (u16, u16, u16) {
+        let moved = self.scrolled + self.shifted;
+        let top = self.row - moved + 1 + MARGIN_ROWS;
+        // Blank rows left at the bottom.
+        let bottom = u16::try_from(self.bottom)
+            .unwrap_or(u16::MAX)
+            .saturating_sub(moved);
+        let free = size.rows.saturating_sub(bottom);
+        let height = wanted.min(size.rows - top).min(free.max(1));
+        (top, height, free.max(height))
+    }
+}
+
+/// Sets the adapter's scroll region aside: the whole screen is the region while the area is
+/// open (DECSTBM homes the cursor; DECRC brings it back).
+fn set_aside_scroll_region(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\x1b7\x1b[r\x1b8");
+}
+
+/// Saves the adapter's cursor (DECSC), switches to plain text and inserts `height` blank rows
+/// at `top` (IL), pushing the rows below down; the area's lines are drawn on them next.
+fn insert_area_rows(top: u16, height: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\x1b7");
+    out.extend_from_slice(PLAIN_TEXT);
+    csi(out, &[top + 1, 1], b'H');
+    csi(out, &[height], b'L');
 }
 
 /// Appends `line` cut to `cols` columns in its style, attributes reset after it.

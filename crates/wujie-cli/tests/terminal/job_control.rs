@@ -1,10 +1,13 @@
 //! Job control in an interactive shell (bash in tmux): Ctrl+Z, or SIGTSTP to `wujie`, stops
 //! the session like any shell job — the adapter stops with it, the shell reports the job as
 //! stopped and has the terminal — and `fg` brings both back: raw mode again, the adapter
-//! redraws and takes the keys.
+//! redraws and takes the keys. A menu or card up at the stop is up again after it (on a PTY
+//! of the test's own, which continues `wujie` as `fg` does).
 
 use std::path::Path;
 
+use nix::sys::signal::Signal;
+use wujie_testkit::term::*;
 use wujie_testkit::*;
 
 fn bash_in_tmux(env: &Env, name: &str) -> Tmux {
@@ -23,22 +26,25 @@ fn bash_in_tmux(env: &Env, name: &str) -> Tmux {
     tmux
 }
 
-/// The state letter (`/proc/PID/stat`) of the process running in `cwd` whose command line
-/// contains `program`.
+/// The state letter (`/proc/PID/stat`) of process `pid`.
+fn state_of_pid(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The state letter of the process running in `cwd` whose command line contains `program`.
 fn state_of(program: &str, cwd: &Path) -> Option<char> {
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let here = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
         if String::from_utf8_lossy(&cmdline).contains(program) && here.as_deref() == Some(cwd) {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            return stat
-                .rsplit(')')
-                .next()?
-                .split_whitespace()
-                .next()?
-                .chars()
-                .next();
+            return state_of_pid(pid.parse().ok()?);
         }
     }
     None
@@ -97,4 +103,62 @@ fn sigtstp_to_wujie_stops_the_session_and_fg_brings_it_back() {
         });
         assert!(signal_pid(pid, nix::sys::signal::Signal::SIGTSTP));
     });
+}
+
+/// Ctrl+Z on the terminal: `wujie` stops, and `gone` leaves the screen with it; then `wujie`
+/// is continued as the shell's `fg` does.
+fn stop_and_continue(term: &Term, gone: &str) {
+    let pid = i32::try_from(term.child.id()).unwrap();
+    term.send(b"\x1a");
+    wait_until(30, "wujie to stop", || state_of_pid(pid) == Some('T'));
+    term.wait_for(&format!("{gone:?} to go with the stop"), |s| {
+        !s.contains(gone)
+    });
+    assert!(signal_pid(pid, Signal::SIGCONT));
+}
+
+/// A discussion with one turn done and `/wujie` typed: the menu is up.
+fn with_the_menu_up(env: &Env) -> Term {
+    env.install_example("fake-tui-v2");
+    let term = Term::discuss(env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.say("plan storage", "agent: SQLite or PostgreSQL?");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue");
+    term
+}
+
+#[test]
+fn the_menu_up_at_a_stop_opens_again_after_it() {
+    let env = Env::new();
+    let mut term = with_the_menu_up(&env);
+    stop_and_continue(&term, "/wujiecreateissue");
+    term.wait_for("the menu again", |s| s.contains("/wujiecreateissue"));
+    // It is the menu: Enter opens the card, which goes back to the discussion.
+    term.send(b"\r");
+    term.wait_text("Back to the discussion");
+    term.send(b"\x1b");
+    term.wait_for("the card to close", |s| {
+        !s.contains("Back to the discussion")
+    });
+    term.send(b"\x04");
+    let status = term.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", term.contents());
+}
+
+#[test]
+fn the_card_up_at_a_stop_is_up_again_after_it_and_still_decides() {
+    let env = Env::new();
+    let mut term = with_the_menu_up(&env);
+    term.send(b"\r");
+    term.wait_text("Back to the discussion");
+    stop_and_continue(&term, "Back to the discussion");
+    term.wait_text("Back to the discussion");
+    term.send(b"\r");
+    term.wait_text("created WUJ-1");
+    term.send(b"\x04");
+    let status = term.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", term.contents());
+    let issues = env.json(&["issue", "list"]);
+    assert_eq!(issues.as_array().unwrap().len(), 1, "{issues}");
 }
