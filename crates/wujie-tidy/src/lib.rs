@@ -8,12 +8,15 @@
 //! - every declared dependency is used, and a `[dependencies]` entry only tests use is a
 //!   dev-dependency ([`usage`]);
 //! - a test skips only through a `require…` helper, which fails under `WUJIE_REQUIRE_ALL`
-//!   ([`skips`]).
+//!   ([`skips`]);
+//! - an error of ours shows its cause once: never both in its message and as `source()`
+//!   ([`causes`]).
 //!
 //! Each check is a function over a crate's manifest or source text, so its own unit tests show
 //! that it fails on code that breaks the rule. [`workspace`] loads the real crates.
 
 pub mod boundaries;
+pub mod causes;
 pub mod purity;
 pub mod skips;
 pub mod usage;

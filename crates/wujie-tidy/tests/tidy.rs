@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use wujie_tidy::workspace::{self, Package, SourceKind};
-use wujie_tidy::{Violation, boundaries, purity, skips, usage};
+use wujie_tidy::{Violation, boundaries, causes, purity, skips, usage};
 
 fn root_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
@@ -122,4 +122,20 @@ fn tests_skip_only_through_a_require_helper() {
     }
     assert!(checked > 50, "only {checked} test files were found");
     assert_none("a test skips without a require… helper", found);
+}
+
+#[test]
+fn errors_show_each_cause_once() {
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for package in packages() {
+        for file in package.sources_of(SourceKind::Product) {
+            let place = format!("{}/{}", package.name, file.path);
+            let syntax = syn::parse_file(&file.text).unwrap_or_else(|e| panic!("{place}: {e}"));
+            found.extend(causes::repeated_cause_violations(&place, &syntax));
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} source files were found");
+    assert_none("an error shows its cause twice", found);
 }

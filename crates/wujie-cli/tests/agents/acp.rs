@@ -3,14 +3,13 @@
 //! a permission request answered per `--allow`, unknown update kinds that must not fail the
 //! run, an agent that exits mid-turn, and lines that are not JSON-RPC.
 
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use serde_json::Value;
 use wujie_testkit::Env;
 use wujie_testkit::run_output::{describe, messages_of, one};
-use serde_json::Value;
 
 const PROMPT: &str = "Run echo hello, then say done.";
 
@@ -238,6 +237,12 @@ fn bad_arguments_and_a_missing_agent_are_clear_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("could not start the agent \"/nonexistent/agent\""),
+        "{stderr}"
+    );
+    // The system's reason comes once, after what was being done.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
         "{stderr}"
     );
 }
