@@ -157,13 +157,13 @@ pub enum BuiltinError {
         arg: String,
         why: &'static str,
     },
-    #[error("could not start {program} ({path}): {source}")]
+    #[error("could not start {program} ({path})")]
     Spawn {
         program: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("reading {program}'s output: {source}")]
+    #[error("cannot read {program}'s output")]
     Read {
         program: &'static str,
         source: std::io::Error,
@@ -174,7 +174,10 @@ pub enum BuiltinError {
 /// `wujie adapter NAME: error: …` and its [`BuiltinError::exit_code`].
 pub fn adapter_exit(adapter: &str, outcome: Result<i32, BuiltinError>) -> i32 {
     outcome.unwrap_or_else(|e| {
-        wujie_process::stderr_line!("wujie adapter {adapter}: error: {e}");
+        wujie_process::stderr_line!(
+            "wujie adapter {adapter}: error: {}",
+            wujie_protocol::error_text::with_causes(&e)
+        );
         e.exit_code()
     })
 }

@@ -44,24 +44,12 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// The error and its causes, each once. Our own errors either show a cause or return it as
-/// `source()`, never both; some libraries' errors do both (sqlx's database errors), so a cause
-/// whose text the one before it already shows is left out.
+/// The error and its causes, each once. Our own errors never write a cause into their message
+/// that they also return as `source()` (wujie-tidy's `causes` rule); the one de-duplication left
+/// in `with_causes`, a cause the text before it already ends with, is for third-party errors
+/// that do (sqlx's database errors).
 fn chain_text(error: &anyhow::Error) -> String {
-    let mut out = String::new();
-    let mut previous = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if previous.contains(&text) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&text);
-        previous = text;
-    }
-    out
+    wujie_protocol::error_text::with_causes(error.as_ref())
 }
 
 /// What a failed command exits with (see "Exit codes" in the README): the code of the first

@@ -74,7 +74,7 @@ pub enum CommondevError {
         looked: Vec<Looked>,
     },
 
-    #[error("invalid driver {}: {source}. Edit that file.", file.display())]
+    #[error("invalid driver {} (edit that file)", file.display())]
     Driver { file: PathBuf, source: DriverError },
 
     #[error(
@@ -98,14 +98,14 @@ pub enum CommondevError {
     #[error("agent CLI name {0:?} is not a plain directory name (letters, digits, `-`, `_`, `.`)")]
     BadCliName(String),
 
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}", path.display())]
     Io {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
 
-    #[error("could not start {program}: {source}")]
+    #[error("could not start {program}")]
     Spawn {
         program: String,
         source: std::io::Error,
@@ -148,9 +148,11 @@ pub enum CommondevError {
         stderr: StderrTail,
     },
 
-    #[error("{source}{stderr}")]
+    // The sidecar's stderr follows what was wrong with its result, so that is written into the
+    // message here rather than returned as `source()`, where it would come after the stderr.
+    #[error("{error}{stderr}")]
     BadResult {
-        source: ResultError,
+        error: ResultError,
         stderr: StderrTail,
     },
 

@@ -11,6 +11,7 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+use wujie_protocol::error_text::with_causes;
 
 use crate::sessions::{BranchSessions, OpenRequest};
 
@@ -81,7 +82,7 @@ async fn answer<T: Serialize>(
             serde_json::to_string(&value).unwrap_or_default(),
         )]),
         Err(error) => CallToolResult::error(vec![ContentBlock::text(
-            serde_json::json!({"ok": false, "error": error.to_string()}).to_string(),
+            serde_json::json!({"ok": false, "error": with_causes(&error)}).to_string(),
         )]),
     }
 }

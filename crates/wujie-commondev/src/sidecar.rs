@@ -154,8 +154,8 @@ impl Sidecar {
     }
 
     async fn decode<T>(&mut self, decoded: std::result::Result<T, rpc::ResultError>) -> Result<T> {
-        decoded.map_err(|source| CommondevError::BadResult {
-            source,
+        decoded.map_err(|error| CommondevError::BadResult {
+            error,
             stderr: self.stderr_tail(),
         })
     }

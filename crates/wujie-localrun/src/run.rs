@@ -71,7 +71,7 @@ pub async fn run(
             let finish = FinishRun {
                 status: RunStatus::Failed,
                 exit_code: None,
-                error: Some(e.to_string()),
+                error: Some(wujie_protocol::error_text::with_causes(&e)),
             };
             let _ = open.reporter.finish(&open.run_id, finish).await;
             let _ = open.reporter.close(req.drain_timeout, |_| {}).await;

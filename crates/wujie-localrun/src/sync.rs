@@ -131,7 +131,7 @@ pub async fn sync(
                     pending: t.pending,
                     failed: t.failed,
                     finished: false,
-                    error: Some(e.to_string()),
+                    error: Some(wujie_protocol::error_text::with_causes(&e)),
                 });
                 continue;
             }

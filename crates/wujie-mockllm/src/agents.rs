@@ -202,12 +202,12 @@ pub enum AgentError {
          or set {SKIP_ENV}={agent} to skip its tests"
     )]
     NotInstalled { agent: &'static str, path: PathBuf },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot start the mock model server: {0}")]
+    #[error("cannot start the mock model server")]
     Mock(#[from] crate::MockError),
 }
 

@@ -84,7 +84,7 @@ impl Shared {
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
 pub enum MockError {
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,

@@ -116,6 +116,32 @@ impl RunStatus {
     }
 }
 
+/// How a failed run failed, where its error text alone would not say what the run still takes.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Failed by the stale-run rule: its reporter stopped sending heartbeats. No end: a paused
+    /// reporter may still deliver the events it read, and its next heartbeat or its own
+    /// finish replaces this failure.
+    Stale,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Stale => "stale",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FailureKind> {
+        match name {
+            "stale" => Some(FailureKind::Stale),
+            _ => None,
+        }
+    }
+}
+
 /// A message as stored on a run, in arrival order.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +170,10 @@ pub struct Run {
     pub status: RunStatus,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// Set on a failed run only when the failure is not its end: `stale` when the stale-run
+    /// rule failed it, and its reporter may still deliver, revive or finish it. Null otherwise.
+    #[serde(default)]
+    pub failure_kind: Option<FailureKind>,
     pub started_at: String,
     pub ended_at: Option<String>,
     pub messages: Vec<RunMessage>,
@@ -528,6 +558,9 @@ pub struct RunSummary {
     pub status: RunStatus,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// Set on a failed run only when the failure is not its end, as on a run.
+    #[serde(default)]
+    pub failure_kind: Option<FailureKind>,
     pub started_at: String,
     pub ended_at: Option<String>,
     /// Messages stored on the run so far.

@@ -1,6 +1,6 @@
 //! Pure wire types and validation for Wujie: provider manifests, the stdout NDJSON event
 //! protocol, control frames written to an adapter's stdin, commondev `driver.json` and the
-//! sidecar JSON-RPC messages.
+//! sidecar JSON-RPC messages; and how an error reads as text (`error_text`).
 //!
 //! Invariant: this crate does no I/O and never panics on input; every parser returns typed
 //! errors and the incremental ones give the same result for any chunking of the same bytes.
@@ -8,6 +8,7 @@
 pub mod api;
 pub mod control;
 pub mod driver;
+pub mod error_text;
 pub mod event;
 pub mod limits;
 pub mod lines;

@@ -6,6 +6,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use wujie_protocol::api::ApiError;
+use wujie_protocol::error_text::with_causes;
 use wujie_store::StoreError;
 
 use crate::request_log::AnsweredError;
@@ -65,7 +66,9 @@ impl From<StoreError> for Failure {
                 return Failure::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!(
-                        "the server could not complete the request: {e}; retry later or check the server log"
+                        "the server could not complete the request: {}; retry later or check the \
+                         server log",
+                        with_causes(&e)
                     ),
                 );
             }

@@ -240,7 +240,9 @@ async fn sweep_stale_runs(store: Store, stale_after: Duration) {
         match store.mark_stale_runs(stale_after).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(runs = n, "failed runs whose reporter stopped"),
-            Err(e) => tracing::warn!(error = %e, "stale-run sweep failed"),
+            Err(e) => {
+                tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "stale-run sweep failed")
+            }
         }
     }
 }

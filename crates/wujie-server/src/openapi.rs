@@ -32,7 +32,7 @@ use crate::sse;
         api::CreatedToken, api::ApiError, api::DiscussionStatus, api::CreateDiscussion,
         api::DiscussionEntry, api::Discussion, api::CreatedDiscussion, api::PromoteDiscussion,
         api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
-        api::IssueChange, api::IssueEvent, api::RunMessageEvent,
+        api::IssueChange, api::IssueEvent, api::RunMessageEvent, api::FailureKind,
         api::BrowserLogin, api::TokenStatus, api::TokenInfo,
     )),
     modifiers(&BearerAuth),

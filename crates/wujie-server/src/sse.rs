@@ -230,7 +230,7 @@ async fn pump(
     tokio::select! {
         stopped = follow(&store, issue_id, cursor, &format, &tx, slow_client_after) => {
             if let Err(Stop::Store(e)) = stopped {
-                tracing::warn!(error = %e, "a live feed stopped on a store error");
+                tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "a live feed stopped on a store error");
             }
         }
         // The client reconnects (to this server once it is back) with its Last-Event-ID.

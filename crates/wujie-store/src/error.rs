@@ -10,20 +10,20 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
-    #[error("cannot create directory {path}: {source}")]
+    #[error("cannot create directory {path}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot open the database {path}: {source}; check that the path is writable")]
+    #[error("cannot open the database {path} (check that the path is writable)")]
     Open {
         path: PathBuf,
         #[source]
         source: sqlx::Error,
     },
     #[error(
-        "cannot connect to the database {database}: {source}; check the URL, that the server runs and that the user may log in"
+        "cannot connect to the database {database} (check the URL, that the server runs and that the user may log in)"
     )]
     Connect {
         database: String,
@@ -32,13 +32,13 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Empty(#[from] crate::db_file::EmptyDatabase),
-    #[error("cannot make {path} readable by its owner only: {source}")]
+    #[error("cannot make {path} readable by its owner only")]
     Protect {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("database migration failed: {0}")]
+    #[error("the database's schema could not be migrated")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
     Database(sqlx::Error),
@@ -46,7 +46,7 @@ pub enum StoreError {
     /// restarting): nothing was done, and the same request may succeed in a moment.
     #[error("the database is busy (no connection came free in time); retry in a moment")]
     Busy,
-    #[error("stored JSON could not be read back: {0}")]
+    #[error("stored JSON could not be read back")]
     Json(#[from] serde_json::Error),
     /// Another transaction wrote what this one was writing, at the same moment; nothing of this
     /// one was kept, and sending it again settles it.

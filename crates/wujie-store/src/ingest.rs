@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    Author, AuthorKind, IngestInput, IngestItem, IngestItemResult, IngestOutcome, IngestResult,
-    IssueChange,
+    Author, AuthorKind, FailureKind, IngestInput, IngestItem, IngestItemResult, IngestOutcome,
+    IngestResult, IssueChange,
 };
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
@@ -16,9 +16,9 @@ use wujie_protocol::limits;
 use crate::activity;
 use crate::dialect::SerialLock;
 use crate::issues::insert_comment;
-use crate::rows::{run_not_found, to_i64};
+use crate::rows::{parse_failure_kind, run_not_found, to_i64};
 use crate::sql::Placeholders;
-use crate::{REPORTER_STOPPED, Store, StoreError, WriteTx, time};
+use crate::{Store, StoreError, WriteTx, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
 const MESSAGE_CHUNK: usize = 128;
@@ -330,17 +330,17 @@ impl Store {
             w.serialize(SerialLock::Activity).await?;
         }
         let run: Option<(String, String, Option<String>)> =
-            sqlx::query_as("SELECT issue_id, status, error FROM runs WHERE id = $1")
+            sqlx::query_as("SELECT issue_id, status, failure_kind FROM runs WHERE id = $1")
                 .bind(run_id)
                 .fetch_optional(&mut *w.tx)
                 .await?;
-        let (issue_id, status, error) = run.ok_or_else(|| run_not_found(run_id))?;
+        let (issue_id, status, failure_kind) = run.ok_or_else(|| run_not_found(run_id))?;
         w.serialize(SerialLock::Issue(&issue_id)).await?;
         // The reporter finishes a run only once every row it read was delivered, so nothing
         // new may follow a recorded end. A failure by the stale-run rule is no end: the paused
         // reporter may still deliver what it read.
-        let ended = (status != "running" && error.as_deref() != Some(REPORTER_STOPPED))
-            .then(|| after_end(run_id, &status));
+        let stale = parse_failure_kind(failure_kind.as_deref())? == Some(FailureKind::Stale);
+        let ended = (status != "running" && !stale).then(|| after_end(run_id, &status));
         let run = RunTarget {
             run_id,
             issue_id,

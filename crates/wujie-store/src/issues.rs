@@ -7,7 +7,9 @@ use wujie_protocol::api::{
 };
 
 use crate::activity::{self, author_kind_str};
-use crate::rows::{issue_key, load_issue, parse_issue_status, parse_run_status};
+use crate::rows::{
+    issue_key, load_issue, parse_failure_kind, parse_issue_status, parse_run_status,
+};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 /// Creates an issue in the default workspace inside the caller's transaction, for the user
@@ -320,13 +322,14 @@ impl Store {
             String,
             Option<i64>,
             Option<String>,
+            Option<String>,
             String,
             Option<String>,
             i64,
         );
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT r.id, i.seq, w.key_prefix, r.provider, r.cwd, r.status, r.exit_code, r.error, \
-                 r.started_at, r.ended_at, \
+                 r.failure_kind, r.started_at, r.ended_at, \
                  (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) \
              FROM runs r JOIN issues i ON i.id = r.issue_id \
              JOIN workspaces w ON w.id = i.workspace_id \
@@ -346,6 +349,7 @@ impl Store {
                     status,
                     exit_code,
                     error,
+                    failure_kind,
                     started_at,
                     ended_at,
                     count,
@@ -358,6 +362,7 @@ impl Store {
                         status: parse_run_status(&status)?,
                         exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
                         error,
+                        failure_kind: parse_failure_kind(failure_kind.as_deref())?,
                         started_at,
                         ended_at,
                         message_count: u64::try_from(count).unwrap_or(0),

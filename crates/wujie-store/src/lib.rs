@@ -49,7 +49,9 @@ use dialect::{Backend, SerialLock};
 pub const DEFAULT_WORKSPACE_NAME: &str = "Wujie";
 pub const DEFAULT_KEY_PREFIX: &str = "WUJ";
 
-/// Error text a run gets when the stale-run rule fails it; a late `finish` may still overwrite it.
+/// Error text of a run whose reporter stopped: the stale-run rule's failure, and the end
+/// `local-run sync` records for a run whose reporter died. Words for users only: whether a
+/// failure is the run's end is its failure kind (`FailureKind::Stale` is not).
 pub const REPORTER_STOPPED: &str = "reporter stopped";
 
 /// Handle on the database; cheap to clone, share it between tasks.

@@ -34,21 +34,21 @@ use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
-    #[error("outbox {path}: {source}")]
+    #[error("cannot open the outbox {path}")]
     Open {
         path: String,
         #[source]
         source: sqlx::Error,
     },
-    #[error("outbox: {0}")]
+    #[error("the outbox could not be read or written")]
     Sql(#[from] sqlx::Error),
     #[error("outbox: {0}")]
     Setup(String),
-    #[error("outbox migration: {0}")]
+    #[error("the outbox's schema could not be migrated")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
     Empty(#[from] crate::db_file::EmptyDatabase),
-    #[error("outbox target {id}: lock file {path}: {source}")]
+    #[error("cannot use the lock file {path} of the outbox target {id}")]
     Lock {
         id: String,
         path: String,

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    AuthorKind, Comment, IssueDetail, IssueStatus, Run, RunMessage, RunStatus,
+    AuthorKind, Comment, FailureKind, IssueDetail, IssueStatus, Run, RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
 
@@ -31,6 +31,15 @@ pub(crate) fn parse_run_status(s: &str) -> Result<RunStatus, StoreError> {
             )));
         }
     })
+}
+
+pub(crate) fn parse_failure_kind(s: Option<&str>) -> Result<Option<FailureKind>, StoreError> {
+    s.map(|name| {
+        FailureKind::from_name(name).ok_or_else(|| {
+            StoreError::Invalid(format!("unknown run failure kind {name:?} in the database"))
+        })
+    })
+    .transpose()
 }
 
 pub(crate) fn parse_kind(s: &str) -> Result<MessageKind, StoreError> {
@@ -134,17 +143,30 @@ type RunRow = (
     String,
     Option<i64>,
     Option<String>,
+    Option<String>,
     String,
     Option<String>,
 );
 
 const RUN_SELECT: &str = "SELECT r.id, r.issue_id, i.seq, w.key_prefix, r.provider, r.cwd, r.status, \
-     r.exit_code, r.error, r.started_at, r.ended_at FROM runs r \
+     r.exit_code, r.error, r.failure_kind, r.started_at, r.ended_at FROM runs r \
      JOIN issues i ON i.id = r.issue_id JOIN workspaces w ON w.id = i.workspace_id";
 
 async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, StoreError> {
-    let (id, issue_id, seq, prefix, provider, cwd, status, exit_code, error, started_at, ended_at) =
-        row;
+    let (
+        id,
+        issue_id,
+        seq,
+        prefix,
+        provider,
+        cwd,
+        status,
+        exit_code,
+        error,
+        failure_kind,
+        started_at,
+        ended_at,
+    ) = row;
     let messages = load_messages(conn, &id).await?;
     let usage = load_usage(conn, RUN_USAGE_SQL, &id).await?;
     Ok(Run {
@@ -155,6 +177,7 @@ async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, Stor
         status: parse_run_status(&status)?,
         exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
         error,
+        failure_kind: parse_failure_kind(failure_kind.as_deref())?,
         started_at,
         ended_at,
         messages,

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    Author, AuthorKind, CreateRun, CreatedRun, FinishRun, FinishedRun, IssueChange, IssueStatus,
-    Run, RunStatus,
+    Author, AuthorKind, CreateRun, CreatedRun, FailureKind, FinishRun, FinishedRun, IssueChange,
+    IssueStatus, Run, RunStatus,
 };
 
 use crate::activity;
 use crate::issues::resolve_issue;
-use crate::rows::{load_run, parse_run_status, run_not_found};
+use crate::rows::{load_run, parse_failure_kind, parse_run_status, run_not_found};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
@@ -62,6 +62,16 @@ pub(crate) async fn insert_run(
     let (_, token) = insert_token(conn, TokenKind::Run, &format!("run {id}"), Some(&id)).await?;
     let run = load_run(conn, &id).await?;
     Ok(CreatedRun { run, token })
+}
+
+/// What `finish_run` finds recorded of a run.
+#[derive(sqlx::FromRow)]
+struct RecordedOutcome {
+    status: String,
+    exit_code: Option<i64>,
+    error: Option<String>,
+    failure_kind: Option<String>,
+    issue_id: String,
 }
 
 impl Store {
@@ -127,13 +137,14 @@ impl Store {
         let mut w = self.write_unserialized().await?;
         let done = sqlx::query(
             "UPDATE runs SET last_heartbeat = $1, \
-               status = CASE WHEN status = 'failed' AND error = $2 THEN 'running' ELSE status END, \
-               ended_at = CASE WHEN status = 'failed' AND error = $2 THEN NULL ELSE ended_at END, \
-               error = CASE WHEN status = 'failed' AND error = $2 THEN NULL ELSE error END \
+               status = CASE WHEN failure_kind = $2 THEN 'running' ELSE status END, \
+               ended_at = CASE WHEN failure_kind = $2 THEN NULL ELSE ended_at END, \
+               error = CASE WHEN failure_kind = $2 THEN NULL ELSE error END, \
+               failure_kind = CASE WHEN failure_kind = $2 THEN NULL ELSE failure_kind END \
              WHERE id = $3",
         )
         .bind(time::now())
-        .bind(REPORTER_STOPPED)
+        .bind(FailureKind::Stale.as_str())
         .bind(run_id)
         .execute(&mut *w.tx)
         .await?;
@@ -144,8 +155,9 @@ impl Store {
     }
 
     /// Records a run's outcome. Allowed while running, and over a failure recorded by the
-    /// stale-run rule (a late reporter knows the real outcome). Finishing again with the same
-    /// outcome is a no-op; with another one it is a conflict.
+    /// stale-run rule (a late reporter knows the real outcome), which it replaces with an end
+    /// whatever its error says. Finishing again with the same outcome is a no-op; with another
+    /// one it is a conflict.
     pub async fn finish_run(
         &self,
         run_id: &str,
@@ -158,18 +170,25 @@ impl Store {
             ));
         }
         let mut w = self.write().await?;
-        let row: Option<(String, Option<i64>, Option<String>, String)> =
-            sqlx::query_as("SELECT status, exit_code, error, issue_id FROM runs WHERE id = $1")
-                .bind(run_id)
-                .fetch_optional(&mut *w.tx)
-                .await?;
-        let (status, exit_code, error, issue_id) = row.ok_or_else(|| run_not_found(run_id))?;
+        let row: Option<RecordedOutcome> = sqlx::query_as(
+            "SELECT status, exit_code, error, failure_kind, issue_id FROM runs WHERE id = $1",
+        )
+        .bind(run_id)
+        .fetch_optional(&mut *w.tx)
+        .await?;
+        let RecordedOutcome {
+            status,
+            exit_code,
+            error,
+            failure_kind,
+            issue_id,
+        } = row.ok_or_else(|| run_not_found(run_id))?;
         let status = parse_run_status(&status)?;
-        let stale_failure =
-            status == RunStatus::Failed && error.as_deref() == Some(REPORTER_STOPPED);
-        if status == RunStatus::Running || stale_failure {
+        let stale = parse_failure_kind(failure_kind.as_deref())? == Some(FailureKind::Stale);
+        if status == RunStatus::Running || stale {
             sqlx::query(
-                "UPDATE runs SET status = $1, exit_code = $2, error = $3, ended_at = $4 WHERE id = $5",
+                "UPDATE runs SET status = $1, exit_code = $2, error = $3, failure_kind = NULL, \
+                   ended_at = $4 WHERE id = $5",
             )
             .bind(req.status.as_str())
             .bind(req.exit_code)
@@ -221,7 +240,7 @@ impl Store {
     }
 
     /// Fails runs still `running` whose last heartbeat (or start) is older than `older_than`,
-    /// with error "reporter stopped". Returns how many runs it failed. Several server
+    /// with error "reporter stopped" and failure kind [`FailureKind::Stale`]. Returns how many runs it failed. Several server
     /// processes may sweep at once and each run is still failed once, by one of them: the
     /// update's condition is checked again on a row another sweep is updating (after that one
     /// commits), so the second finds it no longer running and skips it; the activity entry
@@ -230,11 +249,12 @@ impl Store {
         let cutoff = time::before_now(older_than);
         let mut w = self.write().await?;
         let failed: Vec<(String, String)> = sqlx::query_as(
-            "UPDATE runs SET status = 'failed', error = $1, ended_at = $2 \
-             WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < $3 \
+            "UPDATE runs SET status = 'failed', error = $1, failure_kind = $2, ended_at = $3 \
+             WHERE status = 'running' AND COALESCE(last_heartbeat, started_at) < $4 \
              RETURNING id, issue_id",
         )
         .bind(REPORTER_STOPPED)
+        .bind(FailureKind::Stale.as_str())
         .bind(time::now())
         .bind(cutoff)
         .fetch_all(&mut *w.tx)

@@ -10,12 +10,15 @@
 //! - product code writes diagnostics with `stderr_line!`, never `eprintln!`, which panics on a
 //!   closed stderr ([`diagnostics`]);
 //! - a test skips only through a `require…` helper, which fails under `WUJIE_REQUIRE_ALL`
-//!   ([`skips`]).
+//!   ([`skips`]);
+//! - an error of ours shows its cause once: never both in its message and as `source()`
+//!   ([`causes`]).
 //!
 //! Each check is a function over a crate's manifest or source text, so its own unit tests show
 //! that it fails on code that breaks the rule. [`workspace`] loads the real crates.
 
 pub mod boundaries;
+pub mod causes;
 pub mod diagnostics;
 pub mod purity;
 pub mod skips;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use wujie_tidy::workspace::{self, Package, SourceKind};
-use wujie_tidy::{Violation, boundaries, diagnostics, purity, skips, usage};
+use wujie_tidy::{Violation, boundaries, causes, diagnostics, purity, skips, usage};
 
 fn root_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml")
@@ -147,4 +147,20 @@ fn product_code_never_panics_on_a_closed_stderr() {
         "product code prints with a macro that panics on a closed stderr",
         found,
     );
+}
+
+#[test]
+fn errors_show_each_cause_once() {
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for package in packages() {
+        for file in package.sources_of(SourceKind::Product) {
+            let place = format!("{}/{}", package.name, file.path);
+            let syntax = syn::parse_file(&file.text).unwrap_or_else(|e| panic!("{place}: {e}"));
+            found.extend(causes::repeated_cause_violations(&place, &syntax));
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} source files were found");
+    assert_none("an error shows its cause twice", found);
 }

@@ -82,7 +82,7 @@ const USAGE: &str = "usage: acp [-p TEXT] [--allow once|always|reject] [--resume
 pub enum AcpError {
     #[error("{0}; {USAGE}")]
     Usage(String),
-    #[error("could not start the agent {program:?}: {source}; check the command after `--`")]
+    #[error("could not start the agent {program:?} named after `--`")]
     Spawn {
         program: String,
         source: std::io::Error,
@@ -195,7 +195,10 @@ pub async fn run_acp_adapter(args: Vec<String>) -> i32 {
     match run(args, terminal).await {
         Ok(code) => code,
         Err(e) => {
-            wujie_process::stderr_line!("wujie adapter acp: error: {e}");
+            wujie_process::stderr_line!(
+                "wujie adapter acp: error: {}",
+                wujie_protocol::error_text::with_causes(&e)
+            );
             match e {
                 AcpError::Usage(_) => 2,
                 AcpError::Spawn { .. } => 127,

@@ -239,4 +239,10 @@ fn bad_arguments_and_a_missing_agent_are_clear_errors() {
         stderr.contains("could not start the agent \"/nonexistent/agent\""),
         "{stderr}"
     );
+    // The system's reason comes once, after what was being done.
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
 }

@@ -20,11 +20,11 @@ fn an_invalid_driver_is_reported_once() {
         "--workdir",
         env.work.path().to_str().unwrap(),
     ]);
-    // `invalid driver <dir>/driver.json: <reason>. Edit that file.`
+    // `invalid driver <dir>/driver.json (edit that file): <reason>`
     let reason = err
-        .split_once("driver.json: ")
-        .and_then(|(_, rest)| rest.split_once(". Edit that file."))
-        .map(|(reason, _)| reason.to_owned())
+        .split_once("driver.json (edit that file): ")
+        .map(|(_, reason)| reason.trim().to_owned())
+        .filter(|reason| !reason.is_empty())
         .unwrap_or_else(|| panic!("unexpected message: {err}"));
     assert_eq!(err.matches(reason.as_str()).count(), 1, "{err}");
 }

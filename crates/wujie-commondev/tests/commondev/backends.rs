@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::common::{TestEnv, copy_dir, fixtures, gone_soon, repo_root, wait_for_file};
 use wujie_commondev::registry::{BundledDriver, shipped_drivers};
 use wujie_commondev::{CommondevError, Lifetime, OpenRequest};
+use wujie_protocol::error_text::with_causes;
 
 fn open(project: &str, branch: &str, cli: &str, workdir: &Path) -> OpenRequest {
     OpenRequest {
@@ -284,7 +285,7 @@ async fn invalid_driver_data_is_reported_with_its_file() {
         driver.replace("{dataDir}", "{home}"),
     )
     .unwrap();
-    let text = env.locations.resolve("agent").unwrap_err().to_string();
+    let text = with_causes(&env.locations.resolve("agent").unwrap_err());
     assert!(
         text.contains("{home}") && text.contains(&dir.join("driver.json").display().to_string()),
         "{text}"
@@ -294,7 +295,7 @@ async fn invalid_driver_data_is_reported_with_its_file() {
         driver.replace("\"none\"", "\"zcode\""),
     )
     .unwrap();
-    let text = env.locations.resolve("agent").unwrap_err().to_string();
+    let text = with_causes(&env.locations.resolve("agent").unwrap_err());
     assert!(
         text.contains("ZCODE_BUILTIN_PROVIDER_CONFIG_FILE"),
         "{text}"

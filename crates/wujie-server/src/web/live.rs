@@ -107,7 +107,7 @@ impl HtmlFeed {
         ) {
             (Ok(run), Ok(usage)) => (run, usage),
             (Err(e), _) | (_, Err(e)) => {
-                tracing::warn!(error = %e, "the live page could not read a run");
+                tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run");
                 return event("reload", &serde_json::json!({}), Some(id));
             }
         };

@@ -113,6 +113,7 @@ async fn issue_detail_has_comments_runs_messages_and_usage() {
             "ended_at",
             "error",
             "exit_code",
+            "failure_kind",
             "id",
             "issue_id",
             "issue_key",

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use wujie_protocol::api::{FinishRun, RunStatus};
+use wujie_protocol::api::{FailureKind, FinishRun, RunStatus};
 use wujie_server::ServerConfig;
 
 use super::harness::{Harness, eventually, status_of};
@@ -79,6 +79,9 @@ async fn a_run_without_heartbeats_is_failed_and_a_late_reporter_may_still_finish
     })
     .await;
     assert_eq!(failed.error.as_deref(), Some("reporter stopped"));
+    assert_eq!(failed.failure_kind, Some(FailureKind::Stale));
+    let listed = reporter.issue_runs(&issue.key).await.expect("runs");
+    assert_eq!(listed[0].failure_kind, Some(FailureKind::Stale));
 
     let finished = reporter
         .finish_run(&id, &finish(RunStatus::Succeeded, Some(0)))
@@ -86,6 +89,7 @@ async fn a_run_without_heartbeats_is_failed_and_a_late_reporter_may_still_finish
         .expect("late finish");
     assert_eq!(finished.status, RunStatus::Succeeded);
     assert_eq!(finished.error, None);
+    assert_eq!(reporter.get_run(&id).await.expect("run").failure_kind, None);
     h.stop().await;
 }
 
@@ -128,7 +132,10 @@ async fn heartbeats_keep_a_run_running() {
         .await
         .expect("heartbeat");
     let run = reporter.get_run(&created.run.id).await.expect("run");
-    assert_eq!((run.status, run.error), (RunStatus::Running, None));
+    assert_eq!(
+        (run.status, run.error, run.failure_kind),
+        (RunStatus::Running, None, None)
+    );
     let missing = reporter.heartbeat("other").await.expect_err("other run");
     assert_eq!(status_of(&missing), 404);
     h.stop().await;

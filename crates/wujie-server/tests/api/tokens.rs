@@ -46,6 +46,34 @@ async fn an_adapter_token_works_only_while_its_run_runs() {
     h.stop().await;
 }
 
+/// `local-run sync` ends a run whose reporter died with the stale-run rule's words; a
+/// heartbeat does not bring that run, nor its adapter's token, back.
+#[tokio::test]
+async fn a_run_ended_with_the_stale_rules_words_stays_ended() {
+    let h = Harness::start().await;
+    let issue = h.issue("crashed").await;
+    let run = h.run_on(&issue.key).await;
+    let adapter = h.client(&run.token);
+    let crashed = FinishRun {
+        status: RunStatus::Failed,
+        exit_code: None,
+        error: Some("reporter stopped".into()),
+    };
+    h.admin
+        .finish_run(&run.run.id, &crashed)
+        .await
+        .expect("finish");
+    h.admin.heartbeat(&run.run.id).await.expect("heartbeat");
+    let ended = adapter.get_issue(&issue.key).await.expect_err("ended");
+    assert_eq!(status_of(&ended), 401, "{ended}");
+    let stored = h.admin.get_run(&run.run.id).await.expect("run");
+    assert_eq!(
+        (stored.status, stored.failure_kind),
+        (RunStatus::Failed, None)
+    );
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn a_finished_run_refuses_new_events_and_answers_retries_as_duplicates() {
     let h = Harness::start().await;

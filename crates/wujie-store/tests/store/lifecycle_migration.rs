@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha384};
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection, SqliteConnection};
-use wujie_protocol::api::{Author, AuthorKind, IssueStatus};
+use wujie_protocol::api::{Author, AuthorKind, FailureKind, IssueStatus};
 use wujie_store::Store;
 
 const INIT: &str = include_str!("../../migrations/20261130000001_init.sql");
@@ -49,6 +49,9 @@ async fn an_existing_database_keeps_its_issues_runs_and_comments() {
              VALUES ('i', 'w', 1, 'old issue', 'kept', 'in_progress', '2026-11-30T00:00:00.000000Z'); \
          INSERT INTO runs (id, issue_id, provider, cwd, status, started_at) \
              VALUES ('r', 'i', 'fake', '/tmp', 'succeeded', '2026-11-30T00:00:00.000000Z'); \
+         INSERT INTO runs (id, issue_id, provider, cwd, status, error, started_at) \
+             VALUES ('r-stale', 'i', 'fake', '/tmp', 'failed', 'reporter stopped', \
+                     '2026-11-30T00:00:01.000000Z'); \
          INSERT INTO comments (id, issue_id, author_kind, body, run_id, created_at) \
              VALUES ('c', 'i', 'agent', 'old reply', 'r', '2026-11-30T00:00:00.000000Z');",
     )
@@ -67,7 +70,13 @@ async fn an_existing_database_keeps_its_issues_runs_and_comments() {
         ),
         ("old issue", "kept", IssueStatus::InProgress)
     );
-    assert_eq!(issue.runs.len(), 1);
+    // A failure recorded with the stale-run rule's words keeps its meaning: no end yet.
+    let kinds: Vec<(&str, Option<FailureKind>)> = issue
+        .runs
+        .iter()
+        .map(|r| (r.id.as_str(), r.failure_kind))
+        .collect();
+    assert_eq!(kinds, [("r", None), ("r-stale", Some(FailureKind::Stale))]);
     assert_eq!(issue.comments[0].body, "old reply");
     let user = Author {
         kind: AuthorKind::User,

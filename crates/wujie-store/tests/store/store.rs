@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use super::common::TestStore;
 
-use wujie_protocol::api::{CreateDiscussion, CreateIssue, CreateRun, FinishRun, RunStatus};
+use wujie_protocol::api::{
+    CreateDiscussion, CreateIssue, CreateRun, FailureKind, FinishRun, RunStatus,
+};
 use wujie_store::{Principal, Store, StoreError};
 
 fn issue(title: &str) -> CreateIssue {
@@ -126,6 +128,7 @@ async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
     let failed = store.run(&running.id).await.expect("run");
     assert_eq!(failed.status, RunStatus::Failed);
     assert_eq!(failed.error.as_deref(), Some(wujie_store::REPORTER_STOPPED));
+    assert_eq!(failed.failure_kind, Some(FailureKind::Stale));
     assert!(failed.ended_at.is_some());
     assert_eq!(
         store.run(&finished.id).await.expect("run").status,
@@ -136,6 +139,65 @@ async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
         store.mark_stale_runs(Duration::ZERO).await.expect("sweep"),
         0
     );
+}
+
+/// `local-run sync` finishes a run whose reporter died with the stale-run rule's words,
+/// "reporter stopped"; that is still the run's end, which only the rule's own failure is not.
+#[tokio::test]
+async fn a_run_finished_with_the_stale_rules_words_is_ended() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
+    let crashed = FinishRun {
+        status: RunStatus::Failed,
+        exit_code: None,
+        error: Some(wujie_store::REPORTER_STOPPED.to_owned()),
+    };
+    store.finish_run(&run.id, &crashed).await.expect("finish");
+
+    let late = wujie_protocol::api::IngestItem {
+        source: "s".into(),
+        source_key: "after-the-end".into(),
+        event: wujie_protocol::event::Event::Usage(wujie_protocol::event::Usage {
+            provider: "p".into(),
+            model: "m".into(),
+            input_tokens: 1,
+            output_tokens: 1,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }),
+    };
+    let result = store
+        .ingest_run_events(&run.id, &[late], 1 << 20)
+        .await
+        .expect("ingest");
+    assert_eq!(
+        result.results[0].outcome,
+        wujie_protocol::api::IngestOutcome::Rejected,
+        "{result:?}"
+    );
+    // A heartbeat does not make it run again, nor may another outcome replace its end.
+    store.heartbeat(&run.id).await.expect("heartbeat");
+    let after = store.run(&run.id).await.expect("run");
+    assert_eq!(
+        (after.status, after.failure_kind),
+        (RunStatus::Failed, None)
+    );
+    assert!(after.usage.is_empty(), "{:?}", after.usage);
+    let other = FinishRun {
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        error: None,
+    };
+    assert!(matches!(
+        store.finish_run(&run.id, &other).await,
+        Err(StoreError::Conflict(_))
+    ));
+    store
+        .finish_run(&run.id, &crashed)
+        .await
+        .expect("the same end again");
 }
 
 #[tokio::test]
