@@ -60,37 +60,39 @@ pub(crate) async fn record(
     Ok(())
 }
 
-type ActivityRow = (
-    i64,
-    String,
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-);
+/// A change of the activity log, with its issue's key and the name of the user token that
+/// made it.
+#[derive(sqlx::FromRow)]
+struct ActivityRow {
+    seq: i64,
+    issue_id: String,
+    issue_seq: i64,
+    key_prefix: String,
+    author_kind: String,
+    author_run_id: Option<String>,
+    token_name: Option<String>,
+    change: String,
+    created_at: String,
+}
 
-const ACTIVITY_SELECT: &str = "SELECT a.seq, a.issue_id, i.seq, w.key_prefix, a.author_kind, \
-     a.author_run_id, t.name, a.change, a.created_at FROM issue_activity a \
+const ACTIVITY_SELECT: &str = "SELECT a.seq, a.issue_id, i.seq AS issue_seq, w.key_prefix, \
+     a.author_kind, a.author_run_id, t.name AS token_name, a.change, a.created_at \
+     FROM issue_activity a \
      JOIN issues i ON i.id = a.issue_id JOIN workspaces w ON w.id = i.workspace_id \
      LEFT JOIN tokens t ON t.id = a.author_token_id";
 
 fn event_from_row(row: ActivityRow) -> Result<IssueEvent, StoreError> {
-    let (seq, issue_id, issue_seq, prefix, author_kind, author_run_id, by, change, created_at) =
-        row;
     Ok(IssueEvent {
-        seq,
-        issue_id,
-        issue_key: issue_key(&prefix, issue_seq),
+        seq: row.seq,
+        issue_key: issue_key(&row.key_prefix, row.issue_seq),
+        issue_id: row.issue_id,
         author: Author {
-            kind: parse_author_kind(&author_kind),
-            run_id: author_run_id,
+            kind: parse_author_kind(&row.author_kind),
+            run_id: row.author_run_id,
         },
-        by,
-        change: serde_json::from_str(&change)?,
-        created_at,
+        by: row.token_name,
+        change: serde_json::from_str(&row.change)?,
+        created_at: row.created_at,
     })
 }
 
@@ -138,18 +140,13 @@ impl Store {
         after: i64,
         limit: u32,
     ) -> Result<Vec<RunMessageEvent>, StoreError> {
-        type Row = (
-            i64,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            String,
-            String,
-            String,
-        );
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            seq: i64,
+            run_id: String,
+            #[sqlx(flatten)]
+            message: MessageRow,
+        }
         let rows: Vec<Row> = sqlx::query_as(&format!(
             "SELECT m.seq, m.run_id, {MESSAGE_COLUMNS} FROM run_messages m \
              WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = $1) AND m.seq > $2 \
@@ -161,16 +158,13 @@ impl Store {
         .fetch_all(self.pool())
         .await?;
         rows.into_iter()
-            .map(
-                |(seq, run_id, kind, content, tool, input, output, source, key, at)| {
-                    let row: MessageRow = (kind, content, tool, input, output, source, key, at);
-                    Ok(RunMessageEvent {
-                        seq,
-                        run_id,
-                        message: message_from_row(row)?,
-                    })
-                },
-            )
+            .map(|row| {
+                Ok(RunMessageEvent {
+                    seq: row.seq,
+                    run_id: row.run_id,
+                    message: message_from_row(row.message)?,
+                })
+            })
             .collect()
     }
 }

@@ -24,33 +24,54 @@ fn discussion_not_found(id: &str) -> StoreError {
     ))
 }
 
-type DiscussionRow = (
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<String>,
-    String,
-);
+/// A discussion without its entries, sessions and usage, with the key of the issue it was
+/// promoted to, if any.
+#[derive(sqlx::FromRow)]
+struct DiscussionRow {
+    id: String,
+    status: String,
+    provider: String,
+    cwd: String,
+    issue_id: Option<String>,
+    issue_seq: Option<i64>,
+    key_prefix: Option<String>,
+    created_at: String,
+}
 
-const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.issue_id, i.seq, \
-     w.key_prefix, d.created_at FROM discussions d \
+const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.issue_id, \
+     i.seq AS issue_seq, w.key_prefix, d.created_at FROM discussions d \
      LEFT JOIN issues i ON i.id = d.issue_id LEFT JOIN workspaces w ON w.id = i.workspace_id";
+
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    kind: String,
+    content: String,
+    source: String,
+    source_key: String,
+    created_at: String,
+}
 
 async fn discussion_from_row(
     conn: &mut AnyConnection,
     row: DiscussionRow,
 ) -> Result<Discussion, StoreError> {
-    let (id, status, provider, cwd, issue_id, seq, prefix, created_at) = row;
+    let DiscussionRow {
+        id,
+        status,
+        provider,
+        cwd,
+        issue_id,
+        issue_seq,
+        key_prefix,
+        created_at,
+    } = row;
     let native: Vec<(String,)> = sqlx::query_as(
         "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = $1 ORDER BY seq",
     )
     .bind(&id)
     .fetch_all(&mut *conn)
     .await?;
-    let entries: Vec<(String, String, String, String, String)> = sqlx::query_as(
+    let entries: Vec<EntryRow> = sqlx::query_as(
         "SELECT kind, content, source, source_key, created_at FROM discussion_entries \
          WHERE discussion_id = $1 ORDER BY seq",
     )
@@ -59,13 +80,13 @@ async fn discussion_from_row(
     .await?;
     let entries = entries
         .into_iter()
-        .map(|(kind, content, source, source_key, created_at)| {
+        .map(|entry| {
             Ok(DiscussionEntry {
-                kind: parse_kind(&kind)?,
-                content,
-                source,
-                source_key,
-                created_at,
+                kind: parse_kind(&entry.kind)?,
+                content: entry.content,
+                source: entry.source,
+                source_key: entry.source_key,
+                created_at: entry.created_at,
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
@@ -78,7 +99,7 @@ async fn discussion_from_row(
         },
         provider,
         cwd,
-        issue_key: match (prefix, seq) {
+        issue_key: match (key_prefix, issue_seq) {
             (Some(prefix), Some(seq)) => Some(issue_key(&prefix, seq)),
             _ => None,
         },

@@ -8,7 +8,7 @@ use wujie_protocol::api::{
 
 use crate::activity::{self, author_kind_str};
 use crate::rows::{
-    issue_key, load_issue, parse_failure_kind, parse_issue_status, parse_run_status,
+    RUN_COLUMNS, RUNS_WITH_ISSUES, RunRow, issue_key, load_issue, parse_issue_status,
 };
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
@@ -172,19 +172,17 @@ impl Store {
         for value in &binds {
             select = select.bind(value);
         }
-        let rows: Vec<(String, i64, String, String, String, String)> =
+        let rows: Vec<IssueSummaryRow> =
             select.bind(i64::from(limit)).fetch_all(self.pool()).await?;
         Ok(rows
             .into_iter()
-            .map(
-                |(id, seq, prefix, title, status, created_at)| IssueSummary {
-                    id,
-                    key: issue_key(&prefix, seq),
-                    title,
-                    status: parse_issue_status(&status),
-                    created_at,
-                },
-            )
+            .map(|row| IssueSummary {
+                key: issue_key(&row.key_prefix, row.seq),
+                id: row.id,
+                title: row.title,
+                status: parse_issue_status(&row.status),
+                created_at: row.created_at,
+            })
             .collect())
     }
 
@@ -313,62 +311,33 @@ impl Store {
     pub async fn issue_runs(&self, key_or_id: &str) -> Result<Vec<RunSummary>, StoreError> {
         let mut conn = self.pool().acquire().await?;
         let issue_id = resolve_issue(&mut conn, key_or_id).await?;
-        type Row = (
-            String,
-            i64,
-            String,
-            String,
-            String,
-            String,
-            Option<i64>,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            i64,
-        );
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT r.id, i.seq, w.key_prefix, r.provider, r.cwd, r.status, r.exit_code, r.error, \
-                 r.failure_kind, r.started_at, r.ended_at, \
-                 (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) \
-             FROM runs r JOIN issues i ON i.id = r.issue_id \
-             JOIN workspaces w ON w.id = i.workspace_id \
-             WHERE r.issue_id = $1 ORDER BY r.started_at, r.id",
-        )
+        let rows: Vec<RunSummaryRow> = sqlx::query_as(&format!(
+            "SELECT {RUN_COLUMNS}, \
+                 (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) AS message_count \
+             FROM {RUNS_WITH_ISSUES} WHERE r.issue_id = $1 ORDER BY r.started_at, r.id"
+        ))
         .bind(&issue_id)
         .fetch_all(&mut *conn)
         .await?;
         rows.into_iter()
-            .map(
-                |(
-                    id,
-                    seq,
-                    prefix,
-                    provider,
-                    cwd,
-                    status,
-                    exit_code,
-                    error,
-                    failure_kind,
-                    started_at,
-                    ended_at,
-                    count,
-                )| {
-                    Ok(RunSummary {
-                        id,
-                        issue_key: issue_key(&prefix, seq),
-                        provider,
-                        cwd,
-                        status: parse_run_status(&status)?,
-                        exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
-                        error,
-                        failure_kind: parse_failure_kind(failure_kind.as_deref())?,
-                        started_at,
-                        ended_at,
-                        message_count: u64::try_from(count).unwrap_or(0),
-                    })
-                },
-            )
+            .map(|row| row.run.into_summary(row.message_count))
             .collect()
     }
+}
+
+#[derive(sqlx::FromRow)]
+struct IssueSummaryRow {
+    id: String,
+    seq: i64,
+    key_prefix: String,
+    title: String,
+    status: String,
+    created_at: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct RunSummaryRow {
+    #[sqlx(flatten)]
+    run: RunRow,
+    message_count: i64,
 }

@@ -545,41 +545,58 @@ impl Outbox {
 
     pub async fn targets(&self) -> Result<Vec<TargetState>, OutboxError> {
         let sql = format!("{TARGET_SELECT} ORDER BY t.created_at");
-        let rows = sqlx::query(&sql).fetch_all(&self.reader).await?;
-        Ok(rows.iter().map(target_from_row).collect())
+        let rows: Vec<TargetRow> = sqlx::query_as(&sql).fetch_all(&self.reader).await?;
+        Ok(rows.into_iter().map(TargetState::from).collect())
     }
 
     /// One target, as [`Outbox::targets`] lists it; `None` once it is gone.
     pub async fn target(&self, id: &str) -> Result<Option<TargetState>, OutboxError> {
         let sql = format!("{TARGET_SELECT} WHERE t.id = ?");
-        let row = sqlx::query(&sql)
+        let row: Option<TargetRow> = sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(&self.reader)
             .await?;
-        Ok(row.as_ref().map(target_from_row))
+        Ok(row.map(TargetState::from))
     }
 }
 
 const TARGET_SELECT: &str = "SELECT t.id, t.kind, t.server_url, t.label, t.reporter_pid,
         t.finish_json, t.finish_sent,
-        (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NULL),
+        (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NULL) AS pending,
         (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NOT NULL)
+            AS failed
      FROM targets t";
 
-fn target_from_row(r: &sqlx::sqlite::SqliteRow) -> TargetState {
-    TargetState {
-        id: r.get(0),
-        kind: if r.get::<String, _>(1) == "run" {
-            TargetKind::Run
-        } else {
-            TargetKind::Discussion
-        },
-        server_url: r.get(2),
-        label: r.get(3),
-        reporter_pid: r.get::<Option<i64>, _>(4).map(|p| p as u32),
-        finish_json: r.get(5),
-        finish_sent: r.get::<i64, _>(6) != 0,
-        pending: r.get(7),
-        failed: r.get(8),
+/// A target as [`TARGET_SELECT`] reads it, with how many of its items are pending and failed.
+#[derive(sqlx::FromRow)]
+struct TargetRow {
+    id: String,
+    kind: String,
+    server_url: String,
+    label: String,
+    reporter_pid: Option<i64>,
+    finish_json: Option<String>,
+    finish_sent: i64,
+    pending: i64,
+    failed: i64,
+}
+
+impl From<TargetRow> for TargetState {
+    fn from(row: TargetRow) -> TargetState {
+        TargetState {
+            id: row.id,
+            kind: if row.kind == "run" {
+                TargetKind::Run
+            } else {
+                TargetKind::Discussion
+            },
+            server_url: row.server_url,
+            label: row.label,
+            reporter_pid: row.reporter_pid.map(|p| p as u32),
+            finish_json: row.finish_json,
+            finish_sent: row.finish_sent != 0,
+            pending: row.pending,
+            failed: row.failed,
+        }
     }
 }

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
     AuthorKind, Comment, FailureKind, IssueDetail, IssueStatus, Run, RunMessage, RunStatus,
+    RunSummary,
 };
 use wujie_protocol::event::{MessageKind, Usage};
 
@@ -57,16 +58,25 @@ fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-pub(crate) type UsageRow = (String, String, i64, i64, i64, i64);
+/// A usage row of a run or a discussion, or a sum of them per provider and model.
+#[derive(sqlx::FromRow)]
+pub(crate) struct UsageRow {
+    provider: String,
+    model: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_read_tokens: i64,
+    cache_write_tokens: i64,
+}
 
-pub(crate) fn usage_from_row((provider, model, i, o, cr, cw): UsageRow) -> Usage {
+pub(crate) fn usage_from_row(row: UsageRow) -> Usage {
     Usage {
-        provider,
-        model,
-        input_tokens: to_u64(i),
-        output_tokens: to_u64(o),
-        cache_read_tokens: to_u64(cr),
-        cache_write_tokens: to_u64(cw),
+        provider: row.provider,
+        model: row.model,
+        input_tokens: to_u64(row.input_tokens),
+        output_tokens: to_u64(row.output_tokens),
+        cache_read_tokens: to_u64(row.cache_read_tokens),
+        cache_write_tokens: to_u64(row.cache_write_tokens),
     }
 }
 
@@ -87,36 +97,37 @@ pub(crate) const DISCUSSION_USAGE_SQL: &str = "SELECT provider, model, input_tok
      output_tokens, cache_read_tokens, cache_write_tokens FROM discussion_usage \
      WHERE discussion_id = $1 ORDER BY seq";
 
-pub(crate) type MessageRow = (
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-    String,
-);
+/// A stored run message, as [`MESSAGE_COLUMNS`] selects it.
+#[derive(sqlx::FromRow)]
+pub(crate) struct MessageRow {
+    kind: String,
+    content: Option<String>,
+    tool: Option<String>,
+    input: Option<String>,
+    output: Option<String>,
+    source: String,
+    source_key: String,
+    created_at: String,
+}
 
 /// Columns of a [`MessageRow`], for queries that select more around them.
 pub(crate) const MESSAGE_COLUMNS: &str =
     "kind, content, tool, input, output, source, source_key, created_at";
 
 pub(crate) fn message_from_row(row: MessageRow) -> Result<RunMessage, StoreError> {
-    let (kind, content, tool, input, output, source, source_key, created_at) = row;
-    let input = match input {
+    let input = match row.input {
         Some(text) => Some(serde_json::from_str::<Map<String, Value>>(&text)?),
         None => None,
     };
     Ok(RunMessage {
-        kind: parse_kind(&kind)?,
-        content,
-        tool,
+        kind: parse_kind(&row.kind)?,
+        content: row.content,
+        tool: row.tool,
         input,
-        output,
-        source,
-        source_key,
-        created_at,
+        output: row.output,
+        source: row.source,
+        source_key: row.source_key,
+        created_at: row.created_at,
     })
 }
 
@@ -133,64 +144,88 @@ async fn load_messages(
     rows.into_iter().map(message_from_row).collect()
 }
 
-type RunRow = (
-    String,
-    String,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    Option<i64>,
-    Option<String>,
-    Option<String>,
-    String,
-    Option<String>,
-);
+/// A run without its messages and usage, as [`RUN_COLUMNS`] selects it.
+#[derive(sqlx::FromRow)]
+pub(crate) struct RunRow {
+    id: String,
+    issue_id: String,
+    /// The issue's number: its key is `<key_prefix>-<issue_seq>`.
+    issue_seq: i64,
+    key_prefix: String,
+    provider: String,
+    cwd: String,
+    status: String,
+    exit_code: Option<i64>,
+    error: Option<String>,
+    failure_kind: Option<String>,
+    started_at: String,
+    ended_at: Option<String>,
+}
 
-const RUN_SELECT: &str = "SELECT r.id, r.issue_id, i.seq, w.key_prefix, r.provider, r.cwd, r.status, \
-     r.exit_code, r.error, r.failure_kind, r.started_at, r.ended_at FROM runs r \
-     JOIN issues i ON i.id = r.issue_id JOIN workspaces w ON w.id = i.workspace_id";
+/// Columns of a [`RunRow`] over [`RUNS_WITH_ISSUES`], for queries that select more around
+/// them.
+pub(crate) const RUN_COLUMNS: &str = "r.id, r.issue_id, i.seq AS issue_seq, w.key_prefix, \
+     r.provider, r.cwd, r.status, r.exit_code, r.error, r.failure_kind, r.started_at, r.ended_at";
+
+/// Runs (`r`) with their issue (`i`) and its workspace (`w`).
+pub(crate) const RUNS_WITH_ISSUES: &str = "runs r JOIN issues i ON i.id = r.issue_id \
+     JOIN workspaces w ON w.id = i.workspace_id";
+
+impl RunRow {
+    /// The run as the API shows it, with `messages` and `usage`.
+    pub(crate) fn into_run(
+        self,
+        messages: Vec<RunMessage>,
+        usage: Vec<Usage>,
+    ) -> Result<Run, StoreError> {
+        Ok(Run {
+            issue_key: issue_key(&self.key_prefix, self.issue_seq),
+            issue_id: self.issue_id,
+            provider: self.provider,
+            cwd: self.cwd,
+            status: parse_run_status(&self.status)?,
+            exit_code: self.exit_code.and_then(|c| i32::try_from(c).ok()),
+            error: self.error,
+            failure_kind: parse_failure_kind(self.failure_kind.as_deref())?,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            messages,
+            usage,
+            id: self.id,
+        })
+    }
+
+    /// The run as an issue's run list shows it, with the number of its messages.
+    pub(crate) fn into_summary(self, message_count: i64) -> Result<RunSummary, StoreError> {
+        Ok(RunSummary {
+            issue_key: issue_key(&self.key_prefix, self.issue_seq),
+            provider: self.provider,
+            cwd: self.cwd,
+            status: parse_run_status(&self.status)?,
+            exit_code: self.exit_code.and_then(|c| i32::try_from(c).ok()),
+            error: self.error,
+            failure_kind: parse_failure_kind(self.failure_kind.as_deref())?,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            message_count: u64::try_from(message_count).unwrap_or(0),
+            id: self.id,
+        })
+    }
+}
 
 async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, StoreError> {
-    let (
-        id,
-        issue_id,
-        seq,
-        prefix,
-        provider,
-        cwd,
-        status,
-        exit_code,
-        error,
-        failure_kind,
-        started_at,
-        ended_at,
-    ) = row;
-    let messages = load_messages(conn, &id).await?;
-    let usage = load_usage(conn, RUN_USAGE_SQL, &id).await?;
-    Ok(Run {
-        issue_key: issue_key(&prefix, seq),
-        issue_id,
-        provider,
-        cwd,
-        status: parse_run_status(&status)?,
-        exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
-        error,
-        failure_kind: parse_failure_kind(failure_kind.as_deref())?,
-        started_at,
-        ended_at,
-        messages,
-        usage,
-        id,
-    })
+    let messages = load_messages(conn, &row.id).await?;
+    let usage = load_usage(conn, RUN_USAGE_SQL, &row.id).await?;
+    row.into_run(messages, usage)
 }
 
 pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Run, StoreError> {
-    let row: Option<RunRow> = sqlx::query_as(&format!("{RUN_SELECT} WHERE r.id = $1"))
-        .bind(run_id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    let row: Option<RunRow> = sqlx::query_as(&format!(
+        "SELECT {RUN_COLUMNS} FROM {RUNS_WITH_ISSUES} WHERE r.id = $1"
+    ))
+    .bind(run_id)
+    .fetch_optional(&mut *conn)
+    .await?;
     let row = row.ok_or_else(|| run_not_found(run_id))?;
     run_from_row(conn, row).await
 }
@@ -201,11 +236,20 @@ pub(crate) fn run_not_found(run_id: &str) -> StoreError {
     ))
 }
 
+#[derive(sqlx::FromRow)]
+struct CommentRow {
+    id: String,
+    author_kind: String,
+    body: String,
+    run_id: Option<String>,
+    created_at: String,
+}
+
 async fn load_comments(
     conn: &mut AnyConnection,
     issue_id: &str,
 ) -> Result<Vec<Comment>, StoreError> {
-    let rows: Vec<(String, String, String, Option<String>, String)> = sqlx::query_as(
+    let rows: Vec<CommentRow> = sqlx::query_as(
         "SELECT id, author_kind, body, run_id, created_at FROM comments WHERE issue_id = $1 ORDER BY seq",
     )
     .bind(issue_id)
@@ -213,30 +257,31 @@ async fn load_comments(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, author, body, run_id, created_at)| Comment {
-            id,
-            author_kind: if author == "agent" {
+        .map(|row| Comment {
+            id: row.id,
+            author_kind: if row.author_kind == "agent" {
                 AuthorKind::Agent
             } else {
                 AuthorKind::User
             },
-            body,
-            run_id,
-            created_at,
+            body: row.body,
+            run_id: row.run_id,
+            created_at: row.created_at,
         })
         .collect())
 }
 
-type IssueRow = (
-    String,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    String,
-);
+#[derive(sqlx::FromRow)]
+struct IssueRow {
+    id: String,
+    seq: i64,
+    key_prefix: String,
+    title: String,
+    description: String,
+    status: String,
+    discussion_id: Option<String>,
+    created_at: String,
+}
 
 pub(crate) async fn load_issue(
     conn: &mut AnyConnection,
@@ -249,13 +294,13 @@ pub(crate) async fn load_issue(
     .bind(issue_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let (id, seq, prefix, title, description, status, discussion_id, created_at) =
-        row.ok_or_else(|| StoreError::NotFound(format!("issue {issue_id} not found")))?;
-    let comments = load_comments(conn, &id).await?;
+    let issue = row.ok_or_else(|| StoreError::NotFound(format!("issue {issue_id} not found")))?;
+    let comments = load_comments(conn, &issue.id).await?;
     let run_rows: Vec<RunRow> = sqlx::query_as(&format!(
-        "{RUN_SELECT} WHERE r.issue_id = $1 ORDER BY r.started_at, r.id"
+        "SELECT {RUN_COLUMNS} FROM {RUNS_WITH_ISSUES} WHERE r.issue_id = $1 \
+         ORDER BY r.started_at, r.id"
     ))
-    .bind(&id)
+    .bind(&issue.id)
     .fetch_all(&mut *conn)
     .await?;
     let mut runs = Vec::with_capacity(run_rows.len());
@@ -263,13 +308,13 @@ pub(crate) async fn load_issue(
         runs.push(run_from_row(conn, row).await?);
     }
     Ok(IssueDetail {
-        key: issue_key(&prefix, seq),
-        id,
-        title,
-        description,
-        status: parse_issue_status(&status),
-        created_at,
-        discussion_id,
+        key: issue_key(&issue.key_prefix, issue.seq),
+        id: issue.id,
+        title: issue.title,
+        description: issue.description,
+        status: parse_issue_status(&issue.status),
+        created_at: issue.created_at,
+        discussion_id: issue.discussion_id,
         comments,
         runs,
     })

@@ -220,22 +220,25 @@ impl Store {
                     .unwrap_or_default()
             )));
         }
-        let (status, exit_code, error, ended_at): (
-            String,
-            Option<i64>,
-            Option<String>,
-            Option<String>,
-        ) = sqlx::query_as("SELECT status, exit_code, error, ended_at FROM runs WHERE id = $1")
-            .bind(run_id)
-            .fetch_one(&mut *w.tx)
-            .await?;
+        #[derive(sqlx::FromRow)]
+        struct Ended {
+            status: String,
+            exit_code: Option<i64>,
+            error: Option<String>,
+            ended_at: Option<String>,
+        }
+        let ended: Ended =
+            sqlx::query_as("SELECT status, exit_code, error, ended_at FROM runs WHERE id = $1")
+                .bind(run_id)
+                .fetch_one(&mut *w.tx)
+                .await?;
         w.commit().await?;
         Ok(FinishedRun {
             id: run_id.to_owned(),
-            status: parse_run_status(&status)?,
-            exit_code: exit_code.and_then(|c| i32::try_from(c).ok()),
-            error,
-            ended_at,
+            status: parse_run_status(&ended.status)?,
+            exit_code: ended.exit_code.and_then(|c| i32::try_from(c).ok()),
+            error: ended.error,
+            ended_at: ended.ended_at,
         })
     }
 

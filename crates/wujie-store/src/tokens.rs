@@ -145,7 +145,15 @@ impl Store {
 
     /// Every user token, oldest first, without secrets (none are stored).
     pub async fn list_user_tokens(&self) -> Result<Vec<TokenInfo>, StoreError> {
-        type Row = (String, String, String, Option<String>, Option<String>, i64);
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            id: String,
+            name: String,
+            created_at: String,
+            last_used_at: Option<String>,
+            expires_at: Option<String>,
+            revoked: i64,
+        }
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT id, name, created_at, last_used_at, expires_at, revoked FROM tokens \
                  WHERE kind = 'user' ORDER BY created_at, id",
@@ -155,25 +163,23 @@ impl Store {
         let now = time::now();
         Ok(rows
             .into_iter()
-            .map(
-                |(id, name, created_at, last_used_at, expires_at, revoked)| {
-                    let status = if revoked != 0 {
-                        TokenStatus::Revoked
-                    } else if expires_at.as_ref().is_some_and(|at| *at <= now) {
-                        TokenStatus::Expired
-                    } else {
-                        TokenStatus::Active
-                    };
-                    TokenInfo {
-                        id,
-                        name,
-                        created_at,
-                        last_used_at,
-                        expires_at,
-                        status,
-                    }
-                },
-            )
+            .map(|row| {
+                let status = if row.revoked != 0 {
+                    TokenStatus::Revoked
+                } else if row.expires_at.as_ref().is_some_and(|at| *at <= now) {
+                    TokenStatus::Expired
+                } else {
+                    TokenStatus::Active
+                };
+                TokenInfo {
+                    id: row.id,
+                    name: row.name,
+                    created_at: row.created_at,
+                    last_used_at: row.last_used_at,
+                    expires_at: row.expires_at,
+                    status,
+                }
+            })
             .collect())
     }
 
@@ -183,13 +189,15 @@ impl Store {
     /// call reads the database, so a token revoked through one server process is refused by
     /// all at once.
     pub async fn verify_token(&self, secret: &str) -> Result<Option<Principal>, StoreError> {
-        type Row = (
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        );
+        /// A live token, with the issue of its run while the run is running.
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            id: String,
+            kind: String,
+            subject_id: Option<String>,
+            issue_id: Option<String>,
+            last_used_at: Option<String>,
+        }
         let row: Option<Row> = sqlx::query_as(
             "SELECT t.id, t.kind, t.subject_id, r.issue_id, t.last_used_at FROM tokens t \
              LEFT JOIN runs r ON t.kind = 'run' AND r.id = t.subject_id AND r.status = 'running' \
@@ -201,7 +209,14 @@ impl Store {
         .bind(time::now())
         .fetch_optional(self.pool())
         .await?;
-        let Some((token_id, kind, subject, issue_id, last_used)) = row else {
+        let Some(Row {
+            id: token_id,
+            kind,
+            subject_id: subject,
+            issue_id,
+            last_used_at: last_used,
+        }) = row
+        else {
             return Ok(None);
         };
         if kind == "user" {

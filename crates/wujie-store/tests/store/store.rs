@@ -156,18 +156,7 @@ async fn a_run_finished_with_the_stale_rules_words_is_ended() {
     };
     store.finish_run(&run.id, &crashed).await.expect("finish");
 
-    let late = wujie_protocol::api::IngestItem {
-        source: "s".into(),
-        source_key: "after-the-end".into(),
-        event: wujie_protocol::event::Event::Usage(wujie_protocol::event::Usage {
-            provider: "p".into(),
-            model: "m".into(),
-            input_tokens: 1,
-            output_tokens: 1,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-        }),
-    };
+    let late = usage("after-the-end", "m", 1);
     let result = store
         .ingest_run_events(&run.id, &[late], 1 << 20)
         .await
@@ -198,6 +187,72 @@ async fn a_run_finished_with_the_stale_rules_words_is_ended() {
         .finish_run(&run.id, &crashed)
         .await
         .expect("the same end again");
+}
+
+fn usage(key: &str, model: &str, input_tokens: u64) -> wujie_protocol::api::IngestItem {
+    wujie_protocol::api::IngestItem {
+        source: "s".into(),
+        source_key: key.into(),
+        event: wujie_protocol::event::Event::Usage(wujie_protocol::event::Usage {
+            provider: "p".into(),
+            model: model.into(),
+            input_tokens,
+            output_tokens: 1,
+            cache_read_tokens: 2,
+            cache_write_tokens: 3,
+        }),
+    }
+}
+
+#[tokio::test]
+async fn usage_is_summed_per_provider_and_model_for_an_issue_and_the_workspace() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let i = store.create_issue(&issue("x")).await.expect("issue");
+    for keys in [["a", "b"], ["c", "d"]] {
+        let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
+        let items = [usage(keys[0], "m1", 10), usage(keys[1], "m2", 5)];
+        store
+            .ingest_run_events(&run.id, &items, 1 << 20)
+            .await
+            .expect("ingest");
+    }
+    let d = store
+        .create_discussion(&CreateDiscussion {
+            provider: "p".into(),
+            cwd: "/".into(),
+        })
+        .await
+        .expect("discussion");
+    store
+        .ingest_discussion_events(&d.discussion.id, &[usage("e", "m1", 100)], 1 << 20)
+        .await
+        .expect("ingest");
+
+    let sums = |usage: Vec<wujie_protocol::event::Usage>| -> Vec<(String, u64, u64, u64, u64)> {
+        usage
+            .into_iter()
+            .map(|u| {
+                (
+                    u.model,
+                    u.input_tokens,
+                    u.output_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_tokens,
+                )
+            })
+            .collect()
+    };
+    let of_issue = sums(store.issue_usage(&i.id).await.expect("issue usage"));
+    assert_eq!(
+        of_issue,
+        [("m1".into(), 20, 2, 4, 6), ("m2".into(), 10, 2, 4, 6)]
+    );
+    let of_workspace = sums(store.workspace_usage().await.expect("workspace usage"));
+    assert_eq!(
+        of_workspace,
+        [("m1".into(), 120, 3, 6, 9), ("m2".into(), 10, 2, 4, 6)]
+    );
 }
 
 #[tokio::test]
