@@ -86,6 +86,14 @@ fn codex_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue_as_c
     tmux.wait_text(COMPOSER);
     say(&tmux, PROMPT);
     tmux.wait_for("the answer", |s| s.contains("• done"));
+    // Codex draws the answer a moment before it logs the turn's end (`task_complete`), which
+    // is what makes the answer the turn's final: wait for that to be synced before quitting,
+    // as a person reads the answer before leaving. (Quitting in between reports it as text.)
+    wait_until(30, "the turn's final answer to be synced", || {
+        env.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .is_some_and(|messages| messages.iter().any(|m| m["type"] == "final"))
+    });
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
