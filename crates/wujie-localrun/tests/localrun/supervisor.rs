@@ -73,21 +73,33 @@ async fn read_all(events: &mut StdoutEvents) -> Vec<Result<DecodedLine, EventErr
     lines
 }
 
-/// The content of the first event of the next lines the adapter prints, as a pid.
-async fn reported_pid(events: &mut StdoutEvents) -> i32 {
+/// The content of the first event of the next lines the adapter prints, as a pid, and the
+/// lines that came in the same read after it (a read may hold all the adapter printed).
+async fn reported_pid_and_rest(
+    events: &mut StdoutEvents,
+) -> (i32, Vec<Result<DecodedLine, EventError>>) {
     loop {
         let read = events
             .next()
             .await
             .unwrap()
             .expect("the adapter printed nothing");
-        if let Some(Ok(line)) = read.lines.into_iter().next() {
+        let mut lines = read.lines.into_iter();
+        if let Some(Ok(line)) = lines.next() {
             let Event::Message(message) = &line.events[0] else {
                 panic!("{line:?}")
             };
-            return message.content.as_deref().unwrap().parse().unwrap();
+            return (
+                message.content.as_deref().unwrap().parse().unwrap(),
+                lines.collect(),
+            );
         }
     }
+}
+
+/// [`reported_pid_and_rest`] for an adapter that prints nothing more in the same breath.
+async fn reported_pid(events: &mut StdoutEvents) -> i32 {
+    reported_pid_and_rest(events).await.0
 }
 
 #[tokio::test]
@@ -99,14 +111,14 @@ async fn an_adapter_runs_in_a_group_of_its_own_with_the_wujie_environment() {
     let mut adapter = start(&provider, &args, &work);
     let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
 
-    let pid = reported_pid(&mut events).await;
+    let (pid, mut rest) = reported_pid_and_rest(&mut events).await;
     let group = getpgid(Some(Pid::from_raw(pid))).unwrap();
     assert_eq!(group.as_raw(), pid, "the adapter leads a group of its own");
     assert_ne!(group, getpgrp(), "the adapter is not in wujie's group");
 
     // Its stdin is the caller's pipe: closing it ends the adapter.
     drop(adapter.stdin.take());
-    let rest = read_all(&mut events).await;
+    rest.extend(read_all(&mut events).await);
     let status = adapter.wait().await.unwrap();
     assert!(status.success(), "{status:?}");
 
