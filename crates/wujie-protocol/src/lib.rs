@@ -13,6 +13,7 @@ pub mod limits;
 pub mod lines;
 pub mod manifest;
 pub mod pricing;
+pub mod promotion;
 pub mod sidecar;
 pub mod sidecar_tools;
 

@@ -1,6 +1,6 @@
 use wujie_protocol::api::{
     CreateDiscussion, CreateIssue, CreatedDiscussion, DiscussionStatus, IngestBatch, IngestItem,
-    IngestOutcome, PromoteDiscussion, RunStatus,
+    IngestOutcome, IssueChange, PromoteDiscussion, RunStatus,
 };
 use wujie_protocol::event::{Event, HandoffMode, MessageKind};
 
@@ -32,6 +32,7 @@ fn promote_req() -> PromoteDiscussion {
         description: "the plan".into(),
         provider: "grok".into(),
         cwd: "/tmp/p".into(),
+        end_run: false,
     }
 }
 
@@ -183,6 +184,57 @@ async fn native_session_ids_are_kept_in_order_and_found_again() {
         ids,
         [other_provider.discussion.id.as_str(), id.as_str()],
         "newest first"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_promotion_no_agent_continues_ends_its_run_with_it() {
+    let h = Harness::start().await;
+    let id = open(&h, "grok").await.discussion.id;
+    let promoted = h
+        .admin
+        .promote_discussion(
+            &id,
+            &PromoteDiscussion {
+                end_run: true,
+                ..promote_req()
+            },
+        )
+        .await
+        .expect("promote");
+    assert_eq!(promoted.run.status, RunStatus::Succeeded);
+    assert!(promoted.run.ended_at.is_some());
+    assert_eq!(promoted.issue.runs[0].status, RunStatus::Succeeded);
+    let dead = h
+        .client(&promoted.token)
+        .get_issue(&promoted.issue.key)
+        .await
+        .expect_err("the ended run's token");
+    assert_eq!(status_of(&dead), 401);
+    let log = h
+        .store
+        .issue_activity_after(Some(&promoted.issue.id), 0, 100)
+        .await
+        .expect("activity");
+    let changes: Vec<_> = log
+        .iter()
+        .map(|e| match &e.change {
+            IssueChange::Created { .. } => "created".to_owned(),
+            IssueChange::RunStarted { .. } => "run_started".to_owned(),
+            IssueChange::RunFinished { status, .. } => format!("run_finished {}", status.as_str()),
+            IssueChange::Status { status } => format!("status {}", status.as_str()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "created",
+            "run_started",
+            "status in_progress",
+            "run_finished succeeded"
+        ]
     );
     h.stop().await;
 }

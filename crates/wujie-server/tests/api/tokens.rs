@@ -147,6 +147,7 @@ async fn a_discussion_token_dies_when_revoked_or_promoted() {
                 description: "plan".into(),
                 provider: "grok".into(),
                 cwd: "/tmp/p".into(),
+                end_run: false,
             },
         )
         .await
