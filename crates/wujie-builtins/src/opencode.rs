@@ -42,10 +42,10 @@ use tokio::sync::mpsc;
 use wujie_protocol::event::{Event, MessageKind, Usage};
 use wujie_protocol::sse::{SseDecoder, SseItem};
 
-use crate::tui::{
-    LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted, str_field,
+use crate::tui::{LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted};
+use crate::{
+    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value, str_field,
 };
-use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value};
 
 /// The `source` of every message the opencode provider reports.
 pub const SOURCE: &str = "opencode";

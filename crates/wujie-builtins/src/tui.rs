@@ -399,10 +399,6 @@ fn wire_name(value: &impl serde::Serialize) -> String {
     }
 }
 
-pub fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    object.get(field).and_then(Value::as_str)
-}
-
 /// Whether `text` is only markup the agent adds itself (`<tag>…</tag>`, possibly several):
 /// its own context, slash-command echoes, reminders. Such user records are not the user
 /// speaking.
