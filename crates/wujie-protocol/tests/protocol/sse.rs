@@ -5,14 +5,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use wujie_protocol::sse::{SseDecoder, SseEvent, SseItem};
 
-/// Splits `bytes` at the given cut points (any positions, duplicates allowed).
-fn chunks<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
-    let mut at: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-    at.push(0);
-    at.push(bytes.len());
-    at.sort_unstable();
-    at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
-}
+use super::chunking::chunks;
 
 fn decode(pieces: &[&[u8]], max_event_bytes: usize) -> Vec<SseItem> {
     let mut decoder = SseDecoder::new(max_event_bytes);

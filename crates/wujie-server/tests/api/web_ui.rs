@@ -3,7 +3,7 @@
 
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
-use wujie_protocol::api::{CreateDiscussion, IngestBatch, RunStatus};
+use wujie_protocol::api::{IngestBatch, RunStatus};
 use wujie_protocol::event::MessageKind;
 use wujie_protocol::promotion::IssueDraft;
 
@@ -306,15 +306,7 @@ async fn agent_text_is_escaped_and_scripts_come_only_from_the_server() {
 #[tokio::test]
 async fn a_discussion_promoted_from_its_page_keeps_the_link_to_it() {
     let h = Harness::start().await;
-    let created = h
-        .admin
-        .create_discussion(&CreateDiscussion {
-            provider: "grok".into(),
-            cwd: "/tmp/p".into(),
-        })
-        .await
-        .expect("create discussion");
-    let id = created.discussion.id;
+    let id = h.discussion("grok").await.discussion.id;
     let plan = "# Cache the parser\n\n1. Write it";
     h.admin
         .ingest_discussion_events(
