@@ -34,8 +34,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field};
-use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value};
+use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log};
+use crate::{
+    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value, str_field,
+};
 
 /// The `source` of every message the claude provider reports.
 pub const SOURCE: &str = "claude";

@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log, str_field};
-use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field};
+use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log};
+use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, str_field};
 
 /// The `source` of every message the gemini provider reports.
 pub const SOURCE: &str = "gemini";

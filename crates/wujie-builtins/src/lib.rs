@@ -289,7 +289,13 @@ pub fn content_message(source: &str, kind: MessageKind, content: String, key: St
 }
 
 /// The key prefix of everything one agent session reports: `session:<id>`, `session:unknown`
-/// until the transcript has named its session.
+/// until the agent has named its session. It begins every `source_key` the built-ins report,
+/// which the server stores, so its spelling stays as it is.
+///
+/// pi's provider wrote `session:none` for a missing session before; taking this spelling
+/// re-keys nothing stored: pi prints its session header first whenever it has a session, and a
+/// resumed pi prints only the new turns' events, never earlier ones again, so the events keyed
+/// `session:none` (a pi that named no session) are never read a second time.
 pub fn session_key(session_id: Option<&str>) -> String {
     format!("session:{}", session_id.unwrap_or("unknown"))
 }
@@ -324,6 +330,11 @@ pub fn count_field(object: &Map<String, Value>, field: &str) -> u64 {
     .unwrap_or(0)
 }
 
+/// A field of a JSON object, when it is a string.
+pub fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    object.get(field).and_then(Value::as_str)
+}
+
 /// The value of `--flag VALUE` / `--flag=VALUE` (any of `names`) in `args`: `Some(None)` when
 /// the flag is there without a value.
 pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Option<&'a str>)> {
@@ -344,6 +355,22 @@ pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_name_the_session_or_say_it_is_not_known_yet() {
+        assert_eq!(session_key(Some("ses_1")), "session:ses_1");
+        assert_eq!(session_key(None), "session:unknown");
+    }
+
+    #[test]
+    fn a_str_field_is_a_string_or_nothing() {
+        let value = serde_json::json!({"a": "x", "n": 1, "z": null, "o": {"a": "y"}});
+        let object = value.as_object().unwrap();
+        assert_eq!(str_field(object, "a"), Some("x"));
+        for field in ["n", "z", "o", "missing"] {
+            assert_eq!(str_field(object, field), None, "{field}");
+        }
+    }
 
     #[test]
     fn locate_prefers_the_override_then_path() {

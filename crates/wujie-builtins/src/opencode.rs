@@ -40,12 +40,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use wujie_protocol::event::{Event, MessageKind, Usage};
-use wujie_protocol::lines::{LinePiece, LineSplitter};
+use wujie_protocol::sse::{SseDecoder, SseItem};
 
-use crate::tui::{
-    LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted, str_field,
+use crate::tui::{LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted};
+use crate::{
+    AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value, str_field,
 };
-use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value};
 
 /// The `source` of every message the opencode provider reports.
 pub const SOURCE: &str = "opencode";
@@ -504,47 +504,36 @@ impl LogMapper for OpencodeMapper {
     }
 }
 
-/// Reads the `data:` lines of a server-sent event stream as JSON records for `reader`.
+/// Reads a server-sent event stream: each event's data is a JSON record for `reader`.
 #[derive(Debug)]
 pub struct EventStream<M> {
-    lines: LineSplitter,
+    events: SseDecoder,
     pub reader: LogReader<M>,
 }
 
 impl<M: LogMapper> EventStream<M> {
     pub fn new(reader: LogReader<M>) -> EventStream<M> {
         EventStream {
-            lines: LineSplitter::new(MAX_LOG_LINE_BYTES),
+            events: SseDecoder::new(MAX_LOG_LINE_BYTES),
             reader,
         }
     }
 
-    /// The events of every record the chunk completes.
+    /// The events of every record the chunk completes; an event too long is skipped.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<Event> {
-        let mut records = Vec::new();
-        self.lines
-            .feed(chunk, |piece| data_line(piece, &mut records));
-        self.reader.feed(&records)
+        let mut out = Vec::new();
+        for item in self.events.feed(chunk) {
+            if let SseItem::Event(event) = item {
+                out.extend(self.reader.record(event.data.as_bytes()));
+            }
+        }
+        out
     }
 
-    /// Ends the stream.
+    /// Ends the stream: an event it ended in the middle of is not one (as the standard says),
+    /// so only what the mapper still holds is left.
     pub fn finish(&mut self) -> Vec<Event> {
-        let mut records = Vec::new();
-        self.lines.finish(|piece| data_line(piece, &mut records));
-        let mut events = self.reader.feed(&records);
-        events.extend(self.reader.finish());
-        events
-    }
-}
-
-/// A `data: {…}` line's payload as one record line; comments, `event:`/`id:` lines, blank
-/// separators and lines too long are not records.
-fn data_line(piece: LinePiece<'_>, records: &mut Vec<u8>) {
-    if let LinePiece::Line(line) = piece
-        && let Some(data) = line.strip_prefix(b"data:")
-    {
-        records.extend_from_slice(data.strip_prefix(b" ").unwrap_or(data));
-        records.push(b'\n');
+        self.reader.finish()
     }
 }
 

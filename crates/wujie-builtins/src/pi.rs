@@ -29,7 +29,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
-use crate::{AgentProgram, BuiltinError, hold_stop_signals};
+use crate::{AgentProgram, BuiltinError, hold_stop_signals, str_field};
 use wujie_process::exit_code_of;
 
 /// The `source` of every message the pi provider reports.
@@ -317,7 +317,7 @@ impl PiState {
     }
 
     fn session_key(&self) -> String {
-        format!("session:{}", self.session_id.as_deref().unwrap_or("none"))
+        crate::session_key(self.session_id.as_deref())
     }
 
     /// A message's id within its session: its timestamp, else the model's response id, else
@@ -338,10 +338,6 @@ impl PiState {
         let turn = self.tool_turns.get(call_id).map_or("none", String::as_str);
         format!("{}:turn:{turn}:tool:{call_id}:{end}", self.session_key())
     }
-}
-
-fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    object.get(field).and_then(Value::as_str)
 }
 
 fn tool_name(event: &Map<String, Value>) -> String {
@@ -761,17 +757,17 @@ mod tests {
             [
                 (
                     MessageKind::Error,
-                    "session:none:turn:response-r9:error",
+                    "session:unknown:turn:response-r9:error",
                     "rate limited"
                 ),
                 (
                     MessageKind::ToolUse,
-                    "session:none:turn:none:tool:c1:use",
+                    "session:unknown:turn:none:tool:c1:use",
                     r#"read {"args":"raw"}"#
                 ),
                 (
                     MessageKind::ToolResult,
-                    "session:none:turn:none:tool:c1:result",
+                    "session:unknown:turn:none:tool:c1:result",
                     "unknown a\n[image image/png]"
                 ),
             ]

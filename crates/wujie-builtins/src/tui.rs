@@ -72,6 +72,14 @@ impl<M: LogMapper> LogReader<M> {
         out
     }
 
+    /// The events of one whole record that came by other means than a line of the log (an
+    /// event of a stream).
+    pub fn record(&mut self, bytes: &[u8]) -> Vec<Event> {
+        let mut out = Vec::new();
+        map_record(&mut self.mapper, &mut self.line_no, bytes, &mut out);
+        out
+    }
+
     /// Ends the log: a last line without `'\n'`, then what the mapper still holds.
     pub fn finish(&mut self) -> Vec<Event> {
         let mut out = Vec::new();
@@ -89,10 +97,16 @@ fn map_line<M: LogMapper>(
     piece: LinePiece<'_>,
     out: &mut Vec<Event>,
 ) {
+    match piece {
+        LinePiece::Line(bytes) => map_record(mapper, line_no, bytes, out),
+        LinePiece::TooLong => *line_no += 1,
+    }
+}
+
+/// Record number `line_no + 1`, when it is a JSON object.
+fn map_record<M: LogMapper>(mapper: &mut M, line_no: &mut u64, bytes: &[u8], out: &mut Vec<Event>) {
     *line_no += 1;
-    if let LinePiece::Line(bytes) = piece
-        && let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(bytes)
-    {
+    if let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(bytes) {
         mapper.record(*line_no, &record, out);
     }
 }
@@ -383,10 +397,6 @@ fn wire_name(value: &impl serde::Serialize) -> String {
         Ok(Value::String(name)) => name,
         _ => String::new(),
     }
-}
-
-pub fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    object.get(field).and_then(Value::as_str)
 }
 
 /// Whether `text` is only markup the agent adds itself (`<tag>…</tag>`, possibly several):

@@ -1,9 +1,11 @@
 //! Reading a live feed (server-sent events) as typed events.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use reqwest::Method;
 use wujie_protocol::api::{IssueEvent, RunMessageEvent};
+use wujie_protocol::sse::{SseDecoder, SseEvent, SseItem};
 
 use crate::{ClientError, network_error};
 
@@ -27,7 +29,9 @@ pub enum FeedEvent {
 /// An open feed. Dropping it closes the connection.
 pub struct IssueFeed {
     response: reqwest::Response,
-    buffer: Vec<u8>,
+    decoder: SseDecoder,
+    /// Read from the connection, not handed over yet.
+    ready: VecDeque<SseItem>,
     path: String,
 }
 
@@ -43,7 +47,8 @@ impl IssueFeed {
     pub(crate) fn new(resp: reqwest::Response, path: String) -> IssueFeed {
         IssueFeed {
             response: resp,
-            buffer: Vec::new(),
+            decoder: SseDecoder::new(MAX_EVENT_BYTES),
+            ready: VecDeque::new(),
             path,
         }
     }
@@ -52,21 +57,18 @@ impl IssueFeed {
     /// connection was lost: reconnect with the last id seen to miss nothing.
     pub async fn next(&mut self) -> Option<Result<FeedEvent, ClientError>> {
         loop {
-            if let Some(end) = find_event_end(&self.buffer) {
-                let block: Vec<u8> = self.buffer.drain(..end).collect();
-                match self.parse(&block) {
-                    Ok(Some(event)) => return Some(Ok(event)),
-                    Ok(None) => continue,
-                    Err(e) => return Some(Err(e)),
+            while let Some(item) = self.ready.pop_front() {
+                let read = match item {
+                    SseItem::Event(event) => self.parse(event).transpose(),
+                    SseItem::TooLong => Some(Err(self
+                        .decode_error(format!("an event is longer than {MAX_EVENT_BYTES} bytes")))),
+                };
+                if read.is_some() {
+                    return read;
                 }
             }
-            if self.buffer.len() > MAX_EVENT_BYTES {
-                return Some(Err(self.decode_error(format!(
-                    "an event is longer than {MAX_EVENT_BYTES} bytes"
-                ))));
-            }
             match self.response.chunk().await {
-                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                Ok(Some(chunk)) => self.ready.extend(self.decoder.feed(&chunk)),
                 Ok(None) => return None,
                 Err(e) => return Some(Err(network_error(&Method::GET, &self.path, e))),
             }
@@ -81,58 +83,20 @@ impl IssueFeed {
         }
     }
 
-    /// One event block (its lines, the blank line included); `None` for comments and events
-    /// of kinds this client does not know.
-    fn parse(&self, block: &[u8]) -> Result<Option<FeedEvent>, ClientError> {
-        let text = std::str::from_utf8(block)
-            .map_err(|e| self.decode_error(format!("an event is not UTF-8: {e}")))?;
-        let (mut name, mut id, mut data) = ("", String::new(), String::new());
-        for line in text.lines() {
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => name = value,
-                "id" => id = value.to_owned(),
-                "data" => {
-                    if !data.is_empty() {
-                        data.push('\n');
-                    }
-                    data.push_str(value);
-                }
-                _ => {}
-            }
-        }
-        let bad = |e: serde_json::Error| self.decode_error(format!("a {name} event: {e}"));
-        Ok(match name {
+    /// One event as this client knows it; `None` for kinds it does not know.
+    fn parse(&self, event: SseEvent) -> Result<Option<FeedEvent>, ClientError> {
+        let bad = |e: serde_json::Error| self.decode_error(format!("a {} event: {e}", event.name));
+        Ok(match event.name.as_str() {
             "message" => Some(FeedEvent::Message {
-                id,
-                event: serde_json::from_str(&data).map_err(bad)?,
+                event: serde_json::from_str(&event.data).map_err(bad)?,
+                id: event.id,
             }),
             "issue" => Some(FeedEvent::Issue {
-                id,
-                event: serde_json::from_str(&data).map_err(bad)?,
+                event: serde_json::from_str(&event.data).map_err(bad)?,
+                id: event.id,
             }),
             "live" => Some(FeedEvent::Live),
             _ => None,
         })
-    }
-}
-
-/// End (exclusive) of the first complete event in `buffer`: after its blank line.
-fn find_event_end(buffer: &[u8]) -> Option<usize> {
-    buffer
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .map(|at| at + 2)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::find_event_end;
-
-    #[test]
-    fn events_end_at_a_blank_line() {
-        assert_eq!(find_event_end(b"event: live\ndata: {}\n\nmore"), Some(22));
-        assert_eq!(find_event_end(b"event: live\ndata: {}\n"), None);
     }
 }

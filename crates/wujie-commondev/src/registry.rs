@@ -8,10 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
+use wujie_process::atomic_file::write_atomic;
 use wujie_protocol::driver::Driver;
 
 use crate::error::{CommondevError, Looked, Result};
-use crate::paths::{CommondevDirs, write_atomic};
+use crate::paths::CommondevDirs;
 
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
@@ -144,10 +145,12 @@ impl DriverLocations {
         for (name, contents) in &bundled.files {
             let path = dir.join(name);
             if std::fs::read_to_string(&path).ok().as_deref() != Some(contents.as_str()) {
-                write_atomic(&path, contents.as_bytes()).map_err(|source| CommondevError::Io {
-                    what: "could not write the bundled driver file",
-                    path: path.clone(),
-                    source,
+                write_atomic(&path, contents.as_bytes(), 0o644).map_err(|source| {
+                    CommondevError::Io {
+                        what: "could not write the bundled driver file",
+                        path: path.clone(),
+                        source,
+                    }
                 })?;
             }
         }

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use wujie_process::atomic_file::write_atomic;
 
 use crate::error::{CommondevError, Result};
-use crate::paths::{CommondevDirs, write_atomic};
+use crate::paths::CommondevDirs;
 
 /// `br-<project>-<branch>`, with anything but ASCII letters, digits, `.`, `_` and `-` replaced
 /// by `-` (so `feat/a` becomes `feat-a`). Collisions are detected against the stored record.
@@ -85,7 +86,7 @@ impl BranchStore {
     pub fn save(&self, record: &BranchRecord) -> Result<()> {
         let path = self.record_path(&record.label);
         let text = serde_json::to_vec_pretty(record).unwrap_or_default();
-        write_atomic(&path, &text).map_err(|source| CommondevError::Io {
+        write_atomic(&path, &text, 0o644).map_err(|source| CommondevError::Io {
             what: "could not write the branch record",
             path,
             source,

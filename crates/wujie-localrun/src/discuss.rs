@@ -17,17 +17,20 @@ use std::time::Duration;
 
 use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef};
 use wujie_host::{AdapterStdin, HostEvent, InlineCard, TerminalHost};
-use wujie_protocol::api::{CreateDiscussion, Discussion, DiscussionStatus, FinishRun, RunStatus};
+use wujie_protocol::api::{
+    CreateDiscussion, Discussion, DiscussionStatus, FinishRun, PromoteDiscussion, RunStatus,
+};
 use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
+use wujie_protocol::promotion::IssueDraft;
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, Handled, SessionFlow};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
-use crate::promotion::{self, IssueDraft};
+use crate::promotion;
 use crate::registry::{AdapterCommand, Provider};
 use crate::run::own_run_target;
 use crate::session::{
@@ -178,8 +181,9 @@ struct Pending {
     /// The adapter's native request, answered with a decision frame; `None` for
     /// `/wujiecreateissue`, which the adapter does not know about.
     handoff: Option<(String, HandoffMode)>,
-    draft: IssueDraft,
-    discussion: Discussion,
+    discussion_id: String,
+    /// What the card shows is what this creates.
+    request: PromoteDiscussion,
 }
 
 pub async fn discuss(
@@ -618,15 +622,7 @@ impl Flow<'_> {
             return;
         }
         match self.delivered_discussion().await {
-            Ok(discussion) => {
-                let draft = promotion::draft_from(&discussion, None);
-                self.ask(Pending {
-                    handoff: None,
-                    draft,
-                    discussion,
-                })
-                .await;
-            }
+            Ok(discussion) => self.ask(self.pending(None, &discussion)).await,
             Err(error) => {
                 self.say(format!("could not prepare the issue: {error}"))
                     .await
@@ -638,7 +634,7 @@ impl Flow<'_> {
     /// the card where the output ends when the adapter is on pipes and the user at a terminal,
     /// else the plain prompt.
     async fn ask(&mut self, pending: Pending) {
-        let (title, description) = (&pending.draft.title, &pending.draft.description);
+        let (title, description) = (&pending.request.title, &pending.request.description);
         let card = match pending.handoff {
             None => IssueCard::create_issue(title, description),
             Some((_, mode)) => {
@@ -652,7 +648,7 @@ impl Flow<'_> {
                 Ok(card) => self.inline_card = Some(card),
                 Err(e) => {
                     tracing::debug!("no raw mode for the card ({e}); asking plainly");
-                    print_card(&pending.draft, pending.handoff.as_ref().map(|(_, m)| *m));
+                    print_card(&pending.request, pending.handoff.as_ref().map(|(_, m)| *m));
                 }
             },
         }
@@ -719,12 +715,7 @@ impl Flow<'_> {
                 return Ok(());
             }
         };
-        let draft = promotion::draft_from(&discussion, None);
-        let pending = Pending {
-            handoff: Some((request_id.to_owned(), mode)),
-            draft,
-            discussion,
-        };
+        let pending = self.pending(Some((request_id.to_owned(), mode)), &discussion);
         match self.req.confirm {
             ConfirmMode::Accept => self.accept(pending).await,
             ConfirmMode::Reject => {
@@ -775,10 +766,24 @@ impl Flow<'_> {
             .map_err(|e| promotion::redacted(&e))
     }
 
+    /// The promotion of `discussion` as it stands, for the user to confirm: the agent goes on
+    /// with the work on the new issue, here.
+    fn pending(&self, handoff: Option<(String, HandoffMode)>, discussion: &Discussion) -> Pending {
+        let cwd = self.req.cwd.to_string_lossy();
+        Pending {
+            handoff,
+            discussion_id: discussion.id.clone(),
+            request: IssueDraft::from_discussion(discussion).request(discussion, &cwd, true),
+        }
+    }
+
     async fn accept(&mut self, pending: Pending) -> Result<(), LocalRunError> {
-        let cwd = self.req.cwd.to_string_lossy().into_owned();
-        match promotion::promote(&self.conn.client, &pending.discussion, &pending.draft, &cwd).await
-        {
+        let promoted = self
+            .conn
+            .client
+            .promote_discussion(&pending.discussion_id, &pending.request)
+            .await;
+        match promoted {
             Err(e) => {
                 let error = promotion::redacted(&e);
                 match pending.handoff {
@@ -841,7 +846,7 @@ fn typed_answer(answer: &mut String, bytes: &[u8]) -> Option<CardChoice> {
 }
 
 /// The plain confirmation prompt, for a terminal that cannot be switched to raw mode.
-fn print_card(draft: &IssueDraft, mode: Option<HandoffMode>) {
+fn print_card(draft: &PromoteDiscussion, mode: Option<HandoffMode>) {
     let preview: Vec<&str> = draft.description.lines().take(8).collect();
     let mode = mode.map_or("/wujiecreateissue", HandoffMode::as_str);
     wujie_process::stderr_line!("\n┌ Create an issue from this discussion ({mode})");

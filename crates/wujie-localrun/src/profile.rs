@@ -5,10 +5,10 @@
 //! The default profile uses the roots directly; a named profile gets `profiles/<name>/` below each.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use wujie_process::atomic_file::write_atomic;
 
 use crate::error::LocalRunError;
 use crate::small_file::read_small_file;
@@ -143,7 +143,8 @@ impl Profile {
     pub fn save_config(&self, config: &Config) -> Result<(), LocalRunError> {
         let mut json = serde_json::to_vec_pretty(config).expect("config serializes");
         json.push(b'\n');
-        write_atomic(&self.config_path(), &json, 0o644)
+        let path = self.config_path();
+        write_atomic(&path, &json, 0o644).map_err(|e| LocalRunError::io(&path, e))
     }
 
     pub fn load_credentials(&self) -> Result<Credentials, LocalRunError> {
@@ -165,7 +166,8 @@ impl Profile {
     /// Credentials hold plaintext tokens (the server keeps only hashes), so the file is 0600.
     pub fn save_credentials(&self, creds: &Credentials) -> Result<(), LocalRunError> {
         let json = serde_json::to_vec_pretty(creds).expect("credentials serialize");
-        write_atomic(&self.credentials_path(), &json, 0o600)
+        let path = self.credentials_path();
+        write_atomic(&path, &json, 0o600).map_err(|e| LocalRunError::io(&path, e))
     }
 }
 
@@ -209,29 +211,6 @@ pub struct Credentials {
     /// Token for the remote server named in the config, stored by `wujie login`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_token: Option<String>,
-}
-
-/// Write through a temp file and rename, so a crash never leaves a half-written file.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), LocalRunError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| LocalRunError::io(dir, e))?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(|e| LocalRunError::io(&tmp, e))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| LocalRunError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| LocalRunError::io(path, e))
 }
 
 /// Expand `~` and `$VAR` / `${VAR}` in a configured manifest path (seed: "manifest_path 支持 ~

@@ -10,7 +10,10 @@
 //!
 //! Children can also be tied to this process's life ([`parent_death_hook`]): on Linux the
 //! kernel kills them when it dies, even by SIGKILL.
+//!
+//! Files that must survive a crash whole are written by [`atomic_file::write_atomic`].
 
+pub mod atomic_file;
 pub mod stderr;
 pub mod tree;
 

@@ -499,6 +499,11 @@ pub struct PromoteDiscussion {
     pub description: String,
     pub provider: String,
     pub cwd: String,
+    /// No agent goes on with the work on the promotion's run (`wujie discussion promote`, the
+    /// web UI): the run is recorded as succeeded in the same transaction, so that it never
+    /// waits for the stale-run rule. Absent, it keeps running for the agent that promoted.
+    #[serde(default)]
+    pub end_run: bool,
 }
 
 /// Answer to `POST /discussions/{id}/promote`: issue, run and the run-scoped token.

@@ -14,8 +14,10 @@ pub mod limits;
 pub mod lines;
 pub mod manifest;
 pub mod pricing;
+pub mod promotion;
 pub mod sidecar;
 pub mod sidecar_tools;
+pub mod sse;
 
 // The suite under tests/ runs in this crate's one test binary rather than in a binary of its
 // own (each test binary costs a link on every build); it names the crate as its users do.

@@ -6,15 +6,15 @@
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
     CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, CreatedToken, Discussion,
-    DiscussionEntry, DiscussionStatus, IngestInput, IngestItem, IngestOutcome, IngestResult,
-    PromoteDiscussion, Promoted,
+    DiscussionEntry, DiscussionStatus, FinishRun, IngestInput, IngestItem, IngestOutcome,
+    IngestResult, PromoteDiscussion, Promoted, RunStatus,
 };
 use wujie_protocol::event::Event;
 
 use crate::ingest::{DISCUSSION_USAGE_INSERT, insert_usage, outcome, precheck, rejected};
 use crate::issues::insert_issue;
-use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_usage, parse_kind};
-use crate::runs::{check_start_key, insert_run};
+use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_run, load_usage, parse_kind};
+use crate::runs::{check_start_key, insert_run, record_end};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
@@ -397,8 +397,9 @@ impl Store {
         w.commit().await
     }
 
-    /// Turns an open discussion into an issue (linked to it) with a running run and that run's
-    /// token, all in one transaction.
+    /// Turns an open discussion into an issue (linked to it) with a run and that run's token,
+    /// all in one transaction: the run keeps running for the agent that promoted, or, with
+    /// `end_run`, is recorded as succeeded at once (no agent goes on with it).
     pub async fn promote_discussion(
         &self,
         discussion_id: &str,
@@ -433,6 +434,24 @@ impl Store {
             w.author_token,
         )
         .await?;
+        let run = if req.end_run {
+            let ended = FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: None,
+                error: None,
+            };
+            record_end(
+                &mut w.tx,
+                &issue_id,
+                &created.run.id,
+                &ended,
+                w.author_token,
+            )
+            .await?;
+            load_run(&mut w.tx, &created.run.id).await?
+        } else {
+            created.run
+        };
         sqlx::query("UPDATE discussions SET status = 'promoted', issue_id = $1 WHERE id = $2")
             .bind(&issue_id)
             .bind(discussion_id)
@@ -442,7 +461,7 @@ impl Store {
         w.commit().await?;
         Ok(Promoted {
             issue,
-            run: created.run,
+            run,
             token: created.token,
         })
     }

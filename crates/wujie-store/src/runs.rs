@@ -74,6 +74,39 @@ struct RecordedOutcome {
     issue_id: String,
 }
 
+/// Records the outcome of run `run_id` on `issue_id`, and its activity entry, inside the
+/// caller's transaction, for the user token `token` (see [`activity::record`]).
+pub(crate) async fn record_end(
+    conn: &mut AnyConnection,
+    issue_id: &str,
+    run_id: &str,
+    req: &FinishRun,
+    token: Option<&str>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE runs SET status = $1, exit_code = $2, error = $3, failure_kind = NULL, \
+           ended_at = $4 WHERE id = $5",
+    )
+    .bind(req.status.as_str())
+    .bind(req.exit_code)
+    .bind(&req.error)
+    .bind(time::now())
+    .bind(run_id)
+    .execute(&mut *conn)
+    .await?;
+    let finished = IssueChange::RunFinished {
+        run_id: run_id.to_owned(),
+        status: req.status,
+        exit_code: req.exit_code,
+        error: req.error.clone(),
+    };
+    let reporter = Author {
+        kind: AuthorKind::Agent,
+        run_id: Some(run_id.to_owned()),
+    };
+    activity::record(conn, issue_id, &reporter, token, &finished).await
+}
+
 impl Store {
     /// Starts a run on an issue and mints its run-scoped token (returned only here).
     pub async fn create_run(
@@ -186,28 +219,7 @@ impl Store {
         let status = parse_run_status(&status)?;
         let stale = parse_failure_kind(failure_kind.as_deref())? == Some(FailureKind::Stale);
         if status == RunStatus::Running || stale {
-            sqlx::query(
-                "UPDATE runs SET status = $1, exit_code = $2, error = $3, failure_kind = NULL, \
-                   ended_at = $4 WHERE id = $5",
-            )
-            .bind(req.status.as_str())
-            .bind(req.exit_code)
-            .bind(&req.error)
-            .bind(time::now())
-            .bind(run_id)
-            .execute(&mut *w.tx)
-            .await?;
-            let finished = IssueChange::RunFinished {
-                run_id: run_id.to_owned(),
-                status: req.status,
-                exit_code: req.exit_code,
-                error: req.error.clone(),
-            };
-            let reporter = Author {
-                kind: AuthorKind::Agent,
-                run_id: Some(run_id.to_owned()),
-            };
-            activity::record(&mut w.tx, &issue_id, &reporter, w.author_token, &finished).await?;
+            record_end(&mut w.tx, &issue_id, run_id, req, w.author_token).await?;
         } else if !(status == req.status
             && exit_code == req.exit_code.map(i64::from)
             && error == req.error)

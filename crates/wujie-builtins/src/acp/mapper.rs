@@ -23,6 +23,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 
+use crate::{session_key, str_field};
+
 /// The `source` of every message the acp provider reports.
 pub const SOURCE: &str = "acp";
 
@@ -302,7 +304,8 @@ impl AcpMapper {
         // Input arrives in pieces (opencode first sends only the cwd): the use is reported
         // once the call runs, with the latest input.
         let started = matches!(status, Some("in_progress")) || done;
-        let prefix = format!("session:{}:turn:{}:tool:{id}", self.session_id, state.turn);
+        let session = session_key(Some(&self.session_id));
+        let prefix = format!("{session}:turn:{}:tool:{id}", state.turn);
         let tool_name = state.name.clone().unwrap_or_else(|| "unknown".to_owned());
         if started && !state.use_sent {
             state.use_sent = true;
@@ -354,7 +357,7 @@ impl AcpMapper {
     }
 
     fn turn_key(&self) -> String {
-        format!("session:{}:turn:{}", self.session_id, self.turn)
+        format!("{}:turn:{}", session_key(Some(&self.session_id)), self.turn)
     }
 
     /// A usage object in any of the shapes agents send: ACP's draft `PromptResponse.usage`
@@ -436,10 +439,6 @@ fn nearest_model(object: &Map<String, Value>) -> Option<&str> {
         level = next;
     }
     None
-}
-
-fn str_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    object.get(field).and_then(Value::as_str)
 }
 
 /// The text of one content block; other blocks become a placeholder naming what was there.

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use wujie_localrun::discuss::{ConfirmMode, DiscussRequest, discuss as run_discussion};
-use wujie_localrun::promotion;
-use wujie_protocol::api::{Discussion, DiscussionStatus, FinishRun, RunStatus};
+use wujie_protocol::api::{Discussion, DiscussionStatus};
+use wujie_protocol::promotion::IssueDraft;
 
 use super::run::StderrNotice;
 use crate::cli::{Confirm, DiscussArgs, DiscussionCommand};
@@ -148,20 +148,10 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
                     let key = d.issue_key.unwrap_or_default();
                     bail!("discussion {id} is already issue {key}; continue with `wujie run {key} -- {}`", inline(&d.provider));
                 }
-                let draft = promotion::draft_from(&d, title.as_deref());
-                let promoted = promotion::promote(&conn.client, &d, &draft, &d.cwd).await?;
-                // No adapter is attached: the run records the promotion and ends here.
-                conn.client
-                    .finish_run(
-                        &promoted.run.id,
-                        &FinishRun {
-                            status: RunStatus::Succeeded,
-                            exit_code: None,
-                            error: None,
-                        },
-                    )
-                    .await?;
-                let issue = conn.client.get_issue(&promoted.issue.key).await?;
+                let request = IssueDraft::from_discussion(&d)
+                    .titled(title.as_deref())
+                    .request(&d, &d.cwd, false);
+                let issue = conn.client.promote_discussion(&id, &request).await?.issue;
                 if ctx.json() {
                     print_json(&issue)?;
                 } else {

@@ -6,10 +6,10 @@
 use std::path::Path;
 
 use serde_json::json;
+use wujie_process::atomic_file::write_atomic;
 
 use super::ModelSource;
 use crate::error::{CommondevError, Result};
-use crate::paths::write_atomic;
 
 /// The provider id Wujie's model source gets in pi's configuration.
 const PROVIDER: &str = "wujie";
@@ -50,7 +50,8 @@ fn write(dir: &Path, source: &ModelSource) -> Result<()> {
     ] {
         let path = dir.join(name);
         let text = serde_json::to_vec_pretty(&value).unwrap_or_default();
-        write_atomic(&path, &text).map_err(|source| CommondevError::Io {
+        // Owner-only: auth.json is where pi keeps the keys a user logs in with.
+        write_atomic(&path, &text, 0o600).map_err(|source| CommondevError::Io {
             what: "could not write the model configuration",
             path,
             source,
@@ -62,6 +63,7 @@ fn write(dir: &Path, source: &ModelSource) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn writes_models_without_the_key() {
@@ -78,6 +80,12 @@ mod tests {
                 .unwrap();
         assert_eq!(models["providers"]["wujie"]["apiKey"], "MY_KEY_VAR");
         assert_eq!(models["providers"]["wujie"]["models"][0]["id"], "mock-1");
-        assert!(tmp.path().join("auth.json").is_file());
+        for name in ["models.json", "auth.json", "settings.json"] {
+            let mode = std::fs::metadata(tmp.path().join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}");
+        }
     }
 }

@@ -13,7 +13,7 @@ use wujie_protocol::event::{
 };
 
 /// Splits `bytes` at the given cut points (any positions, duplicates allowed).
-fn chunks<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
+pub(super) fn chunks<'a>(bytes: &'a [u8], cuts: &[Index]) -> Vec<&'a [u8]> {
     let mut at: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
     at.push(0);
     at.push(bytes.len());

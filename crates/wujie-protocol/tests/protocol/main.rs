@@ -1,4 +1,5 @@
-//! The protocol types: manifests, events, messages, control frames, limits, and parsing under any chunking.
+//! The protocol types: manifests, events, messages, control frames, limits, server-sent events, and parsing
+//! under any chunking.
 
 mod chunking;
 mod control;
@@ -7,3 +8,4 @@ mod events;
 mod limits;
 mod manifest;
 mod messages;
+mod sse;

@@ -6,9 +6,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
-use wujie_protocol::api::{
-    Author, AuthorKind, CreateIssue, FinishRun, IssueStatus, PromoteDiscussion, RunStatus,
-};
+use wujie_protocol::api::{Author, AuthorKind, CreateIssue, IssueStatus};
+use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::CsrfForm;
 use super::{WebError, see_other};
@@ -106,8 +105,9 @@ pub(crate) struct Promotion {
     description: String,
 }
 
-/// Turns an open discussion into an issue, as `wujie discussion promote` does: no adapter is
-/// attached here, so the promotion's run records the promotion and ends at once.
+/// Turns an open discussion into an issue, as `wujie discussion promote` does: the same
+/// request from the title and description the form gave, and, no agent being attached here,
+/// the promotion's run ends with it.
 pub(crate) async fn promote(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -120,27 +120,14 @@ pub(crate) async fn promote(
         ));
     }
     let d = state.store.discussion(&id).await?;
-    let store = state.store.written_by(&token_id);
-    let promoted = store
-        .promote_discussion(
-            &id,
-            &PromoteDiscussion {
-                title: form.title,
-                description: form.description,
-                provider: d.provider,
-                cwd: d.cwd,
-            },
-        )
-        .await?;
-    store
-        .finish_run(
-            &promoted.run.id,
-            &FinishRun {
-                status: RunStatus::Succeeded,
-                exit_code: None,
-                error: None,
-            },
-        )
+    let draft = IssueDraft {
+        title: form.title,
+        description: form.description,
+    };
+    let promoted = state
+        .store
+        .written_by(&token_id)
+        .promote_discussion(&id, &draft.request(&d, &d.cwd, false))
         .await?;
     Ok(see_other(&format!("/issues/{}", promoted.issue.key)))
 }

@@ -4,7 +4,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use serde::Deserialize;
 use wujie_protocol::api::{IssueQuery, IssueStatus};
-use wujie_protocol::event::MessageKind;
+use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::Viewer;
 use super::view::{self, ListFilter};
@@ -90,18 +90,12 @@ pub(crate) async fn discussion(
     Path(id): Path<String>,
 ) -> Result<Html<String>, WebError> {
     let d = state.store.discussion(&id).await?;
-    // The promotion form starts from the latest plan, as `wujie discussion promote` does.
-    let plan = d
-        .entries
-        .iter()
-        .rev()
-        .find(|e| e.kind == MessageKind::Plan)
-        .map(|e| e.content.as_str())
-        .unwrap_or("");
+    // The promotion form starts from the draft `wujie discussion promote` would create.
+    let draft = IssueDraft::from_discussion(&d);
     Ok(html(view::discussion_page(
         &viewer,
         &d,
-        plan,
+        &draft,
         &state.config.prices,
     )))
 }

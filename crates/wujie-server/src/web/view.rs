@@ -8,6 +8,7 @@ use wujie_protocol::api::{
 };
 use wujie_protocol::event::{MessageKind, Usage};
 use wujie_protocol::pricing::PriceTable;
+use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::Viewer;
 use super::markdown;
@@ -399,7 +400,7 @@ fn discussion_badge(d: &Discussion) -> Markup {
 pub(crate) fn discussion_page(
     viewer: &Viewer,
     d: &Discussion,
-    draft_description: &str,
+    draft: &IssueDraft,
     prices: &PriceTable,
 ) -> Markup {
     layout(
@@ -428,9 +429,10 @@ pub(crate) fn discussion_page(
                     p.muted { "Creates the issue with this discussion attached. Continue the work with " code { "wujie run KEY -- " (d.provider) } "." }
                     (csrf_field(viewer))
                     label for="promote-title" { "Title" }
-                    input #promote-title type="text" name="title" required maxlength="500";
+                    input #promote-title type="text" name="title" required maxlength="500" value=(draft.title);
                     label for="promote-description" { "Description (Markdown)" }
-                    textarea #promote-description name="description" rows="8" { (draft_description) }
+                    textarea #promote-description name="description" rows="8" { (draft.description) }
+                    p.muted { "A last line naming this discussion is added to the description." }
                     button type="submit" { "Promote" }
                 }
             }

@@ -1,6 +1,6 @@
 use wujie_protocol::api::{
-    CreateDiscussion, CreateIssue, CreatedDiscussion, DiscussionStatus, IngestBatch, IngestItem,
-    IngestOutcome, PromoteDiscussion, RunStatus,
+    CreateIssue, DiscussionStatus, IngestBatch, IngestItem, IngestOutcome, IssueChange,
+    PromoteDiscussion, RunStatus,
 };
 use wujie_protocol::event::{Event, HandoffMode, MessageKind};
 
@@ -16,29 +16,20 @@ fn session(key: &str, id: &str) -> IngestItem {
     }
 }
 
-async fn open(h: &Harness, provider: &str) -> CreatedDiscussion {
-    h.admin
-        .create_discussion(&CreateDiscussion {
-            provider: provider.into(),
-            cwd: "/tmp/p".into(),
-        })
-        .await
-        .expect("create discussion")
-}
-
 fn promote_req() -> PromoteDiscussion {
     PromoteDiscussion {
         title: "Do the plan".into(),
         description: "the plan".into(),
         provider: "grok".into(),
         cwd: "/tmp/p".into(),
+        end_run: false,
     }
 }
 
 #[tokio::test]
 async fn only_conversation_messages_become_entries() {
     let h = Harness::start().await;
-    let created = open(&h, "grok").await;
+    let created = h.discussion("grok").await;
     assert_eq!(created.discussion.status, DiscussionStatus::Open);
     let reporter = h.admin.clone();
     let id = created.discussion.id.clone();
@@ -113,8 +104,8 @@ async fn only_conversation_messages_become_entries() {
 #[tokio::test]
 async fn native_session_ids_are_kept_in_order_and_found_again() {
     let h = Harness::start().await;
-    let first = open(&h, "grok").await;
-    let other_provider = open(&h, "hermes").await;
+    let first = h.discussion("grok").await;
+    let other_provider = h.discussion("hermes").await;
     let reporter = h.admin.clone();
     let id = first.discussion.id.clone();
     let b = IngestBatch {
@@ -188,6 +179,53 @@ async fn native_session_ids_are_kept_in_order_and_found_again() {
 }
 
 #[tokio::test]
+async fn a_promotion_no_agent_continues_ends_its_run_with_it() {
+    let h = Harness::start().await;
+    let id = h.discussion("grok").await.discussion.id;
+    let promoted = h
+        .admin
+        .promote_discussion(
+            &id,
+            &PromoteDiscussion {
+                end_run: true,
+                ..promote_req()
+            },
+        )
+        .await
+        .expect("promote");
+    assert_eq!(promoted.run.status, RunStatus::Succeeded);
+    assert!(promoted.run.ended_at.is_some());
+    assert_eq!(promoted.issue.runs[0].status, RunStatus::Succeeded);
+    let dead = h
+        .client(&promoted.token)
+        .get_issue(&promoted.issue.key)
+        .await
+        .expect_err("the ended run's token");
+    assert_eq!(status_of(&dead), 401);
+    let log = h
+        .store
+        .issue_activity_after(Some(&promoted.issue.id), 0, 100)
+        .await
+        .expect("activity");
+    let ends: Vec<&IssueChange> = log
+        .iter()
+        .map(|e| &e.change)
+        .filter(|c| matches!(c, IssueChange::RunFinished { .. }))
+        .collect();
+    assert!(
+        matches!(
+            ends[..],
+            [IssueChange::RunFinished {
+                status: RunStatus::Succeeded,
+                ..
+            }]
+        ),
+        "{log:?}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn promotion_happens_once_and_late_entries_are_still_accepted() {
     let h = Harness::start().await;
     h.admin
@@ -198,7 +236,7 @@ async fn promotion_happens_once_and_late_entries_are_still_accepted() {
         })
         .await
         .expect("issue");
-    let created = open(&h, "grok").await;
+    let created = h.discussion("grok").await;
     let id = created.discussion.id.clone();
     let reporter = h.admin.clone();
 
@@ -247,8 +285,8 @@ async fn promotion_happens_once_and_late_entries_are_still_accepted() {
 #[tokio::test]
 async fn a_discussion_token_reads_only_its_own_discussion() {
     let h = Harness::start().await;
-    let mine = open(&h, "grok").await;
-    let theirs = open(&h, "grok").await;
+    let mine = h.discussion("grok").await;
+    let theirs = h.discussion("grok").await;
     let issue = h.issue("an issue").await;
     let run = h.run_on(&issue.key).await;
     let adapter = h.client(&mine.token);
@@ -300,8 +338,8 @@ async fn a_discussion_token_reads_only_its_own_discussion() {
 #[tokio::test]
 async fn only_an_empty_open_discussion_can_be_deleted() {
     let h = Harness::start().await;
-    let empty = open(&h, "grok").await;
-    let used = open(&h, "grok").await;
+    let empty = h.discussion("grok").await;
+    let used = h.discussion("grok").await;
     let b = IngestBatch {
         items: vec![message(MessageKind::UserInput, "k", "hi")],
     };

@@ -6,7 +6,10 @@ use sqlx::{Row, SqlitePool};
 use tempfile::TempDir;
 use wujie_client::{Client, ClientError, Token};
 use wujie_pgtest::Cluster;
-use wujie_protocol::api::{CreateIssue, CreateRun, CreatedRun, IngestItem, IssueDetail};
+use wujie_protocol::api::{
+    CreateDiscussion, CreateIssue, CreateRun, CreatedDiscussion, CreatedRun, IngestItem,
+    IssueDetail,
+};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_server::{EmbeddedServer, ServerConfig};
 use wujie_store::{Database, Store, StoreOptions};
@@ -91,6 +94,17 @@ impl Harness {
             })
             .await
             .expect("create issue")
+    }
+
+    /// An open discussion of `provider` in `/tmp/p`, with its token.
+    pub async fn discussion(&self, provider: &str) -> CreatedDiscussion {
+        self.admin
+            .create_discussion(&CreateDiscussion {
+                provider: provider.into(),
+                cwd: "/tmp/p".into(),
+            })
+            .await
+            .expect("create discussion")
     }
 
     pub async fn run_on(&self, key: &str) -> CreatedRun {

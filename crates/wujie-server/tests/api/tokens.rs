@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use wujie_protocol::api::{
-    CreateDiscussion, FinishRun, IngestBatch, IngestOutcome, PromoteDiscussion, RunStatus,
-};
+use wujie_protocol::api::{FinishRun, IngestBatch, IngestOutcome, PromoteDiscussion, RunStatus};
 use wujie_protocol::event::MessageKind;
 
 use super::harness::{Harness, message, status_of, usage};
@@ -147,14 +145,7 @@ async fn a_run_failed_by_the_stale_rule_still_takes_its_reporters_late_events() 
 #[tokio::test]
 async fn a_discussion_token_dies_when_revoked_or_promoted() {
     let h = Harness::start().await;
-    let created = h
-        .admin
-        .create_discussion(&CreateDiscussion {
-            provider: "grok".into(),
-            cwd: "/tmp/p".into(),
-        })
-        .await
-        .expect("discussion");
+    let created = h.discussion("grok").await;
     let id = created.discussion.id.clone();
     let first = h.client(&created.token);
     first.get_discussion(&id).await.expect("own");
@@ -175,6 +166,7 @@ async fn a_discussion_token_dies_when_revoked_or_promoted() {
                 description: "plan".into(),
                 provider: "grok".into(),
                 cwd: "/tmp/p".into(),
+                end_run: false,
             },
         )
         .await

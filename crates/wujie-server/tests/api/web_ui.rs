@@ -3,8 +3,9 @@
 
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
-use wujie_protocol::api::IngestBatch;
+use wujie_protocol::api::{IngestBatch, RunStatus};
 use wujie_protocol::event::MessageKind;
+use wujie_protocol::promotion::IssueDraft;
 
 use super::harness::{Harness, message};
 
@@ -299,5 +300,65 @@ async fn agent_text_is_escaped_and_scripts_come_only_from_the_server() {
     // The page's only script is the server's own file.
     assert_eq!(html.matches("<script").count(), 1, "{html}");
     assert!(html.contains(r#"<script src="/assets/app.js" defer></script>"#));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_discussion_promoted_from_its_page_keeps_the_link_to_it() {
+    let h = Harness::start().await;
+    let id = h.discussion("grok").await.discussion.id;
+    let plan = "# Cache the parser\n\n1. Write it";
+    h.admin
+        .ingest_discussion_events(
+            &id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::UserInput, "1", "how do we make it fast?"),
+                    message(MessageKind::Plan, "2", plan),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/discussions/{id}"), &cookie).await;
+    // The form starts from the draft the command line would create.
+    let d = h.admin.get_discussion(&id).await.expect("discussion");
+    let draft = IssueDraft::from_discussion(&d);
+    assert!(
+        html.contains(&format!(r#"value="{}""#, draft.title)),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("{}</textarea>", draft.description)),
+        "{html}"
+    );
+    let csrf = csrf_of(&html);
+    let answer = post(
+        &h,
+        &format!("/discussions/{id}/promote"),
+        &cookie,
+        Some(&h.url()),
+        &[
+            ("title", "Cache the parser"),
+            ("description", plan),
+            ("csrf", &csrf),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let key = answer.headers()[LOCATION]
+        .to_str()
+        .expect("ascii")
+        .trim_start_matches("/issues/")
+        .to_owned();
+    let issue = h.admin.get_issue(&key).await.expect("the promoted issue");
+    assert_eq!(issue.title, "Cache the parser");
+    assert_eq!(
+        issue.description,
+        format!("{plan}\n\n---\nPromoted from discussion {id} (grok).")
+    );
+    // No agent goes on with it here: the promotion's run has ended.
+    assert_eq!(issue.runs[0].status, RunStatus::Succeeded);
     h.stop().await;
 }
