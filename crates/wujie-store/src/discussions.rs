@@ -15,6 +15,7 @@ use crate::ingest::{DISCUSSION_USAGE_INSERT, insert_usage, outcome, precheck, re
 use crate::issues::insert_issue;
 use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_run, load_usage, parse_kind};
 use crate::runs::{check_start_key, insert_run, record_end};
+use crate::text::{self, Text};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
@@ -30,8 +31,8 @@ fn discussion_not_found(id: &str) -> StoreError {
 struct DiscussionRow {
     id: String,
     status: String,
-    provider: String,
-    cwd: String,
+    provider: Text,
+    cwd: Text,
     issue_id: Option<String>,
     issue_seq: Option<i64>,
     key_prefix: Option<String>,
@@ -45,9 +46,9 @@ const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.iss
 #[derive(sqlx::FromRow)]
 struct EntryRow {
     kind: String,
-    content: String,
-    source: String,
-    source_key: String,
+    content: Text,
+    source: Text,
+    source_key: Text,
     created_at: String,
 }
 
@@ -65,7 +66,7 @@ async fn discussion_from_row(
         key_prefix,
         created_at,
     } = row;
-    let native: Vec<(String,)> = sqlx::query_as(
+    let native: Vec<(Text,)> = sqlx::query_as(
         "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = $1 ORDER BY seq",
     )
     .bind(&id)
@@ -83,9 +84,9 @@ async fn discussion_from_row(
         .map(|entry| {
             Ok(DiscussionEntry {
                 kind: parse_kind(&entry.kind)?,
-                content: entry.content,
-                source: entry.source,
-                source_key: entry.source_key,
+                content: entry.content.into(),
+                source: entry.source.into(),
+                source_key: entry.source_key.into(),
                 created_at: entry.created_at,
             })
         })
@@ -97,14 +98,14 @@ async fn discussion_from_row(
         } else {
             DiscussionStatus::Open
         },
-        provider,
-        cwd,
+        provider: provider.into(),
+        cwd: cwd.into(),
         issue_key: match (key_prefix, issue_seq) {
             (Some(prefix), Some(seq)) => Some(issue_key(&prefix, seq)),
             _ => None,
         },
         issue_id,
-        native_session_ids: native.into_iter().map(|(n,)| n).collect(),
+        native_session_ids: native.into_iter().map(|(n,)| n.into()).collect(),
         entries,
         usage,
         created_at,
@@ -185,8 +186,8 @@ impl Store {
              SELECT $1, id, $2, $3, 'open', $4, $5 FROM workspaces WHERE key_prefix = $6",
         )
         .bind(&id)
-        .bind(&req.provider)
-        .bind(&req.cwd)
+        .bind(text::stored(&req.provider))
+        .bind(text::stored(&req.cwd))
         .bind(time::now())
         .bind(start_key)
         .bind(DEFAULT_KEY_PREFIX)
@@ -286,8 +287,8 @@ impl Store {
              (SELECT discussion_id FROM discussion_sessions WHERE native_session_id = $2) \
              ORDER BY d.created_at DESC, d.id DESC"
         ))
-        .bind(provider)
-        .bind(native_session_id)
+        .bind(text::stored(provider))
+        .bind(text::stored(native_session_id))
         .fetch_all(&mut *conn)
         .await?;
         load_discussions(&mut conn, rows).await
@@ -333,9 +334,9 @@ impl Store {
                     )
                     .bind(discussion_id)
                     .bind(m.kind.as_str())
-                    .bind(content)
-                    .bind(&item.source)
-                    .bind(&item.source_key)
+                    .bind(text::stored(content))
+                    .bind(text::stored(&item.source))
+                    .bind(text::stored(&item.source_key))
                     .bind(&now)
                     .execute(&mut *w.tx)
                     .await?
@@ -476,14 +477,14 @@ async fn append_native_session(
     session_id: &str,
     now: &str,
 ) -> Result<bool, StoreError> {
-    let latest: Option<(String,)> = sqlx::query_as(
+    let latest: Option<(Text,)> = sqlx::query_as(
         "SELECT native_session_id FROM discussion_sessions WHERE discussion_id = $1 \
          ORDER BY seq DESC LIMIT 1",
     )
     .bind(discussion_id)
     .fetch_optional(&mut *conn)
     .await?;
-    if latest.is_some_and(|(id,)| id == session_id) {
+    if latest.is_some_and(|(Text(id),)| id == session_id) {
         return Ok(false);
     }
     let done = sqlx::query(
@@ -491,9 +492,9 @@ async fn append_native_session(
          created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
     )
     .bind(discussion_id)
-    .bind(session_id)
-    .bind(&item.source)
-    .bind(&item.source_key)
+    .bind(text::stored(session_id))
+    .bind(text::stored(&item.source))
+    .bind(text::stored(&item.source_key))
     .bind(now)
     .execute(conn)
     .await?;

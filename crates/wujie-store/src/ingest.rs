@@ -18,6 +18,7 @@ use crate::dialect::SerialLock;
 use crate::issues::insert_comment;
 use crate::rows::{parse_failure_kind, run_not_found, to_i64};
 use crate::sql::Placeholders;
+use crate::text::{Text, stored, stored_opt};
 use crate::{Store, StoreError, WriteTx, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
@@ -104,10 +105,10 @@ pub(crate) async fn insert_usage(
 ) -> Result<bool, StoreError> {
     let done = sqlx::query(sql)
         .bind(owner_id)
-        .bind(&item.source)
-        .bind(&item.source_key)
-        .bind(&usage.provider)
-        .bind(&usage.model)
+        .bind(stored(&item.source))
+        .bind(stored(&item.source_key))
+        .bind(stored(&usage.provider))
+        .bind(stored(&usage.model))
         .bind(to_i64(usage.input_tokens))
         .bind(to_i64(usage.output_tokens))
         .bind(to_i64(usage.cache_read_tokens))
@@ -151,12 +152,12 @@ async fn existing_message_keys<'a>(
             sql.push_str(" AND source_key IN (");
             placeholders.push_list(&mut sql, chunk.len());
             sql.push(')');
-            let mut select = sqlx::query_as(&sql).bind(run_id).bind(source);
+            let mut select = sqlx::query_as(&sql).bind(run_id).bind(stored(source));
             for key in chunk {
-                select = select.bind(*key);
+                select = select.bind(stored(key));
             }
-            let found: Vec<(String,)> = select.fetch_all(&mut *w.tx).await?;
-            let found: HashSet<String> = found.into_iter().map(|(k,)| k).collect();
+            let found: Vec<(Text,)> = select.fetch_all(&mut *w.tx).await?;
+            let found: HashSet<String> = found.into_iter().map(|(k,)| k.into()).collect();
             existing.extend(
                 chunk
                     .iter()
@@ -191,12 +192,12 @@ async fn insert_messages(
             insert = insert
                 .bind(run_id)
                 .bind(p.message.kind.as_str())
-                .bind(p.message.content.as_deref())
-                .bind(p.message.tool.as_deref())
-                .bind(p.input_json.as_deref())
-                .bind(p.message.output.as_deref())
-                .bind(p.item.source.as_str())
-                .bind(p.item.source_key.as_str())
+                .bind(stored_opt(p.message.content.as_deref()))
+                .bind(stored_opt(p.message.tool.as_deref()))
+                .bind(stored_opt(p.input_json.as_deref()))
+                .bind(stored_opt(p.message.output.as_deref()))
+                .bind(stored(&p.item.source))
+                .bind(stored(&p.item.source_key))
                 .bind(now);
         }
         // `execute`, not RETURNING: streaming rows back per item costs more than the insert.
@@ -229,8 +230,8 @@ async fn usage_exists(
         "SELECT 1 FROM run_usage WHERE run_id = $1 AND source = $2 AND source_key = $3",
     )
     .bind(run_id)
-    .bind(&item.source)
-    .bind(&item.source_key)
+    .bind(stored(&item.source))
+    .bind(stored(&item.source_key))
     .fetch_optional(conn)
     .await?;
     Ok(found.is_some())

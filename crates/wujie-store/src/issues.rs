@@ -10,6 +10,7 @@ use crate::activity::{self, author_kind_str};
 use crate::rows::{
     RUN_COLUMNS, RUNS_WITH_ISSUES, RunRow, issue_key, load_issue, parse_issue_status,
 };
+use crate::text::{Text, stored, stored_opt};
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 /// Creates an issue in the default workspace inside the caller's transaction, for the user
@@ -41,8 +42,8 @@ pub(crate) async fn insert_issue(
     .bind(&id)
     .bind(workspace_id)
     .bind(seq)
-    .bind(title)
-    .bind(&req.description)
+    .bind(stored(title))
+    .bind(stored(&req.description))
     .bind(IssueStatus::Open.as_str())
     .bind(&req.discussion_id)
     .bind(time::now())
@@ -76,7 +77,7 @@ pub(crate) async fn insert_comment(
     .bind(&comment.id)
     .bind(issue_id)
     .bind(author_kind_str(comment.author_kind))
-    .bind(body)
+    .bind(stored(body))
     .bind(&comment.run_id)
     .bind(&comment.created_at)
     .execute(&mut *conn)
@@ -159,7 +160,7 @@ impl Store {
             // SQLite's lower() folds ASCII only; folding the needle the same way keeps both
             // sides comparable (and a position function, unlike LIKE, has no wildcards to
             // escape).
-            binds.push(text.to_ascii_lowercase());
+            binds.push(stored(&text.to_ascii_lowercase()).into_owned());
             let (pos, n) = (self.backend.position_fn(), binds.len());
             sql.push_str(&format!(
                 " AND ({pos}(lower(i.title), ${n}) > 0 OR {pos}(lower(i.description), ${n}) > 0 \
@@ -179,7 +180,7 @@ impl Store {
             .map(|row| IssueSummary {
                 key: issue_key(&row.key_prefix, row.seq),
                 id: row.id,
-                title: row.title,
+                title: row.title.into(),
                 status: parse_issue_status(&row.status),
                 created_at: row.created_at,
             })
@@ -239,7 +240,7 @@ impl Store {
         }
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
-        let (old_title, old_description): (String, String) =
+        let (Text(old_title), Text(old_description)): (Text, Text) =
             sqlx::query_as("SELECT title, description FROM issues WHERE id = $1")
                 .bind(&issue_id)
                 .fetch_one(&mut *w.tx)
@@ -258,8 +259,8 @@ impl Store {
                 "UPDATE issues SET title = COALESCE($1, title), description = COALESCE($2, description) \
                  WHERE id = $3",
             )
-            .bind(new_title)
-            .bind(new_description)
+            .bind(stored_opt(new_title.as_deref()))
+            .bind(stored_opt(new_description.as_deref()))
             .bind(&issue_id)
             .execute(&mut *w.tx)
             .await?;
@@ -330,7 +331,7 @@ struct IssueSummaryRow {
     id: String,
     seq: i64,
     key_prefix: String,
-    title: String,
+    title: Text,
     status: String,
     created_at: String,
 }

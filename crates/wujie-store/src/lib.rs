@@ -22,6 +22,7 @@ pub mod outbox;
 mod rows;
 mod runs;
 mod sql;
+mod text;
 mod time;
 mod token_state;
 mod tokens;

@@ -10,6 +10,7 @@ use wujie_protocol::api::{
 use wujie_protocol::event::{MessageKind, Usage};
 
 use crate::StoreError;
+use crate::text::Text;
 
 pub(crate) fn issue_key(prefix: &str, seq: i64) -> String {
     format!("{prefix}-{seq}")
@@ -61,8 +62,8 @@ fn to_u64(v: i64) -> u64 {
 /// A usage row of a run or a discussion, or a sum of them per provider and model.
 #[derive(sqlx::FromRow)]
 pub(crate) struct UsageRow {
-    provider: String,
-    model: String,
+    provider: Text,
+    model: Text,
     input_tokens: i64,
     output_tokens: i64,
     cache_read_tokens: i64,
@@ -71,8 +72,8 @@ pub(crate) struct UsageRow {
 
 pub(crate) fn usage_from_row(row: UsageRow) -> Usage {
     Usage {
-        provider: row.provider,
-        model: row.model,
+        provider: row.provider.into(),
+        model: row.model.into(),
         input_tokens: to_u64(row.input_tokens),
         output_tokens: to_u64(row.output_tokens),
         cache_read_tokens: to_u64(row.cache_read_tokens),
@@ -101,12 +102,12 @@ pub(crate) const DISCUSSION_USAGE_SQL: &str = "SELECT provider, model, input_tok
 #[derive(sqlx::FromRow)]
 pub(crate) struct MessageRow {
     kind: String,
-    content: Option<String>,
-    tool: Option<String>,
-    input: Option<String>,
-    output: Option<String>,
-    source: String,
-    source_key: String,
+    content: Option<Text>,
+    tool: Option<Text>,
+    input: Option<Text>,
+    output: Option<Text>,
+    source: Text,
+    source_key: Text,
     created_at: String,
 }
 
@@ -116,17 +117,17 @@ pub(crate) const MESSAGE_COLUMNS: &str =
 
 pub(crate) fn message_from_row(row: MessageRow) -> Result<RunMessage, StoreError> {
     let input = match row.input {
-        Some(text) => Some(serde_json::from_str::<Map<String, Value>>(&text)?),
+        Some(Text(text)) => Some(serde_json::from_str::<Map<String, Value>>(&text)?),
         None => None,
     };
     Ok(RunMessage {
         kind: parse_kind(&row.kind)?,
-        content: row.content,
-        tool: row.tool,
+        content: row.content.map(String::from),
+        tool: row.tool.map(String::from),
         input,
-        output: row.output,
-        source: row.source,
-        source_key: row.source_key,
+        output: row.output.map(String::from),
+        source: row.source.into(),
+        source_key: row.source_key.into(),
         created_at: row.created_at,
     })
 }
@@ -152,11 +153,11 @@ pub(crate) struct RunRow {
     /// The issue's number: its key is `<key_prefix>-<issue_seq>`.
     issue_seq: i64,
     key_prefix: String,
-    provider: String,
-    cwd: String,
+    provider: Text,
+    cwd: Text,
     status: String,
     exit_code: Option<i64>,
-    error: Option<String>,
+    error: Option<Text>,
     failure_kind: Option<String>,
     started_at: String,
     ended_at: Option<String>,
@@ -181,11 +182,11 @@ impl RunRow {
         Ok(Run {
             issue_key: issue_key(&self.key_prefix, self.issue_seq),
             issue_id: self.issue_id,
-            provider: self.provider,
-            cwd: self.cwd,
+            provider: self.provider.into(),
+            cwd: self.cwd.into(),
             status: parse_run_status(&self.status)?,
             exit_code: self.exit_code.and_then(|c| i32::try_from(c).ok()),
-            error: self.error,
+            error: self.error.map(String::from),
             failure_kind: parse_failure_kind(self.failure_kind.as_deref())?,
             started_at: self.started_at,
             ended_at: self.ended_at,
@@ -199,11 +200,11 @@ impl RunRow {
     pub(crate) fn into_summary(self, message_count: i64) -> Result<RunSummary, StoreError> {
         Ok(RunSummary {
             issue_key: issue_key(&self.key_prefix, self.issue_seq),
-            provider: self.provider,
-            cwd: self.cwd,
+            provider: self.provider.into(),
+            cwd: self.cwd.into(),
             status: parse_run_status(&self.status)?,
             exit_code: self.exit_code.and_then(|c| i32::try_from(c).ok()),
-            error: self.error,
+            error: self.error.map(String::from),
             failure_kind: parse_failure_kind(self.failure_kind.as_deref())?,
             started_at: self.started_at,
             ended_at: self.ended_at,
@@ -240,7 +241,7 @@ pub(crate) fn run_not_found(run_id: &str) -> StoreError {
 struct CommentRow {
     id: String,
     author_kind: String,
-    body: String,
+    body: Text,
     run_id: Option<String>,
     created_at: String,
 }
@@ -264,7 +265,7 @@ async fn load_comments(
             } else {
                 AuthorKind::User
             },
-            body: row.body,
+            body: row.body.into(),
             run_id: row.run_id,
             created_at: row.created_at,
         })
@@ -276,8 +277,8 @@ struct IssueRow {
     id: String,
     seq: i64,
     key_prefix: String,
-    title: String,
-    description: String,
+    title: Text,
+    description: Text,
     status: String,
     discussion_id: Option<String>,
     created_at: String,
@@ -310,8 +311,8 @@ pub(crate) async fn load_issue(
     Ok(IssueDetail {
         key: issue_key(&issue.key_prefix, issue.seq),
         id: issue.id,
-        title: issue.title,
-        description: issue.description,
+        title: issue.title.into(),
+        description: issue.description.into(),
         status: parse_issue_status(&issue.status),
         created_at: issue.created_at,
         discussion_id: issue.discussion_id,

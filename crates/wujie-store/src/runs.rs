@@ -12,6 +12,7 @@ use wujie_protocol::api::{
 use crate::activity;
 use crate::issues::resolve_issue;
 use crate::rows::{load_run, parse_failure_kind, parse_run_status, run_not_found};
+use crate::text::{Text, stored, stored_opt};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
 
@@ -35,8 +36,8 @@ pub(crate) async fn insert_run(
     )
     .bind(&id)
     .bind(issue_id)
-    .bind(&req.provider)
-    .bind(&req.cwd)
+    .bind(stored(&req.provider))
+    .bind(stored(&req.cwd))
     .bind(&now)
     .bind(&now)
     .bind(start_key)
@@ -69,7 +70,7 @@ pub(crate) async fn insert_run(
 struct RecordedOutcome {
     status: String,
     exit_code: Option<i64>,
-    error: Option<String>,
+    error: Option<Text>,
     failure_kind: Option<String>,
     issue_id: String,
 }
@@ -89,7 +90,7 @@ pub(crate) async fn record_end(
     )
     .bind(req.status.as_str())
     .bind(req.exit_code)
-    .bind(&req.error)
+    .bind(stored_opt(req.error.as_deref()))
     .bind(time::now())
     .bind(run_id)
     .execute(&mut *conn)
@@ -222,7 +223,7 @@ impl Store {
             record_end(&mut w.tx, &issue_id, run_id, req, w.author_token).await?;
         } else if !(status == req.status
             && exit_code == req.exit_code.map(i64::from)
-            && error == req.error)
+            && error.map(String::from) == req.error)
         {
             return Err(StoreError::Conflict(format!(
                 "run {run_id} already finished as {}{}; a run's outcome is recorded once",
@@ -236,7 +237,7 @@ impl Store {
         struct Ended {
             status: String,
             exit_code: Option<i64>,
-            error: Option<String>,
+            error: Option<Text>,
             ended_at: Option<String>,
         }
         let ended: Ended =
@@ -249,7 +250,7 @@ impl Store {
             id: run_id.to_owned(),
             status: parse_run_status(&ended.status)?,
             exit_code: ended.exit_code.and_then(|c| i32::try_from(c).ok()),
-            error: ended.error,
+            error: ended.error.map(String::from),
             ended_at: ended.ended_at,
         })
     }

@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyConnection;
 use wujie_protocol::api::{CreatedToken, TOKEN_PREFIX, TokenInfo, TokenStatus};
 
+use crate::text::{Text, stored};
 use crate::{Store, StoreError, new_id, time};
 
 /// Who a verified token speaks for, and so what it may touch.
@@ -73,7 +74,7 @@ pub(crate) async fn insert_token(
     )
     .bind(&id)
     .bind(hash(&secret))
-    .bind(name)
+    .bind(stored(name))
     .bind(kind.as_str())
     .bind(subject_id)
     .bind(time::now())
@@ -148,7 +149,7 @@ impl Store {
         #[derive(sqlx::FromRow)]
         struct Row {
             id: String,
-            name: String,
+            name: Text,
             created_at: String,
             last_used_at: Option<String>,
             expires_at: Option<String>,
@@ -173,7 +174,7 @@ impl Store {
                 };
                 TokenInfo {
                     id: row.id,
-                    name: row.name,
+                    name: row.name.into(),
                     created_at: row.created_at,
                     last_used_at: row.last_used_at,
                     expires_at: row.expires_at,

@@ -207,3 +207,38 @@ async fn a_body_over_the_limit_gets_413() {
     assert_eq!(resp.status().as_u16(), 413);
     h.stop().await;
 }
+
+/// PostgreSQL's text holds no NUL: an event with one was answered 500 on every retry, and
+/// every event after it waited behind it for ever. Both backends store it as written.
+#[tokio::test]
+async fn an_event_with_a_nul_character_is_stored_as_written() {
+    let h = Harness::start().await;
+    let issue = h.issue("nul").await;
+    let run = h.run_on(&issue.key).await.run;
+    let with_nul = "before\0after";
+    let b = IngestBatch {
+        items: vec![
+            message(MessageKind::Text, "m0", "plain"),
+            message(MessageKind::Final, "m1", with_nul),
+            message(MessageKind::Text, "m2", "after it"),
+        ],
+    };
+    let result = h
+        .admin
+        .ingest_run_events(&run.id, &b)
+        .await
+        .expect("ingest");
+    assert_eq!(outcomes(&result), [IngestOutcome::Stored; 3], "{result:?}");
+
+    let stored = h.admin.get_run(&run.id).await.expect("run");
+    let contents: Vec<Option<&str>> = stored
+        .messages
+        .iter()
+        .map(|m| m.content.as_deref())
+        .collect();
+    assert_eq!(contents, [Some("plain"), Some(with_nul), Some("after it")]);
+    // The final answer became the agent's comment, NUL and all.
+    let detail = h.admin.get_issue(&issue.key).await.expect("issue");
+    assert_eq!(detail.comments[0].body, with_nul);
+    h.stop().await;
+}

@@ -8,4 +8,5 @@ mod outbox_owners;
 mod outbox_space;
 mod postgres;
 mod store;
+mod texts;
 mod writers;
