@@ -146,93 +146,82 @@ fn server_down_while_the_adapter_runs_then_sync() {
     assert_exact(&laptop.issue(&key), 2_000);
 }
 
-/// An adapter that prints text events `event 0`, `event 1`, … without end, each line in one
-/// write, and every 100 events writes how many it printed to `<dir>/progress`.
-fn endless_adapter(dir: &std::path::Path) -> String {
+/// An adapter that floods `count` text events `event 0` … (awk writes them in large chunks,
+/// as fast as the pipe takes them), then stops itself (SIGSTOP) with everything printed.
+fn flooding_adapter(dir: &std::path::Path, count: usize) -> String {
     format!(
         r#"echo $$ > {d}/adapter.pid
-i=0
-while :; do
-  printf '{{"type":"text","content":"event %d","source":"count","source_key":"e%d"}}\n' $i $i
-  i=$((i+1))
-  if [ $((i % 100)) -eq 0 ]; then echo $i > {d}/progress.new; mv {d}/progress.new {d}/progress; fi
-done"#,
+awk 'BEGIN {{ for (i = 0; i < {count}; i++) printf "{{\"type\":\"text\",\"content\":\"event %d\",\"source\":\"count\",\"source_key\":\"e%d\"}}\n", i, i }}'
+kill -STOP $$"#,
         d = dir.display()
     )
 }
 
-/// The index of the first event in `unread`, the bytes `wujie` left in the adapter's stdout
-/// pipe (and what the adapter printed after): a leading fragment is the rest of a line that
-/// `wujie` had read only part of, so that line's event is the first one it had not read.
-fn first_unread_event(unread: &str) -> usize {
-    let at_line_start = unread.starts_with("{\"type\":\"text\"");
-    let first_whole_line = if at_line_start {
-        unread.lines().next()
-    } else {
-        unread.lines().nth(1)
-    };
-    let line = first_whole_line.unwrap_or_else(|| panic!("no whole line in {unread:?}"));
-    let event: serde_json::Value =
-        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-    let index: usize = event["content"]
-        .as_str()
-        .and_then(|c| c.strip_prefix("event "))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("not an event line: {line:?}"));
-    if at_line_start { index } else { index - 1 }
+/// Whether the process `pid` is stopped (state T in /proc/PID/stat).
+fn is_stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('T'))
+    })
 }
 
-/// `wujie run` is SIGKILLed at several points while the adapter is still printing. What it had
-/// read from the adapter's pipe is measured, not guessed: with the adapter stopped, the test
-/// opens the pipe itself, kills `wujie`, lets the adapter go on and reads what is in the pipe
-/// now, so the first event it finds is the first one `wujie` had not read. After
-/// `local-run sync` the issue must hold exactly the events before it, once each and in order: a
-/// line lost between being read and being committed to the outbox shows as one missing.
+/// `wujie run` is SIGKILLed while it is still reading a flood of events, at several sizes of
+/// flood. What it had read is measured, not guessed: the adapter printed exactly `count` lines
+/// and stopped itself; the test opens the adapter's stdout pipe as a second reader, kills
+/// `wujie` and reads what is left in the pipe: every line (or rest of a line) there is one
+/// `wujie` had not read. After `local-run sync` the issue must hold exactly the lines before
+/// those, once each and in order: a line lost between being read and being committed to the
+/// outbox shows as one missing.
 #[test]
 fn sigkilled_wujie_loses_nothing_it_had_read() {
     use std::io::Read;
-    use nix::sys::signal::Signal;
+    use std::os::unix::fs::OpenOptionsExt;
 
-    for kill_after in [100, 1_000, 3_000] {
+    for count in [500, 5_000, 50_000] {
         let (_team, _server, laptop) = team_and_laptop(&[]);
         let dir = laptop.work.path().to_path_buf();
-        let plugin = laptop.plugin("endless", V1, &endless_adapter(&dir));
+        let plugin = laptop.plugin("flood", V1, &flooding_adapter(&dir, count));
         laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
         let key = laptop.create_issue("wujie dies");
         let mut run = laptop
             .cmd()
-            .args(["run", &key, "--", "endless"])
+            .args(["run", &key, "--", "flood"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_until(60, "the adapter to print enough", || {
-            std::fs::read_to_string(dir.join("progress"))
+        let adapter_pid = dir.join("adapter.pid");
+        wait_until(60, "the adapter to print everything and stop", || {
+            std::fs::read_to_string(&adapter_pid)
                 .ok()
-                .and_then(|n| n.trim().parse::<usize>().ok())
-                .is_some_and(|n| n >= kill_after)
+                .and_then(|pid| pid.trim().parse().ok())
+                .is_some_and(is_stopped)
         });
-        let adapter: i32 = std::fs::read_to_string(dir.join("adapter.pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(signal_group(adapter, Signal::SIGSTOP));
+        let adapter = std::fs::read_to_string(&adapter_pid).unwrap();
         // A second reader of the adapter's stdout, taken while `wujie` still holds its own.
-        let mut pipe = std::fs::File::open(format!("/proc/{adapter}/fd/1")).unwrap();
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(format!("/proc/{}/fd/1", adapter.trim()))
+            .unwrap();
         run.kill().unwrap();
         run.wait().unwrap();
-        assert!(signal_group(adapter, Signal::SIGCONT));
+        // The adapter is stopped (or gone with wujie): what the pipe holds now is all it will.
         let mut unread = Vec::new();
-        let mut chunk = [0u8; 4096];
-        while unread.iter().filter(|b| **b == b'\n').count() < 2 {
-            let n = pipe.read(&mut chunk).unwrap();
-            assert!(n > 0, "the adapter's pipe closed");
-            unread.extend_from_slice(&chunk[..n]);
+        let mut chunk = [0u8; 65536];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => unread.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("reading the adapter's pipe: {e}"),
+            }
         }
-        signal_group(adapter, Signal::SIGKILL);
-        let read_by_wujie = first_unread_event(&String::from_utf8_lossy(&unread));
-        assert!(read_by_wujie > 0, "wujie had read nothing after {kill_after}");
+        let adapter: i32 = adapter.trim().parse().unwrap();
+        signal_group(adapter, nix::sys::signal::Signal::SIGKILL);
+        let not_read = unread.iter().filter(|b| **b == b'\n').count();
+        let read_by_wujie = count - not_read;
 
         laptop.ok(&["local-run", "sync"]);
         let issue = laptop.issue(&key);
@@ -243,10 +232,14 @@ fn sigkilled_wujie_loses_nothing_it_had_read() {
             .map(|m| m["content"].as_str().unwrap())
             .collect();
         let expected: Vec<String> = (0..read_by_wujie).map(|i| format!("event {i}")).collect();
-        assert_eq!(
-            contents, expected,
-            "killed after {kill_after} printed: the {read_by_wujie} events wujie had read, once each"
+        assert!(
+            contents == expected,
+            "of {count} events printed, wujie had read {read_by_wujie} ({not_read} left in \
+             the pipe), and {} arrived (first missing: {:?})",
+            contents.len(),
+            expected.iter().zip(&contents).position(|(e, c)| e != c)
         );
+        eprintln!("{count} printed: {read_by_wujie} read by wujie, {not_read} left in the pipe");
         let run = &issue["runs"][0];
         assert_eq!(run["status"], "failed");
         assert_eq!(run["error"], "reporter stopped");
