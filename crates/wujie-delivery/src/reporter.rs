@@ -8,6 +8,7 @@
 //! server acknowledged it. Retries are safe because the server dedupes on (source, source_key).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use wujie_client::{ClientError, retry_pause};
 use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
-use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, TargetKind, now_ms};
+use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, SpoolMark, TargetKind, now_ms};
 
 use crate::next_step::{NextStep, Request};
 use crate::server::DeliveryServer;
@@ -112,7 +113,8 @@ pub struct CloseSummary {
 struct WriterStopped;
 
 enum WriterMsg {
-    Items(String, Vec<(String, i64)>),
+    /// Rows for a target, and how far into the spool their lines go.
+    Items(String, Vec<(String, i64)>, Option<SpoolMark>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -125,6 +127,8 @@ struct Shared {
     /// [`Reporter::wait_delivered`].
     delivery_pass: Notify,
     closing: std::sync::atomic::AtomicBool,
+    /// The offset of the last spool mark committed (see [`Reporter::spool_committed`]).
+    spool_committed: Arc<AtomicU64>,
 }
 
 struct TargetState {
@@ -194,6 +198,7 @@ impl Reporter {
             committed: Notify::new(),
             delivery_pass: Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
+            spool_committed: Arc::new(AtomicU64::new(0)),
         });
         let (tx, rx) = mpsc::channel(RECORD_QUEUE);
         let writer = tokio::spawn(write_loop(outbox.clone(), rx, shared.clone()));
@@ -213,7 +218,28 @@ impl Reporter {
         target_id: &str,
         items: Vec<(IngestItem, i64)>,
     ) -> Result<(), ReporterError> {
-        if items.is_empty() {
+        self.queue(target_id, items, None).await
+    }
+
+    /// [`Reporter::record`] for items decoded from a spool: they are committed together with
+    /// `mark`, how far into the spool every line is handled once they are (with no items, the
+    /// mark alone moves: the lines after it go to `target_id` now).
+    pub async fn record_spooled(
+        &self,
+        target_id: &str,
+        items: Vec<(IngestItem, i64)>,
+        mark: SpoolMark,
+    ) -> Result<(), ReporterError> {
+        self.queue(target_id, items, Some(mark)).await
+    }
+
+    async fn queue(
+        &self,
+        target_id: &str,
+        items: Vec<(IngestItem, i64)>,
+        mark: Option<SpoolMark>,
+    ) -> Result<(), ReporterError> {
+        if items.is_empty() && mark.is_none() {
             return Ok(());
         }
         let rows = items
@@ -226,9 +252,15 @@ impl Reporter {
             })
             .collect();
         self.sender()?
-            .send(WriterMsg::Items(target_id.to_owned(), rows))
+            .send(WriterMsg::Items(target_id.to_owned(), rows, mark))
             .await
             .map_err(|_| self.stopped())
+    }
+
+    /// How far into the spool every line is committed: the offset of the last mark committed
+    /// (0 before any). The reader gives the file's space before it back.
+    pub fn spool_committed(&self) -> Arc<AtomicU64> {
+        self.shared.spool_committed.clone()
     }
 
     /// Wait until everything recorded so far is committed to the outbox.
@@ -427,23 +459,27 @@ async fn write_loop(
             }
         }
         let mut acks = Vec::new();
-        let mut run: Option<(String, Vec<(String, i64)>)> = None;
+        let mut run: Option<Appending> = None;
         for msg in msgs {
             match msg {
                 WriterMsg::Flush(ack) => acks.push(ack),
-                WriterMsg::Items(target, rows) => match &mut run {
-                    Some((t, acc)) if *t == target => acc.extend(rows),
+                WriterMsg::Items(target, rows, mark) => match &mut run {
+                    Some(a) if a.target == target => {
+                        a.rows.extend(rows);
+                        // Marks come in order: the last one covers every line before it.
+                        a.mark = mark.or(a.mark.take());
+                    }
                     _ => {
-                        if let Some((t, acc)) = run.take() {
-                            append(&outbox, &shared, &t, &acc).await?;
+                        if let Some(a) = run.take() {
+                            append(&outbox, &shared, &a).await?;
                         }
-                        run = Some((target, rows));
+                        run = Some(Appending { target, rows, mark });
                     }
                 },
             }
         }
-        if let Some((t, acc)) = run {
-            append(&outbox, &shared, &t, &acc).await?;
+        if let Some(a) = run {
+            append(&outbox, &shared, &a).await?;
         }
         shared.committed.notify_one();
         for ack in acks {
@@ -453,17 +489,22 @@ async fn write_loop(
     Ok(())
 }
 
+/// Rows of one target committed in one transaction, with the last spool mark among them.
+struct Appending {
+    target: String,
+    rows: Vec<(String, i64)>,
+    mark: Option<SpoolMark>,
+}
+
 /// Append rows; on failure, say why for the caller's next `record` or `flush` — before the
 /// queue and the waiting flushes are dropped, which is how the caller learns of it.
-async fn append(
-    outbox: &Outbox,
-    shared: &Shared,
-    target_id: &str,
-    rows: &[(String, i64)],
-) -> Result<(), WriterStopped> {
+async fn append(outbox: &Outbox, shared: &Shared, a: &Appending) -> Result<(), WriterStopped> {
     let mut told = false;
     let appended = loop {
-        match outbox.append(target_id, rows).await {
+        match outbox
+            .append_spooled(&a.target, &a.rows, a.mark.as_ref())
+            .await
+        {
             // Another process holds the outbox's write lock: one stopped (Ctrl+Z) in the middle
             // of a write holds it until it continues. Wait for it rather than lose the rows;
             // the adapter waits meanwhile (the recording queue is bounded).
@@ -492,6 +533,9 @@ async fn append(
         };
         *shared.writer_failed.lock().expect("writer_failed lock") = Some(Arc::new(why));
         return Err(WriterStopped);
+    }
+    if let Some(mark) = &a.mark {
+        shared.spool_committed.store(mark.offset, Ordering::Release);
     }
     Ok(())
 }

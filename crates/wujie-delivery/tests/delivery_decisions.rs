@@ -14,7 +14,7 @@ use wujie_protocol::api::{
     FinishRun, IngestItem, IngestItemResult, IngestOutcome, IngestResult, RunStatus,
 };
 use wujie_protocol::event::{Event, Message, MessageKind};
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
+use wujie_store::outbox::{NewTarget, Outbox, SpoolMark, TargetKind, TargetLock};
 
 const RUN: &str = "run-1";
 
@@ -176,28 +176,30 @@ async fn outbox_with(rows: usize) -> Fixture {
         .await
         .expect("target");
     let encoded: Vec<(String, i64)> = (0..rows)
-        .map(|i| {
-            let item = IngestItem {
-                source: "s".into(),
-                source_key: key(i),
-                event: Event::Message(Message {
-                    kind: MessageKind::Text,
-                    content: Some(format!("row {i}")),
-                    tool: None,
-                    input: None,
-                    output: None,
-                    source: "s".into(),
-                    source_key: key(i),
-                }),
-            };
-            (serde_json::to_string(&item).expect("encode"), 0)
-        })
+        .map(|i| (serde_json::to_string(&item(i)).expect("encode"), 0))
         .collect();
     outbox.append(RUN, &encoded).await.expect("append");
     Fixture {
         _dir: dir,
         outbox,
         _owner: owner,
+    }
+}
+
+/// The text event `row {i}`, keyed `key(i)`.
+fn item(i: usize) -> IngestItem {
+    IngestItem {
+        source: "s".into(),
+        source_key: key(i),
+        event: Event::Message(Message {
+            kind: MessageKind::Text,
+            content: Some(format!("row {i}")),
+            tool: None,
+            input: None,
+            output: None,
+            source: "s".into(),
+            source_key: key(i),
+        }),
     }
 }
 
@@ -393,4 +395,49 @@ async fn a_runs_end_refused_for_good_is_sent_once_and_settled() {
     // The outbox forgets a target whose end was settled and whose rows were all delivered.
     let targets = fixture.outbox.targets().await.expect("targets");
     assert!(targets.iter().all(|t| t.id != RUN), "{targets:?}");
+}
+
+#[tokio::test]
+async fn items_read_from_a_spool_are_committed_with_its_mark() {
+    let fixture = outbox_with(0).await;
+    fixture
+        .outbox
+        .add_spool("spool-1", RUN)
+        .await
+        .expect("spool");
+    let server = ScriptedServer::new(|_, keys| stored(keys));
+    let reporter = Reporter::start(
+        fixture.outbox.clone(),
+        server.clone(),
+        TargetRef {
+            id: RUN.to_owned(),
+            kind: TargetKind::Run,
+        },
+        Arc::new(Notices::default()),
+    );
+    let mark = |offset, lines| SpoolMark {
+        spool: "spool-1".to_owned(),
+        offset,
+        lines,
+    };
+    let committed = reporter.spool_committed();
+    let items = vec![(item(0), 0), (item(1), 0)];
+    reporter
+        .record_spooled(RUN, items, mark(200, 2))
+        .await
+        .expect("record");
+    // Lines that became nothing (blank ones) move the mark too.
+    reporter
+        .record_spooled(RUN, Vec::new(), mark(230, 3))
+        .await
+        .expect("record");
+    reporter.flush().await.expect("flush");
+    let spools = fixture.outbox.spools_of(RUN).await.expect("spools");
+    assert_eq!(spools[0].mark, mark(230, 3));
+    assert_eq!(committed.load(std::sync::atomic::Ordering::Acquire), 230);
+    let summary = reporter
+        .close(Duration::from_secs(10), |_| {})
+        .await
+        .expect("close");
+    assert_eq!(summary.stats.delivered, 2);
 }

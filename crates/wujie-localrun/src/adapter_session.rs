@@ -22,7 +22,8 @@ use wujie_protocol::api::RunStatus;
 
 use crate::error::LocalRunError;
 use crate::registry::Provider;
-use crate::session::{QuietClose, ReadLines, StdoutEvents, StopSignals};
+use crate::session::{QuietClose, StdoutEvents, StopSignals};
+use crate::spool::{ReadLines, SpoolFile};
 use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, STOP_GRACE, SpawnSpec};
 
 /// What a flow made of a chunk of the user's input or of a terminal host event.
@@ -133,11 +134,12 @@ pub(crate) struct AdapterSession {
 impl AdapterSession {
     /// Start the adapter the way its manifest asks: on a PTY behind the terminal host for
     /// `interactive_pty` providers (`menu` enables the `/wujie` menu; the host is returned for
-    /// the flow to drive), else on pipes.
+    /// the flow to drive), else on pipes. Its stdout goes through `spool`.
     pub fn spawn(
         spec: &SpawnSpec,
         provider: &Provider,
         menu: bool,
+        spool: SpoolFile,
     ) -> Result<(AdapterSession, Option<TerminalHost>), LocalRunError> {
         let (mut adapter, to_adapter, host) = if provider.manifest.capabilities.interactive_pty {
             let size = terminal_size();
@@ -150,7 +152,7 @@ impl AdapterSession {
             let to_adapter = AdapterStdin::spawn(adapter.stdin.take().map(StdinSink::Pipe));
             (adapter, to_adapter, None)
         };
-        let events = StdoutEvents::take_from(&mut adapter)?;
+        let events = StdoutEvents::take_from(&mut adapter, spool)?;
         let session = AdapterSession {
             adapter,
             events,

@@ -24,7 +24,7 @@ use wujie_protocol::control::HandoffDecision;
 use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
 use wujie_protocol::manifest::ProtocolVersion;
 use wujie_protocol::promotion::IssueDraft;
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
+use wujie_store::outbox::{NewTarget, Outbox, SpoolMark, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, Handled, SessionFlow};
 use crate::connection::Connection;
@@ -33,9 +33,8 @@ use crate::events::items_for_line;
 use crate::promotion;
 use crate::registry::{AdapterCommand, Provider};
 use crate::run::own_run_target;
-use crate::session::{
-    Binding, ReadLines, adapter_env, host_event, revoke_adapter_token, spawn_spec,
-};
+use crate::session::{Binding, adapter_env, host_event, revoke_adapter_token, spawn_spec};
+use crate::spool::{self, ReadLines, Spool};
 use crate::start_retry::{START_PATIENCE, StartRetry, new_start_key};
 use crate::supervisor::SpawnSpec;
 use wujie_term::text::{Layout, terminal_safe};
@@ -216,7 +215,15 @@ pub async fn discuss(
         kind: TargetKind::Discussion,
     };
     let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target.clone(), notice);
-    let (session, host) = AdapterSession::spawn(&spec, provider, true)?;
+    let (spool, spool_file) =
+        Spool::create(&outbox, &discussion.id, reporter.spool_committed()).await?;
+    let (session, host) = match AdapterSession::spawn(&spec, provider, true, spool_file) {
+        Ok(started) => started,
+        Err(e) => {
+            spool.end().await;
+            return Err(e);
+        }
+    };
     let mut flow = Flow {
         conn,
         outbox: &outbox,
@@ -241,6 +248,11 @@ pub async fn discuss(
     revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
     let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
+    reporter.flush().await.map_err(LocalRunError::reporter(
+        "cannot record the adapter's events",
+    ))?;
+    // Every line the session handled is committed now.
+    spool.end().await;
     // (the discussion this session started with, the one it continued instead)
     let attached = flow
         .abandoned
@@ -293,12 +305,15 @@ fn discussion_spawn_spec(
     spawn_spec(command, &req.args, &req.cwd, env)
 }
 
+/// Report discussion `id` from this process. A discussion taken over from a process that died
+/// (resumed, or continued by this session) first gets what that process's spool held, so that
+/// its lines come before this session's.
 async fn add_discussion_target(
     outbox: &Outbox,
     conn: &Connection,
     id: &str,
 ) -> Result<TargetLock, LocalRunError> {
-    outbox
+    let owner = outbox
         .add_target(&NewTarget {
             id,
             kind: TargetKind::Discussion,
@@ -309,7 +324,9 @@ async fn add_discussion_target(
         .await
         .map_err(LocalRunError::outbox(format!(
             "cannot record discussion {id} in the outbox"
-        )))
+        )))?;
+    spool::recover(outbox, id).await?;
+    Ok(owner)
 }
 
 /// The run a promotion created ends with the session.
@@ -411,9 +428,10 @@ impl SessionFlow for Flow<'_> {
                 Ok(line) => line,
                 Err(EventError {
                     kind: EventErrorKind::UnknownHandoffMode { request_id, mode },
-                    ..
+                    line_no,
                 }) => {
-                    self.record(std::mem::take(&mut items)).await?;
+                    self.record(std::mem::take(&mut items), read.marks.after(line_no))
+                        .await?;
                     let error = format!(
                         "unknown handoff mode {mode:?}: use current_context or native_clear"
                     );
@@ -421,7 +439,8 @@ impl SessionFlow for Flow<'_> {
                     continue;
                 }
                 Err(e) => {
-                    self.record(items).await?;
+                    // It ends the session: the lines after it are not handled.
+                    self.record(items, read.marks.after(e.line_no - 1)).await?;
                     self.cancel_pending("the adapter printed an invalid line")
                         .await;
                     self.say(e.to_string()).await;
@@ -429,11 +448,17 @@ impl SessionFlow for Flow<'_> {
                 }
             };
             for event in &line.events {
-                // Everything before a request is recorded where it belongs first.
-                if matches!(event, Event::Session { .. } | Event::HandoffReady { .. }) {
-                    self.record(std::mem::take(&mut items)).await?;
+                if !matches!(event, Event::Session { .. } | Event::HandoffReady { .. }) {
+                    continue;
                 }
+                // Everything before a request is recorded where it belongs first; the lines from
+                // this one on go where the request sends them (a discussion this session
+                // continues, the run of a promotion), also when read again from the spool.
+                let before = read.marks.after(line.line_no - 1);
+                self.record(std::mem::take(&mut items), before.clone())
+                    .await?;
                 self.on_request(event, stopping).await?;
+                self.record(Vec::new(), before).await?;
             }
             let at = read.read_at_ms;
             items.extend(
@@ -442,7 +467,7 @@ impl SessionFlow for Flow<'_> {
                     .map(|i| (i, at)),
             );
         }
-        self.record(items).await?;
+        self.record(items, read.marks.all()).await?;
         Ok(None)
     }
 
@@ -570,12 +595,15 @@ impl Flow<'_> {
         Ok(())
     }
 
+    /// Record items for the current target, with how far into the spool every line is
+    /// handled once they are committed.
     async fn record(
         &self,
         items: Vec<(wujie_protocol::api::IngestItem, i64)>,
+        handled: SpoolMark,
     ) -> Result<(), LocalRunError> {
         self.reporter
-            .record(&self.target.id, items)
+            .record_spooled(&self.target.id, items, handled)
             .await
             .map_err(LocalRunError::reporter(
                 "cannot record the adapter's events",

@@ -145,6 +145,26 @@ pub enum LocalRunError {
     },
     #[error("the adapter was started without a pipe for its stdout")]
     StdoutNotCaptured,
+    /// The spool (what was taken out of the adapter's stdout, before it is committed to the
+    /// outbox) could not be written for lack of space; what it holds is kept.
+    #[error(
+        "no space left on device: cannot write the spool {}; everything read before is kept \
+         there and in the outbox. Free some space, then run `wujie local-run sync` to deliver it",
+        .path.display()
+    )]
+    SpoolFull {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The spool file could not be created, written or read; `doing` says which.
+    #[error("{doing} the spool {}", .path.display())]
+    Spool {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot watch for Ctrl+C and the other stop signals")]
     Signals(#[source] std::io::Error),
     #[error(

@@ -18,6 +18,7 @@ pub mod run;
 pub mod session;
 mod small_file;
 mod spawn_error;
+pub mod spool;
 mod start_retry;
 pub mod supervisor;
 pub mod sync;

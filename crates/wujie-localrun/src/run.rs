@@ -17,7 +17,8 @@ use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
 use crate::registry::{AdapterCommand, Provider};
-use crate::session::{self, Binding, ReadLines, adapter_env, revoke_adapter_token};
+use crate::session::{self, Binding, adapter_env, revoke_adapter_token};
+use crate::spool::{ReadLines, Spool, SpoolFile};
 use crate::start_retry::{START_PATIENCE, StartRetry, new_start_key};
 use crate::supervisor::SpawnSpec;
 
@@ -51,6 +52,8 @@ struct OpenRun {
     run_id: String,
     token: String,
     reporter: Reporter,
+    /// What the adapter prints, on its way to the outbox.
+    spool: Spool,
     /// Held while the run is reported: no sync takes it over meanwhile.
     _owner: TargetLock,
 }
@@ -63,9 +66,9 @@ pub async fn run(
     req: RunRequest,
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<RunOutcome, LocalRunError> {
-    let open = open_run(conn, outbox, provider, &req, notice).await?;
+    let (open, spool_file) = open_run(conn, outbox, provider, &req, notice).await?;
     let spec = spawn_spec(&open, conn, provider, &command, &req);
-    let (session, host) = match AdapterSession::spawn(&spec, provider, false) {
+    let (session, host) = match AdapterSession::spawn(&spec, provider, false, spool_file) {
         Ok(started) => started,
         Err(e) => {
             let finish = FinishRun {
@@ -74,6 +77,7 @@ pub async fn run(
                 error: Some(wujie_protocol::error_text::with_causes(&e)),
             };
             let _ = open.reporter.finish(&open.run_id, finish).await;
+            open.spool.end().await;
             let _ = open.reporter.close(req.drain_timeout, |_| {}).await;
             return Err(e);
         }
@@ -100,7 +104,7 @@ async fn open_run(
     provider: &Provider,
     req: &RunRequest,
     notice: Arc<dyn ReporterNotice>,
-) -> Result<OpenRun, LocalRunError> {
+) -> Result<(OpenRun, SpoolFile), LocalRunError> {
     // A start storm (a team's laptops at once) or a replica restarting must not fail the run
     // before it began: every request of the start is retried for a while (see `start_retry`),
     // the create under one start key, so it creates one run however often it is sent.
@@ -125,15 +129,18 @@ async fn open_run(
         .await?;
     let run_id = created.run.id.clone();
     let (owner, target) = own_run_target(&outbox, conn, &run_id, &issue.key).await?;
-    let reporter = Reporter::start(outbox, conn.client.clone(), target, notice);
-    Ok(OpenRun {
+    let reporter = Reporter::start(outbox.clone(), conn.client.clone(), target, notice);
+    let (spool, spool_file) = Spool::create(&outbox, &run_id, reporter.spool_committed()).await?;
+    let open = OpenRun {
         issue,
         workspace_id: workspace.id,
         run_id,
         token: created.token,
         reporter,
+        spool,
         _owner: owner,
-    })
+    };
+    Ok((open, spool_file))
 }
 
 fn spawn_spec(
@@ -175,6 +182,8 @@ async fn close_run(
         .finish(&open.run_id, finish)
         .await
         .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
+    // Every line the session handled is committed now.
+    open.spool.end().await;
     let summary = open
         .reporter
         .close(drain_timeout, |left| {
@@ -228,7 +237,7 @@ impl SessionFlow for RunFlow<'_> {
                     continue;
                 }
                 Err(e) => {
-                    invalid = Some(e.to_string());
+                    invalid = Some(e);
                     break;
                 }
             };
@@ -244,13 +253,18 @@ impl SessionFlow for RunFlow<'_> {
                     .map(|i| (i, at)),
             );
         }
+        // An invalid line ends the session: the lines after it are not handled.
+        let handled = match &invalid {
+            Some(e) => read.marks.after(e.line_no - 1),
+            None => read.marks.all(),
+        };
         self.reporter
-            .record(self.target_id, items)
+            .record_spooled(self.target_id, items, handled)
             .await
             .map_err(LocalRunError::reporter(
                 "cannot record the adapter's events",
             ))?;
-        Ok(invalid)
+        Ok(invalid.map(|e| e.to_string()))
     }
 
     async fn say(&mut self, message: String) {

@@ -1,17 +1,19 @@
 //! Plumbing of an adapter session ([`crate::adapter_session`]): the adapter's environment, its
-//! stdout as decoded event lines, when its stdin closes, and the user's stop signals.
+//! stdout as decoded event lines (through the spool), when its stdin closes, and the user's stop
+//! signals.
 
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use tokio::io::AsyncReadExt;
-use tokio::process::ChildStdout;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 use tokio::signal::unix::{Signal as UnixSignal, SignalKind, signal};
 use wujie_host::{HostEvent, TerminalHost, sleep_until_opt};
-use wujie_protocol::event::{DEFAULT_MAX_LINE_BYTES, DecodedLine, EventError, LineDecoder};
 use wujie_store::outbox::now_ms;
 
 use crate::error::LocalRunError;
 use crate::registry::{AdapterCommand, Provider};
+use crate::spool::{CHUNK, ReadLines, SpoolFile, SpoolLines};
 use crate::supervisor::{Adapter, SpawnSpec};
 
 /// The context variables of the seed's "执行环境变量" that depend on what the adapter is bound to.
@@ -97,61 +99,62 @@ pub async fn revoke_adapter_token(server_url: &str, token: &str) {
     }
 }
 
-/// The adapter's stdout as decoded lines, read in chunks.
+/// The adapter's stdout as decoded lines, taken out of the pipe into the spool in chunks.
 pub struct StdoutEvents {
-    stdout: ChildStdout,
-    decoder: LineDecoder,
+    stdout: AsyncFd<OwnedFd>,
+    spool: SpoolFile,
+    lines: SpoolLines,
     buf: Vec<u8>,
     done: bool,
 }
 
-/// One read's worth of lines, with the time they were read (for delay statistics).
-pub struct ReadLines {
-    pub lines: Vec<Result<DecodedLine, EventError>>,
-    pub read_at_ms: i64,
-}
-
 impl StdoutEvents {
-    /// The events of an adapter started with its stdout captured (always so by the supervisor).
-    pub fn take_from(adapter: &mut Adapter) -> Result<StdoutEvents, LocalRunError> {
+    /// The events of an adapter started with its stdout captured (always so by the supervisor),
+    /// through `spool`.
+    #[allow(unsafe_code)]
+    pub fn take_from(
+        adapter: &mut Adapter,
+        spool: SpoolFile,
+    ) -> Result<StdoutEvents, LocalRunError> {
         let stdout = adapter
             .stdout
             .take()
             .ok_or(LocalRunError::StdoutNotCaptured)?;
-        Ok(StdoutEvents::new(stdout))
-    }
-
-    fn new(stdout: ChildStdout) -> StdoutEvents {
-        StdoutEvents {
+        let watching = |source| LocalRunError::Adapter {
+            doing: "cannot watch the adapter's stdout",
+            source,
+        };
+        // Out of tokio's own reader (which cannot splice), back to non-blocking for `AsyncFd`.
+        let stdout = stdout.into_owned_fd().map_err(watching)?;
+        rustix::io::ioctl_fionbio(&stdout, true).map_err(|e| watching(e.into()))?;
+        // SAFETY: the `AsyncFd` owns the `OwnedFd`, which keeps its descriptor open and unchanged
+        // until the `AsyncFd` drops it; nothing else closes or replaces it.
+        let stdout = unsafe { AsyncFd::register_with_interest(stdout, Interest::READABLE) }
+            .map_err(|e| watching(e.into_parts().1))?;
+        Ok(StdoutEvents {
             stdout,
-            decoder: LineDecoder::new(DEFAULT_MAX_LINE_BYTES),
-            buf: vec![0u8; 64 * 1024],
+            lines: SpoolLines::new(spool.id()),
+            spool,
+            buf: vec![0u8; CHUNK],
             done: false,
-        }
+        })
     }
 
     /// The next lines; `None` once stdout is closed and the last partial line was handled.
-    /// Cancel-safe: a read interrupted by `select!` loses no bytes.
+    /// Cancel-safe: a take interrupted by `select!` loses no bytes.
     pub async fn next(&mut self) -> Result<Option<ReadLines>, LocalRunError> {
         if self.done {
             return Ok(None);
         }
-        let n = self
-            .stdout
-            .read(&mut self.buf)
-            .await
-            .map_err(|source| LocalRunError::Adapter {
-                doing: "cannot read the adapter's stdout",
-                source,
-            })?;
+        let n = self.spool.take(&self.stdout, &mut self.buf).await?;
         let read_at_ms = now_ms();
-        let lines = if n == 0 {
+        let read = if n == 0 {
             self.done = true;
-            self.decoder.finish().into_iter().collect()
+            self.lines.finish(read_at_ms)
         } else {
-            self.decoder.feed(&self.buf[..n])
+            self.lines.feed(&self.buf[..n], read_at_ms)
         };
-        Ok(Some(ReadLines { lines, read_at_ms }))
+        Ok(Some(read))
     }
 }
 

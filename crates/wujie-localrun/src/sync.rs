@@ -2,9 +2,11 @@
 //!
 //! A target whose reporter is still alive — however long it has been stopped — is left to it:
 //! the reporter holds the target's lock (see `wujie_store::outbox`). A target whose lock nobody
-//! holds is taken over at once; if its reporter died without recording how the run ended
-//! (SIGKILL, power loss, closed terminal), the run is finished as failed with "reporter stopped"
-//! — what is known — after all its events are delivered.
+//! holds is taken over at once; what its reporter had taken out of the adapter's stdout but not
+//! committed is committed first, from its spool (see `crate::spool`). If its reporter died
+//! without recording how the run ended (SIGKILL, power loss, closed terminal), the run is
+//! finished as failed with "reporter stopped" — what is known — after all its events are
+//! delivered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +20,7 @@ use wujie_store::outbox::{Outbox, TargetKind, TargetState};
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::profile::Profile;
+use crate::spool;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetStatus {
@@ -83,6 +86,7 @@ pub async fn sync(
     idle_timeout: Duration,
     progress: &mut (dyn FnMut(&str, i64) + Send),
 ) -> Result<Vec<SyncedTarget>, LocalRunError> {
+    spool::remove_orphans(outbox).await;
     let targets = outbox
         .targets()
         .await
@@ -90,8 +94,7 @@ pub async fn sync(
     let mut out = Vec::new();
     let mut connections: Vec<(String, Connection)> = Vec::new();
     for listed in targets {
-        let needs_finish = listed.kind == TargetKind::Run && !listed.finish_sent;
-        if listed.pending == 0 && !needs_finish {
+        if !has_work(&listed) {
             continue;
         }
         // Held until this target is done: a live reporter keeps it, and two syncs never
@@ -105,7 +108,14 @@ pub async fn sync(
         else {
             continue;
         };
-        // What the previous owner left, read again now that nobody else can change it.
+        // What the previous owner left, read again now that nobody else can change it; what
+        // it had taken out of the adapter's stdout but not committed, committed now.
+        if listed.spooled
+            && let Err(e) = spool::recover(outbox, &listed.id).await
+        {
+            out.push(not_synced(&listed, e));
+            continue;
+        }
         let Some(t) = outbox
             .target(&listed.id)
             .await
@@ -117,22 +127,17 @@ pub async fn sync(
             outbox.forget_lock_file(&listed.id);
             continue;
         };
-        let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
-        if t.pending == 0 && !needs_finish {
+        if !has_work(&t) {
+            // A discussion has no end to send: once its spool gave nothing, it is done.
+            if t.kind == TargetKind::Discussion {
+                let _ = outbox.finish_delivered(&t.id).await;
+            }
             continue;
         }
         let conn = match connection_for(&mut connections, profile, &t.server_url).await {
             Ok(conn) => conn,
             Err(e) => {
-                out.push(SyncedTarget {
-                    id: t.id.clone(),
-                    label: t.label.clone(),
-                    delivered: 0,
-                    pending: t.pending,
-                    failed: t.failed,
-                    finished: false,
-                    error: Some(wujie_protocol::error_text::with_causes(&e)),
-                });
+                out.push(not_synced(&t, e));
                 continue;
             }
         };
@@ -142,6 +147,26 @@ pub async fn sync(
         c.close().await;
     }
     Ok(out)
+}
+
+/// Whether a target has anything left to do: rows to deliver, a run's end to send, or a spool
+/// to read (its spool is read while it is claimed, before it is looked at again).
+fn has_work(t: &TargetState) -> bool {
+    let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
+    t.pending > 0 || needs_finish || t.spooled
+}
+
+/// A target this sync could not deliver, and why.
+fn not_synced(t: &TargetState, error: LocalRunError) -> SyncedTarget {
+    SyncedTarget {
+        id: t.id.clone(),
+        label: t.label.clone(),
+        delivered: 0,
+        pending: t.pending,
+        failed: t.failed,
+        finished: false,
+        error: Some(wujie_protocol::error_text::with_causes(&error)),
+    }
 }
 
 /// The connection to the server a target was recorded for, made once per sync.

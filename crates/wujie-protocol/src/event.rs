@@ -555,9 +555,15 @@ impl Default for LineDecoder {
 
 impl LineDecoder {
     pub fn new(max_line_bytes: usize) -> Self {
+        LineDecoder::resuming(max_line_bytes, 0)
+    }
+
+    /// A decoder for the rest of a stream whose first `lines_done` lines were handled before
+    /// (fed to another decoder): line numbers go on from there.
+    pub fn resuming(max_line_bytes: usize, lines_done: u64) -> Self {
         LineDecoder {
             lines: LineSplitter::new(max_line_bytes),
-            lines_done: 0,
+            lines_done,
         }
     }
 

@@ -1,9 +1,10 @@
 //! The reporter's durable outbox (its own SQLite file in the profile's state dir).
 //!
 //! Rows are committed before delivery and deleted after the server acknowledged them, so a
-//! crash of `wujie` (even SIGKILL) loses nothing it had read: WAL with `synchronous=NORMAL`
-//! makes each commit survive the process, and delivery is idempotent server-side, so sending a
-//! row again after a lost acknowledgement is harmless.
+//! crash of `wujie` (even SIGKILL) loses nothing it had committed: WAL with
+//! `synchronous=NORMAL` makes each commit survive the process, and delivery is idempotent
+//! server-side, so sending a row again after a lost acknowledgement is harmless. What it had read
+//! but not committed yet is in its spool file, from the mark each commit records ([`spools`]).
 //!
 //! Who delivers a target is decided by the kernel, not by a clock: the process reporting a
 //! target holds an exclusive `flock` on the target's lock file (`<outbox>.owners/<hex id>`) for
@@ -31,6 +32,10 @@ use sqlx::sqlite::{
     SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+
+mod spools;
+
+pub use spools::{SpoolMark, SpoolState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutboxError {
@@ -127,6 +132,8 @@ pub struct TargetState {
     pub finish_sent: bool,
     pub pending: i64,
     pub failed: i64,
+    /// A spool holds lines for it that may not be committed yet (see [`spools`]).
+    pub spooled: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -351,6 +358,19 @@ impl Outbox {
         target_id: &str,
         items: &[(String, i64)],
     ) -> Result<(), OutboxError> {
+        self.append_spooled(target_id, items, None).await
+    }
+
+    /// [`Outbox::append`], and with `mark` the transaction also records how far into its spool
+    /// every line is committed now, and that the spool's lines go to `target_id` (see
+    /// [`spools`]). The mark is recorded with no items too: lines that went nowhere (blank, or
+    /// requests), or the lines that follow going to another target.
+    pub async fn append_spooled(
+        &self,
+        target_id: &str,
+        items: &[(String, i64)],
+        mark: Option<&SpoolMark>,
+    ) -> Result<(), OutboxError> {
         let mut tx = self.writer.begin().await?;
         for chunk in items.chunks(INSERT_CHUNK) {
             QueryBuilder::<Sqlite>::new("INSERT INTO items (target_id, item_json, read_at) ")
@@ -360,6 +380,9 @@ impl Outbox {
                 .build()
                 .execute(&mut *tx)
                 .await?;
+        }
+        if let Some(mark) = mark {
+            spools::record_mark(&mut tx, target_id, mark).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -512,8 +535,9 @@ impl Outbox {
         Ok(())
     }
 
-    /// The finish was acknowledged: forget the target unless refused rows still need a look.
-    /// Only the target's owner (the holder of its [`TargetLock`]) calls this.
+    /// The finish was acknowledged: forget the target unless refused rows still need a look,
+    /// or a spool of a process that died still holds lines for it. Only the target's owner (the
+    /// holder of its [`TargetLock`]) calls this.
     pub async fn finish_delivered(&self, target_id: &str) -> Result<(), OutboxError> {
         let mut tx = self.writer.begin().await?;
         sqlx::query("UPDATE targets SET finish_sent = 1 WHERE id = ?")
@@ -522,7 +546,8 @@ impl Outbox {
             .await?;
         let forgotten = sqlx::query(
             "DELETE FROM targets WHERE id = ?
-               AND NOT EXISTS (SELECT 1 FROM items WHERE target_id = targets.id)",
+               AND NOT EXISTS (SELECT 1 FROM items WHERE target_id = targets.id)
+               AND NOT EXISTS (SELECT 1 FROM spools WHERE target_id = targets.id)",
         )
         .bind(target_id)
         .execute(&mut *tx)
@@ -564,7 +589,8 @@ const TARGET_SELECT: &str = "SELECT t.id, t.kind, t.server_url, t.label, t.repor
         t.finish_json, t.finish_sent,
         (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NULL) AS pending,
         (SELECT COUNT(*) FROM items i WHERE i.target_id = t.id AND i.failed IS NOT NULL)
-            AS failed
+            AS failed,
+        EXISTS (SELECT 1 FROM spools s WHERE s.target_id = t.id) AS spooled
      FROM targets t";
 
 /// A target as [`TARGET_SELECT`] reads it, with how many of its items are pending and failed.
@@ -579,6 +605,7 @@ struct TargetRow {
     finish_sent: i64,
     pending: i64,
     failed: i64,
+    spooled: bool,
 }
 
 impl From<TargetRow> for TargetState {
@@ -597,6 +624,7 @@ impl From<TargetRow> for TargetState {
             finish_sent: row.finish_sent != 0,
             pending: row.pending,
             failed: row.failed,
+            spooled: row.spooled,
         }
     }
 }

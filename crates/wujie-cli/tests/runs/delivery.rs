@@ -165,87 +165,127 @@ fn is_stopped(pid: i32) -> bool {
     })
 }
 
-/// `wujie run` is SIGKILLed while it is still reading a flood of events, at several sizes of
-/// flood. What it had read is measured, not guessed: the adapter printed exactly `count` lines
-/// and stopped itself; the test opens the adapter's stdout pipe as a second reader, kills
-/// `wujie` and reads what is left in the pipe: every line (or rest of a line) there is one
-/// `wujie` had not read. After `local-run sync` the issue must hold exactly the lines before
-/// those, once each and in order: a line lost between being read and being committed to the
-/// outbox shows as one missing.
-#[test]
-#[ignore = "fails today: the chunk wujie has read from the adapter's pipe but not yet committed \
-            to the outbox is lost when wujie is SIGKILLed (of 500 lines it had read 56 and 0 \
-            arrived); run it with --run-ignored all"]
-fn sigkilled_wujie_loses_nothing_it_had_read() {
+/// What a SIGKILLed `wujie run` had read of a flood of `count` events on a new issue of
+/// `laptop`: the issue's key, the events it had taken out of the adapter's pipe, and those it
+/// left there. Measured, not guessed: the adapter printed exactly `count` lines and stopped
+/// itself; the test opens the adapter's stdout pipe as a second reader, kills `wujie` and reads
+/// what is left in the pipe: every line (or rest of a line) there is one `wujie` had not read.
+fn flood_then_kill_wujie(laptop: &Env, count: usize) -> (String, usize, usize) {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
 
+    let dir = laptop.work.path().to_path_buf();
+    let plugin = laptop.plugin("flood", V1, &flooding_adapter(&dir, count));
+    laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = laptop.create_issue("wujie dies");
+    let mut run = laptop
+        .cmd()
+        .args(["run", &key, "--", "flood"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let adapter_pid = dir.join("adapter.pid");
+    wait_until(60, "the adapter to print everything and stop", || {
+        std::fs::read_to_string(&adapter_pid)
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok())
+            .is_some_and(is_stopped)
+    });
+    let adapter = std::fs::read_to_string(&adapter_pid).unwrap();
+    // A second reader of the adapter's stdout, taken while `wujie` still holds its own.
+    let mut pipe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(format!("/proc/{}/fd/1", adapter.trim()))
+        .unwrap();
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // The adapter is stopped (or gone with wujie): what the pipe holds now is all it will.
+    let mut unread = Vec::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => unread.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("reading the adapter's pipe: {e}"),
+        }
+    }
+    let adapter: i32 = adapter.trim().parse().unwrap();
+    signal_group(adapter, nix::sys::signal::Signal::SIGKILL);
+    let not_read = unread.iter().filter(|b| **b == b'\n').count();
+    (key, count - not_read, not_read)
+}
+
+/// The contents of the messages of the issue's first run, in order.
+fn first_run_contents(issue: &serde_json::Value) -> Vec<String> {
+    issue["runs"][0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The issue holds exactly the first `read` events of the flood, once each and in order, on a
+/// run its reporter did not end.
+fn assert_read_events_arrived(issue: &serde_json::Value, read: usize, not_read: usize) {
+    let contents = first_run_contents(issue);
+    let expected: Vec<String> = (0..read).map(|i| format!("event {i}")).collect();
+    assert!(
+        contents == expected,
+        "of {} events printed, wujie had read {read} ({not_read} left in the pipe), and {} \
+         arrived (first missing: {:?})",
+        read + not_read,
+        contents.len(),
+        expected.iter().zip(&contents).position(|(e, c)| e != c)
+    );
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], "reporter stopped");
+}
+
+/// `wujie run` is SIGKILLed while it is still reading a flood of events, at several sizes of
+/// flood (see `flood_then_kill_wujie` for how what it had read is measured). After
+/// `local-run sync` the issue must hold exactly the lines it had read, once each and in order:
+/// a line lost between being read and being committed to the outbox shows as one missing.
+#[test]
+fn sigkilled_wujie_loses_nothing_it_had_read() {
     for count in [500, 5_000, 50_000] {
         let (_team, _server, laptop) = team_and_laptop(&[]);
-        let dir = laptop.work.path().to_path_buf();
-        let plugin = laptop.plugin("flood", V1, &flooding_adapter(&dir, count));
-        laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
-        let key = laptop.create_issue("wujie dies");
-        let mut run = laptop
-            .cmd()
-            .args(["run", &key, "--", "flood"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let adapter_pid = dir.join("adapter.pid");
-        wait_until(60, "the adapter to print everything and stop", || {
-            std::fs::read_to_string(&adapter_pid)
-                .ok()
-                .and_then(|pid| pid.trim().parse().ok())
-                .is_some_and(is_stopped)
-        });
-        let adapter = std::fs::read_to_string(&adapter_pid).unwrap();
-        // A second reader of the adapter's stdout, taken while `wujie` still holds its own.
-        let mut pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NONBLOCK)
-            .open(format!("/proc/{}/fd/1", adapter.trim()))
-            .unwrap();
-        run.kill().unwrap();
-        run.wait().unwrap();
-        // The adapter is stopped (or gone with wujie): what the pipe holds now is all it will.
-        let mut unread = Vec::new();
-        let mut chunk = [0u8; 65536];
-        loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => unread.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => panic!("reading the adapter's pipe: {e}"),
-            }
-        }
-        let adapter: i32 = adapter.trim().parse().unwrap();
-        signal_group(adapter, nix::sys::signal::Signal::SIGKILL);
-        let not_read = unread.iter().filter(|b| **b == b'\n').count();
-        let read_by_wujie = count - not_read;
-
+        let (key, read, not_read) = flood_then_kill_wujie(&laptop, count);
         laptop.ok(&["local-run", "sync"]);
-        let issue = laptop.issue(&key);
-        let contents: Vec<&str> = issue["runs"][0]["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["content"].as_str().unwrap())
-            .collect();
-        let expected: Vec<String> = (0..read_by_wujie).map(|i| format!("event {i}")).collect();
-        assert!(
-            contents == expected,
-            "of {count} events printed, wujie had read {read_by_wujie} ({not_read} left in \
-             the pipe), and {} arrived (first missing: {:?})",
-            contents.len(),
-            expected.iter().zip(&contents).position(|(e, c)| e != c)
-        );
-        eprintln!("{count} printed: {read_by_wujie} read by wujie, {not_read} left in the pipe");
-        let run = &issue["runs"][0];
-        assert_eq!(run["status"], "failed");
-        assert_eq!(run["error"], "reporter stopped");
+        assert_read_events_arrived(&laptop.issue(&key), read, not_read);
+        eprintln!("{count} printed: {read} read by wujie, {not_read} left in the pipe");
     }
+}
+
+/// What a SIGKILLed `wujie run` had read is delivered by the sync the next `wujie run` starts
+/// in the background, with no `local-run sync`: it commits the spool the killed one left.
+#[test]
+fn the_next_run_delivers_what_a_sigkilled_wujie_had_read() {
+    let (_team, _server, laptop) = team_and_laptop(&[]);
+    let (key, read, not_read) = flood_then_kill_wujie(&laptop, 20_000);
+    let dir = laptop.work.path().to_path_buf();
+    let waiting = format!("while [ ! -e {}/go ]; do sleep 0.05; done", dir.display());
+    let plugin = laptop.plugin("waiting", V1, &waiting);
+    laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let next_issue = laptop.create_issue("the next run");
+    let mut next = laptop
+        .cmd()
+        .args(["run", &next_issue, "--", "waiting"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the killed run's end to be delivered", || {
+        laptop.issue(&key)["runs"][0]["status"] == "failed"
+    });
+    std::fs::write(dir.join("go"), "").unwrap();
+    assert!(next.wait().unwrap().success());
+    assert_read_events_arrived(&laptop.issue(&key), read, not_read);
+    assert_eq!(laptop.json(&["local-run", "status"]), serde_json::json!([]));
 }
 
 #[test]

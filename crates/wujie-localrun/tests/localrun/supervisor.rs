@@ -4,13 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use nix::unistd::{Pid, getpgid, getpgrp};
 use wujie_localrun::registry::Provider;
 use wujie_localrun::session::{Binding, StdoutEvents, adapter_env, spawn_spec};
+use wujie_localrun::spool::Spool;
 use wujie_localrun::supervisor::{Adapter, WUJIE_ENV_VARS};
 use wujie_protocol::event::{DecodedLine, Event, EventError, EventErrorKind, MessageKind};
+use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use super::{Home, V1, eventually, process_gone};
 
@@ -64,6 +68,30 @@ fn start(provider: &Provider, args: &[String], cwd: &Path) -> Adapter {
     Adapter::spawn(&spawn_spec(&command, args, cwd, env)).unwrap()
 }
 
+/// The adapter's stdout as `wujie run` reads it: through a spool of the profile's outbox, for
+/// a target this process holds (both kept for as long as the events are read).
+async fn spooled_events(
+    home: &Home,
+    adapter: &mut Adapter,
+) -> (StdoutEvents, (Spool, TargetLock)) {
+    let outbox = Outbox::open(&home.path("state").join("outbox.db")).await.unwrap();
+    let target = outbox
+        .add_target(&NewTarget {
+            id: "run-1",
+            kind: TargetKind::Run,
+            server_url: "http://127.0.0.1:9",
+            label: "WUJ-1",
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .unwrap();
+    let (spool, file) = Spool::create(&outbox, "run-1", Arc::new(AtomicU64::new(0)))
+        .await
+        .unwrap();
+    let events = StdoutEvents::take_from(adapter, file).unwrap();
+    (events, (spool, target))
+}
+
 /// Every line the adapter prints until its stdout closes.
 async fn read_all(events: &mut StdoutEvents) -> Vec<Result<DecodedLine, EventError>> {
     let mut lines = Vec::new();
@@ -109,7 +137,7 @@ async fn an_adapter_runs_in_a_group_of_its_own_with_the_wujie_environment() {
     let work = home.path("work");
     let args = vec!["--model".to_owned(), "two words".to_owned()];
     let mut adapter = start(&provider, &args, &work);
-    let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
+    let (mut events, _spool) = spooled_events(&home, &mut adapter).await;
 
     let (pid, mut rest) = reported_pid_and_rest(&mut events).await;
     let group = getpgid(Some(Pid::from_raw(pid))).unwrap();
@@ -175,7 +203,7 @@ async fn every_line_is_an_event_the_last_one_without_a_newline_too() {
         printf '%s' '{\"type\":\"final\",\"content\":\"bye\",\"source\":\"s\",\"source_key\":\"k2\"}'\n";
     let provider = provider(&home, "lines", script);
     let mut adapter = start(&provider, &[], &home.path("work"));
-    let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
+    let (mut events, _spool) = spooled_events(&home, &mut adapter).await;
     let lines = read_all(&mut events).await;
     assert!(adapter.wait().await.unwrap().success());
 
@@ -204,7 +232,7 @@ async fn stopping_an_adapter_stops_what_it_started_in_its_group() {
     let home = Home::new();
     let provider = provider(&home, "parent", PARENT);
     let mut adapter = start(&provider, &[], &home.path("work"));
-    let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
+    let (mut events, _spool) = spooled_events(&home, &mut adapter).await;
     let child = reported_pid(&mut events).await;
     assert!(!process_gone(child));
 
@@ -225,7 +253,7 @@ async fn an_adapter_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let script = PARENT.replacen("#!/bin/sh\n", "#!/bin/sh\ntrap '' TERM\n", 1);
     let provider = provider(&home, "stubborn", &script);
     let mut adapter = start(&provider, &[], &home.path("work"));
-    let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
+    let (mut events, _spool) = spooled_events(&home, &mut adapter).await;
     let child = reported_pid(&mut events).await;
 
     let status = adapter.stop(Duration::from_millis(300)).await.unwrap();
@@ -245,7 +273,7 @@ async fn what_an_adapter_leaves_in_its_group_goes_when_it_exits() {
     let script = PARENT.replace("wait\n", "exit 0\n");
     let provider = provider(&home, "leaver", &script);
     let mut adapter = start(&provider, &[], &home.path("work"));
-    let mut events = StdoutEvents::take_from(&mut adapter).unwrap();
+    let (mut events, _spool) = spooled_events(&home, &mut adapter).await;
     let child = reported_pid(&mut events).await;
 
     let status = adapter.wait().await.unwrap();

@@ -463,6 +463,23 @@ fn line_numbers_count_blank_lines_and_crlf() {
 }
 
 #[test]
+fn a_resumed_stream_numbers_its_lines_as_the_whole_stream_does() {
+    let session = |id: &str| format!(r#"{{"event":"session","session_id":"{id}"}}"#);
+    let stream = format!(
+        "{}\n\n{}\nnot json\n{}",
+        session("a"),
+        session("b"),
+        session("c")
+    );
+    let whole = decode_all(&mut LineDecoder::new(1024), stream.as_bytes());
+    assert_eq!(line_numbers(&whole), vec![Ok(1), Ok(3), Err(4), Ok(5)]);
+    // Resumed after the first two lines (the session "a" and the blank one).
+    let rest = stream.splitn(3, '\n').nth(2).unwrap();
+    let resumed = decode_all(&mut LineDecoder::resuming(1024, 2), rest.as_bytes());
+    assert_eq!(resumed, whole[1..]);
+}
+
+#[test]
 fn json_split_over_two_lines_fails_on_the_first_line() {
     let stream = b"{\"type\":\"text\",\"content\":\"a\",\n\"source\":\"s\",\"source_key\":\"k\"}\n";
     let out = decode_all(&mut LineDecoder::new(1024), stream);

@@ -1,4 +1,4 @@
-//! The store on SQLite and, with WUJIE_TEST_DATABASE=postgres, on PostgreSQL: issues, runs, ingest, the outbox and its owners, database files.
+//! The store on SQLite and, with WUJIE_TEST_DATABASE=postgres, on PostgreSQL: issues, runs, ingest, the outbox, its owners and its spools' marks, database files.
 
 mod common;
 mod database_files;
@@ -6,6 +6,7 @@ mod lifecycle_migration;
 mod outbox;
 mod outbox_owners;
 mod outbox_space;
+mod outbox_spools;
 mod postgres;
 mod store;
 mod texts;
