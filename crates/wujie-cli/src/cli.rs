@@ -1,4 +1,5 @@
-//! Command-line definitions (the only module that knows clap).
+//! Command-line definitions (with `cli_docs`, which generates completions and manual pages from
+//! them, the only modules that know clap).
 
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "wujie",
-    version,
+    version = env!("WUJIE_VERSION"),
     about = "An issue tracker whose issues are worked on by coding agents in your own terminal",
     after_help = "Start with `wujie demo`. Everything lives in the profile's files (WUJIE_HOME when set)."
 )]
@@ -74,6 +75,23 @@ pub enum Command {
     /// Open the web UI: serves the profile's database on loopback, prints a one-time login
     /// link and opens it in a browser when there is a display. Stays up until Ctrl+C.
     Ui(UiArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    #[command(
+        after_help = "Example: wujie completions bash > ~/.local/share/bash-completion/completions/wujie\n\
+                            \x20        wujie completions zsh > \"${fpath[1]}/_wujie\""
+    )]
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (wujie.1), or write one per command into a directory.
+    #[command(after_help = "Example: wujie man --dir ~/.local/share/man/man1 && man wujie-run")]
+    Man {
+        /// Write wujie.1 and a page per command (wujie-issue-list.1, …) into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Run a built-in provider's adapter (what `wujie run` starts; prints NDJSON events).
     #[command(hide = true)]
     Adapter(AdapterArgs),

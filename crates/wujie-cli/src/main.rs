@@ -4,6 +4,7 @@
 #![deny(clippy::print_stdout)]
 
 mod cli;
+mod cli_docs;
 mod commands;
 mod context;
 mod logging;

@@ -25,6 +25,32 @@ use crate::context::Context;
 
 /// Run a command; the result is the process exit code.
 pub async fn dispatch(cli: Cli) -> Result<i32> {
+    // What needs no profile is answered without one (nothing is created for it).
+    match &cli.command {
+        Command::Completions { shell } => {
+            crate::output::write_stdout(format_args!(
+                "{}",
+                crate::cli_docs::completion_script(*shell)
+            ))?;
+            return Ok(0);
+        }
+        Command::Man { dir: None } => {
+            crate::output::write_stdout(format_args!("{}", crate::cli_docs::man_page()?))?;
+            return Ok(0);
+        }
+        Command::Man { dir: Some(dir) } => {
+            let pages = crate::cli_docs::write_man_pages(dir)?;
+            if cli.global.output == crate::cli::Output::Json {
+                crate::output::print_json(&pages)?;
+            } else {
+                for page in pages {
+                    crate::output::outln!("{}", page.display());
+                }
+            }
+            return Ok(0);
+        }
+        _ => {}
+    }
     let ctx = Context::new(&cli.global)?;
     match cli.command {
         Command::Issue(cmd) => issue::run(&ctx, cmd).await.map(|()| 0),
@@ -59,5 +85,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
         Command::Adapter(args) => adapter::run(args).await,
         Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
+        Command::Completions { .. } | Command::Man { .. } => {
+            unreachable!("answered before the profile is loaded")
+        }
     }
 }

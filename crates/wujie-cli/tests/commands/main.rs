@@ -8,4 +8,5 @@ mod branch_owner;
 mod cli_output;
 mod help;
 mod issue_lifecycle;
+mod shell_docs;
 mod user_output;

@@ -70,11 +70,10 @@ fn start(provider: &Provider, args: &[String], cwd: &Path) -> Adapter {
 
 /// The adapter's stdout as `wujie run` reads it: through a spool of the profile's outbox, for
 /// a target this process holds (both kept for as long as the events are read).
-async fn spooled_events(
-    home: &Home,
-    adapter: &mut Adapter,
-) -> (StdoutEvents, (Spool, TargetLock)) {
-    let outbox = Outbox::open(&home.path("state").join("outbox.db")).await.unwrap();
+async fn spooled_events(home: &Home, adapter: &mut Adapter) -> (StdoutEvents, (Spool, TargetLock)) {
+    let outbox = Outbox::open(&home.path("state").join("outbox.db"))
+        .await
+        .unwrap();
     let target = outbox
         .add_target(&NewTarget {
             id: "run-1",
