@@ -2,7 +2,7 @@
 
 use anyhow::{Context as _, Result};
 use wujie_builtins::BUILTINS;
-use wujie_localrun::connection::Connection;
+use wujie_localrun::connection::{Connection, LOCAL_SERVER};
 use wujie_localrun::profile::{Profile, Roots};
 use wujie_localrun::registry::ProviderRegistry;
 use wujie_protocol::pricing::PriceTable;
@@ -36,7 +36,11 @@ impl Context {
     }
 
     pub async fn connect(&self) -> Result<Connection> {
-        Ok(Connection::open(&self.profile, self.server_flag.as_deref(), &env_var).await?)
+        let conn = Connection::open(&self.profile, self.server_flag.as_deref(), &env_var).await?;
+        if conn.server_label != LOCAL_SERVER {
+            crate::user_error::talking_to(&conn.server_label);
+        }
+        Ok(conn)
     }
 
     pub async fn outbox(&self) -> Result<Outbox> {

@@ -26,12 +26,16 @@ pub enum LocalRunError {
     #[error("{path}: {error}")]
     Manifest { path: PathBuf, error: ManifestError },
     #[error(
-        "unknown provider {name:?}: not built in, not in localrun_providers of {config}, not installed in {installed}; install it with `wujie local-run provider install DIR`"
+        "unknown provider {name:?}{}: not built in, not in localrun_providers of {config}, not installed in {installed}; install it with `wujie local-run provider install DIR`{}",
+        crate::registry::did_you_mean(name, known),
+        crate::registry::known_names(known)
     )]
     UnknownProvider {
         name: String,
         config: PathBuf,
         installed: PathBuf,
+        /// The providers the profile does know (empty when they were not looked up).
+        known: Vec<String>,
     },
     #[error(
         "conflict: plugin {name:?} ({path}) has the name of a built-in provider; built-in providers cannot be overridden, choose another `name`"

@@ -9,6 +9,7 @@ mod demo;
 mod discuss;
 mod issue;
 mod mcp;
+mod missing_issue;
 mod outbox;
 mod provider;
 mod run;

@@ -117,7 +117,10 @@ fn errors_a_user_can_trigger() {
         vec!["--output", "yaml", "issue", "list"],
         vec!["run", "WUJ-999", "--", "fake-provider"],
         vec!["run", &key, "--", "nope"],
+        vec!["run", &key, "--", "claud"],
         vec!["run", &key, "fake-provider"],
+        vec!["issue", "list", "--json"],
+        vec!["issue", "show", "wuj-3"],
         vec!["run", &key],
         vec!["discuss", "--", "fake-provider"],
         vec!["discussion", "show", "no-such-discussion"],
@@ -147,7 +150,7 @@ fn errors_a_user_can_trigger() {
             "hello",
         ],
     ];
-    let pages: Vec<String> = commands
+    let mut pages: Vec<String> = commands
         .iter()
         .map(|args| {
             let out = env.run(args);
@@ -160,6 +163,32 @@ fn errors_a_user_can_trigger() {
             transcript(args, &out)
         })
         .collect();
+    // With a token: a server that does not answer, and one that does not accept the token.
+    let server = Server::start(&env, &[]);
+    for args in [
+        vec!["--server", "http://127.0.0.1:9", "issue", "list"],
+        vec!["--server", &server.url, "issue", "list"],
+        vec!["login", "--server", &server.url, "--token", "wjt_wrong"],
+    ] {
+        let out = env
+            .cmd()
+            .env("WUJIE_TOKEN", "wjt_wrong")
+            .args(&args)
+            .output()
+            .expect("wujie runs");
+        assert!(!out.status.success(), "{}", transcript(&args, &out));
+        pages.push(transcript(&args, &out));
+    }
+    // Not errors, but what a user who asked for the impossible is told.
+    env.ok(&["issue", "close", &key]);
+    for args in [
+        vec!["issue", "close", &key],
+        vec!["issue", "list", "--search", "no such words"],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{}", transcript(&args, &out));
+        pages.push(transcript(&args, &out));
+    }
     let _filters = env.snapshot_filters().bind_to_scope();
     insta::assert_snapshot!("errors", pages.join("\n"));
 }
