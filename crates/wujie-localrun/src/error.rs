@@ -134,6 +134,13 @@ pub enum LocalRunError {
         #[source]
         source: Option<std::io::Error>,
     },
+    /// A built-in provider's check before a start failed: nothing was created on the server.
+    #[error("{provider} cannot start, so nothing was created on the server")]
+    CannotStart {
+        provider: String,
+        #[source]
+        source: wujie_builtins::BuiltinError,
+    },
     #[error("could not start adapter {program} on a terminal")]
     SpawnPty {
         program: PathBuf,
@@ -236,6 +243,9 @@ impl LocalRunError {
             | LocalRunError::IssueFirstProvider(_)
             | LocalRunError::DiscussionPromoted { .. }
             | LocalRunError::DiscussionProvider { .. } => EXIT_USAGE,
+            // As the adapter itself would have exited: 127 for a missing agent, 2 for its
+            // arguments.
+            LocalRunError::CannotStart { source, .. } => source.exit_code(),
             _ => EXIT_FAILURE,
         }
     }

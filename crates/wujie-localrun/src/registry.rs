@@ -47,6 +47,19 @@ impl Provider {
         }
     }
 
+    /// Whether a start with `args` would fail at once, asked before a run or a discussion is
+    /// created for it. Built-in providers know (their agent's executable, their arguments);
+    /// a plugin's adapter is only known to start by starting it.
+    pub fn check_start(&self, args: &[String]) -> Result<(), LocalRunError> {
+        if self.origin != Origin::Builtin {
+            return Ok(());
+        }
+        wujie_builtins::preflight(&self.name, args).map_err(|source| LocalRunError::CannotStart {
+            provider: self.name.clone(),
+            source,
+        })
+    }
+
     /// Resolve the manifest's `command`: with a path separator or a leading `.` it is relative
     /// to the manifest's directory; otherwise it is looked up on `PATH`.
     pub fn adapter_command(

@@ -176,6 +176,12 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
             .as_deref()
             .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
+        // The two ways an adapter says it never got going, as shells and CLIs use them.
+        let error = match outcome.exit_code {
+            127 => format!("{error} (it did not start: its agent could not be run, see above)"),
+            2 => format!("{error} (it did not start: its arguments were refused, see above)"),
+            _ => error,
+        };
         // Delivery that gave up (server unreachable) counts nothing it did: what matters then
         // is what still waits.
         let delivery = if s.pending > 0 {
