@@ -111,6 +111,9 @@ pub enum Command {
     Token(TokenCommand),
     /// Store a remote server and its token in the profile.
     Login(LoginArgs),
+    /// Create and list profiles (each its own config, credentials and database).
+    #[command(subcommand)]
+    Profile(ProfileCommand),
     /// commondev: one headless agent session per project branch.
     #[command(subcommand)]
     Branch(crate::commands::branch::BranchCommand),
@@ -330,6 +333,20 @@ pub struct ServerArgs {
     /// retried. PostgreSQL only.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Create a profile, to use with `--profile NAME` (or WUJIE_PROFILE).
+    #[command(
+        after_help = "Example: wujie profile create team && wujie --profile team login --server URL --token TOKEN"
+    )]
+    Create {
+        /// The new profile's name: letters, digits, '-' and '_'.
+        name: String,
+    },
+    /// The profiles there are.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,6 +14,11 @@ pub enum LocalRunError {
     NoHome,
     #[error("invalid profile name {0:?}: use letters, digits, '-' and '_'")]
     InvalidProfileName(String),
+    #[error(
+        "no profile {name:?}; the profiles here are {}. Create it with `wujie profile create {name}`",
+        known.join(", ")
+    )]
+    NoSuchProfile { name: String, known: Vec<String> },
     // The cause is part of the message and so not also a `source()`: a chain printer would
     // print it twice.
     #[error("{path}: {error}")]
@@ -236,6 +241,7 @@ impl LocalRunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             LocalRunError::InvalidProfileName(_)
+            | LocalRunError::NoSuchProfile { .. }
             | LocalRunError::InvalidProviderName { .. }
             | LocalRunError::UnknownProvider { .. }
             | LocalRunError::Disabled(_)
