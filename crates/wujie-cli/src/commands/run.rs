@@ -176,10 +176,20 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
             .as_deref()
             .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
-        // The two ways an adapter says it never got going, as shells and CLIs use them.
+        // The two ways an adapter says it never got going, as shells and CLIs use them; the
+        // server leaves such a run that recorded nothing out of the issue's runs.
+        let unlisted = if s.stats.delivered == 0 {
+            "; nothing was recorded, so the issue does not list it"
+        } else {
+            ""
+        };
         let error = match outcome.exit_code {
-            127 => format!("{error} (it did not start: its agent could not be run, see above)"),
-            2 => format!("{error} (it did not start: its arguments were refused, see above)"),
+            127 => format!(
+                "{error} (it did not start: its agent could not be run, see above{unlisted})"
+            ),
+            2 => format!(
+                "{error} (it did not start: its arguments were refused, see above{unlisted})"
+            ),
             _ => error,
         };
         // Delivery that gave up (server unreachable) counts nothing it did: what matters then

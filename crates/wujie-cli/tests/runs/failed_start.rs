@@ -1,6 +1,7 @@
 //! A start that fails at once leaves nothing on the issue: a built-in provider whose agent is
 //! not installed (what its adapter would exit 127 for) or whose arguments it refuses (2) is
-//! refused before a run is created, and `wujie run` says why.
+//! refused before a run is created; a plugin's adapter that exits so having recorded nothing
+//! leaves a run marked as not started, which the issue does not list. `wujie run` says why.
 
 use wujie_testkit::*;
 
@@ -62,7 +63,7 @@ fn arguments_a_built_in_provider_refuses_create_no_run() {
 }
 
 #[test]
-fn a_plugin_that_exits_127_is_reported_as_not_started() {
+fn a_plugin_that_exits_127_or_2_is_reported_as_not_started_and_not_listed() {
     let env = Env::new();
     let dir = env.plugin(
         "needs-agent",
@@ -78,4 +79,26 @@ fn a_plugin_that_exits_127_is_reported_as_not_started() {
         err.contains("it did not start: its agent could not be run, see above"),
         "{err}"
     );
+    untouched(&env, &key);
+
+    let dir = env.plugin(
+        "picky",
+        V1,
+        "echo 'picky: unknown option --fast' >&2\nexit 2\n",
+    );
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    let out = env.run(&["run", &key, "--", "picky", "--fast"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("its arguments were refused"), "{err}");
+    untouched(&env, &key);
+    // A run that did something is listed whatever it exits with.
+    let dir = env.plugin(
+        "talker",
+        V1,
+        &format!("echo '{}'\nexit 2\n", msg("final", "done", "m1")),
+    );
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    env.run(&["run", &key, "--", "talker"]);
+    assert_eq!(env.issue(&key)["runs"].as_array().map(Vec::len), Some(1));
 }
