@@ -398,12 +398,19 @@ pub async fn run_claude_adapter(args: Vec<String>) -> i32 {
     super::adapter_exit("claude", run(args).await)
 }
 
-async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+/// What `wujie run` checks before it creates a run (see [`crate::preflight`]): Claude Code's
+/// executable, which it returns, and the arguments.
+pub fn preflight(args: &[String]) -> Result<PathBuf, BuiltinError> {
     let program = CLAUDE.locate_from_env()?;
+    plan_launch(args, &uuid::Uuid::nil().to_string(), None)?;
+    Ok(program)
+}
+
+async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    // Checked before the issue is fetched, so a bad argument fails at once.
+    let program = preflight(&args)?;
     let env = |name| std::env::var(name).ok();
     let new_id = uuid::Uuid::new_v4().to_string();
-    // Checked before the issue is fetched, so a bad argument fails at once.
-    plan_launch(&args, &new_id, None)?;
     let context = issue_context(CLAUDE.name).await;
     let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let config = config_dir(env("CLAUDE_CONFIG_DIR").as_deref(), env("HOME").as_deref());

@@ -325,10 +325,17 @@ pub async fn run_codex_adapter(args: Vec<String>) -> i32 {
     super::adapter_exit("codex", run(args).await)
 }
 
-async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+/// What `wujie run` checks before it creates a run (see [`crate::preflight`]): Codex's
+/// executable, which it returns, and the arguments.
+pub fn preflight(args: &[String]) -> Result<PathBuf, BuiltinError> {
     let program = CODEX.locate_from_env()?;
+    launch_args(args, Some(""))?;
+    Ok(program)
+}
+
+async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    let program = preflight(&args)?;
     let env = |name| std::env::var(name).ok();
-    launch_args(&args, Some(""))?;
     let context = issue_context(CODEX.name).await;
     let launch = launch_args(&args, context.as_deref())?;
     let sessions =

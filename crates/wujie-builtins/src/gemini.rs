@@ -482,12 +482,19 @@ pub async fn run_gemini_adapter(args: Vec<String>) -> i32 {
     super::adapter_exit("gemini", run(args).await)
 }
 
-async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+/// What `wujie run` checks before it creates a run (see [`crate::preflight`]): the Gemini
+/// CLI's executable, which it returns, and the arguments.
+pub fn preflight(args: &[String]) -> Result<PathBuf, BuiltinError> {
     let program = GEMINI.locate_from_env()?;
+    plan_launch(args, &uuid::Uuid::nil().to_string(), None)?;
+    Ok(program)
+}
+
+async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    // Checked before the issue is fetched, so a bad argument fails at once.
+    let program = preflight(&args)?;
     let env = |name| std::env::var(name).ok();
     let new_id = uuid::Uuid::new_v4().to_string();
-    // Checked before the issue is fetched, so a bad argument fails at once.
-    plan_launch(&args, &new_id, None)?;
     let gemini = gemini_dir(env("GEMINI_CLI_HOME").as_deref(), env("HOME").as_deref());
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let context = match issue_context(GEMINI.name).await {

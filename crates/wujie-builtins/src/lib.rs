@@ -123,6 +123,22 @@ pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBu
     })
 }
 
+/// Whether the adapter of the built-in provider `name` can start its agent with `args`: the
+/// agent's executable is found and the arguments are ones the adapter takes. `wujie run` and
+/// `wujie discuss` ask before they create a run or a discussion, so that a start that would
+/// fail at once (exit 127 or 2) leaves nothing behind. The adapter checks the same again.
+/// `acp` names its agent in its own arguments and is checked when it starts.
+pub fn preflight(name: &str, args: &[String]) -> Result<(), BuiltinError> {
+    match name {
+        "pi" => pi::preflight(args).map(drop),
+        "claude" => claude::preflight(args).map(drop),
+        "codex" => codex::preflight(args).map(drop),
+        "gemini" => gemini::preflight(args).map(drop),
+        "opencode" => opencode::preflight(args).map(drop),
+        _ => Ok(()),
+    }
+}
+
 /// Why a built-in adapter could not start its agent.
 #[derive(Debug, thiserror::Error)]
 pub enum BuiltinError {

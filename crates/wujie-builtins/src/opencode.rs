@@ -655,8 +655,16 @@ pub async fn run_opencode_adapter(args: Vec<String>) -> i32 {
     super::adapter_exit("opencode", run(args).await)
 }
 
-async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+/// What `wujie run` checks before it creates a run (see [`crate::preflight`]): opencode's
+/// executable, which it returns, and the arguments (planned with a port that is not used).
+pub fn preflight(args: &[String]) -> Result<PathBuf, BuiltinError> {
     let program = OPENCODE.locate_from_env()?;
+    plan_launch(args, 0)?;
+    Ok(program)
+}
+
+async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
+    let program = preflight(&args)?;
     let launch = plan_launch(&args, free_port()?)?;
     let user_config = std::env::var("OPENCODE_CONFIG_CONTENT").ok();
     let context_file = match issue_context(OPENCODE.name).await {

@@ -22,6 +22,7 @@
 //! same pi output therefore always yields the same keys.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use serde_json::{Map, Value};
@@ -415,9 +416,15 @@ pub async fn run_pi_adapter(args: Vec<String>) -> i32 {
     super::adapter_exit("pi", run(args).await)
 }
 
+/// What `wujie run` checks before it creates a run (see [`crate::preflight`]): the
+/// arguments, then pi's executable, which it returns.
+pub fn preflight(args: &[String]) -> Result<PathBuf, BuiltinError> {
+    check_args(args)?;
+    PI.locate_from_env()
+}
+
 async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
-    check_args(&args)?;
-    let program = PI.locate_from_env()?;
+    let program = preflight(&args)?;
     let mut child = tokio::process::Command::new(&program)
         .args(["--mode", "json"])
         .args(&args)

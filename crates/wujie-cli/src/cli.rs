@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -17,6 +18,52 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Parses the command line. A mistake the habits of other tools lead to is answered with what
+/// to write here instead, as a tip under clap's own message.
+pub fn parse() -> Cli {
+    Cli::try_parse().unwrap_or_else(|error| with_tip(error).exit())
+}
+
+fn with_tip(mut error: clap::Error) -> clap::Error {
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => text.clone(),
+        _ => String::new(),
+    };
+    let (subcommand, arg) = (
+        text(ContextKind::InvalidSubcommand),
+        text(ContextKind::InvalidArg),
+    );
+    let usage = match error.get(ContextKind::Usage) {
+        Some(ContextValue::StyledStr(usage)) => usage.to_string(),
+        _ => String::new(),
+    };
+    let tip = match error.kind() {
+        ErrorKind::InvalidSubcommand if subcommand == "view" && usage.contains("wujie issue") => {
+            "to see an issue, use `wujie issue show KEY`".to_owned()
+        }
+        ErrorKind::InvalidSubcommand
+            if subcommand == "view" && usage.contains("wujie discussion") =>
+        {
+            "to see a discussion, use `wujie discussion show ID`".to_owned()
+        }
+        ErrorKind::UnknownArgument if arg == "--json" || arg.starts_with("--json=") => {
+            "to print JSON, use `--output json`".to_owned()
+        }
+        ErrorKind::UnknownArgument if !arg.starts_with('-') && usage.contains("wujie run ") => {
+            format!("put `--` before the provider: `wujie run ISSUE -- {arg}`")
+        }
+        ErrorKind::UnknownArgument if !arg.starts_with('-') && usage.contains("wujie discuss ") => {
+            format!("put `--` before the provider: `wujie discuss -- {arg}`")
+        }
+        _ => return error,
+    };
+    error.insert(
+        ContextKind::Suggested,
+        ContextValue::StyledStrs(vec![tip.into()]),
+    );
+    error
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +112,9 @@ pub enum Command {
     Token(TokenCommand),
     /// Store a remote server and its token in the profile.
     Login(LoginArgs),
+    /// Create and list profiles (each its own config, credentials and database).
+    #[command(subcommand)]
+    Profile(ProfileCommand),
     /// commondev: one headless agent session per project branch.
     #[command(subcommand)]
     Branch(crate::commands::branch::BranchCommand),
@@ -132,7 +182,7 @@ pub enum IssueCommand {
         #[arg(long)]
         search: Option<String>,
         /// At most this many issues (1 to 1000).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
         limit: Option<u32>,
     },
     /// Show an issue with its comments and runs.
@@ -160,6 +210,22 @@ pub enum IssueCommand {
     Runs { key: String },
     /// Follow an issue live: its runs' messages, comments, status and usage, until its runs end.
     Watch { key: String },
+}
+
+impl IssueCommand {
+    /// The issue the command names, if it names one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            IssueCommand::Create { .. } | IssueCommand::List { .. } => None,
+            IssueCommand::Show { key }
+            | IssueCommand::Comment { key, .. }
+            | IssueCommand::Edit { key, .. }
+            | IssueCommand::Close { key, .. }
+            | IssueCommand::Reopen { key }
+            | IssueCommand::Runs { key }
+            | IssueCommand::Watch { key } => Some(key),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -285,6 +351,20 @@ pub struct ServerArgs {
     /// retried. PostgreSQL only.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Create a profile, to use with `--profile NAME` (or WUJIE_PROFILE).
+    #[command(
+        after_help = "Example: wujie profile create team && wujie --profile team login --server URL --token TOKEN"
+    )]
+    Create {
+        /// The new profile's name: letters, digits, '-' and '_'.
+        name: String,
+    },
+    /// The profiles there are.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

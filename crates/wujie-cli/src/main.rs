@@ -9,14 +9,13 @@ mod commands;
 mod context;
 mod logging;
 mod output;
+mod user_error;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     logging::init(match cli.command {
         cli::Command::Server(_) => "info",
         _ => "error",
@@ -45,12 +44,9 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// The error and its causes, each once. Our own errors never write a cause into their message
-/// that they also return as `source()` (wujie-tidy's `causes` rule); the one de-duplication left
-/// in `with_causes`, a cause the text before it already ends with, is for third-party errors
-/// that do (sqlx's database errors).
+/// The error and its causes, each once, in the user's words (`user_error`).
 fn chain_text(error: &anyhow::Error) -> String {
-    wujie_protocol::error_text::with_causes(error.as_ref())
+    user_error::text(error.as_ref())
 }
 
 /// What a failed command exits with (see "Exit codes" in the README): the code of the first

@@ -82,6 +82,9 @@ pub struct DiscussOutcome {
     pub cancelled: bool,
     pub exit_code: i32,
     pub summary: CloseSummary,
+    /// The adapter did not start (it exited 127 or 2 having said nothing) and the new
+    /// discussion it would have held was deleted.
+    pub did_not_start: bool,
 }
 
 /// Where a `wujie discuss` lands: a new discussion, or an open one being resumed. Its
@@ -194,6 +197,7 @@ pub async fn discuss(
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<DiscussOutcome, LocalRunError> {
     require_v2(provider)?;
+    provider.check_start(&req.args)?;
     let mut retry = StartRetry::new(START_PATIENCE);
     let (discussion, token, resumed) = find_or_create(conn, provider, &req, &mut retry).await?;
     let workspace = retry
@@ -266,6 +270,11 @@ pub async fn discuss(
         .map_err(LocalRunError::reporter(
             "cannot deliver the discussion's events",
         ))?;
+    let did_not_start = !resumed
+        && attached.is_none()
+        && promoted.is_none()
+        && did_not_start(&ending)
+        && delete_unstarted(conn, &discussion.id).await;
     let (discussion_id, resumed) =
         settle_discussions(conn, &outbox, &summary, discussion.id, attached, resumed).await;
     Ok(DiscussOutcome {
@@ -274,9 +283,28 @@ pub async fn discuss(
         resumed,
         promoted,
         cancelled: ending.status == RunStatus::Cancelled,
+        did_not_start,
         exit_code: ending.exit_code,
         summary,
     })
+}
+
+/// Whether the adapter ended as one that never started: its agent missing (127, as a shell
+/// reports a command not found) or its arguments refused (2, a usage error).
+fn did_not_start(ending: &Ending) -> bool {
+    matches!(ending.exit_code, 127 | 2)
+}
+
+/// Deletes the discussion a session that never started created, if it recorded nothing (the
+/// server refuses to delete one that did); whether it is gone.
+async fn delete_unstarted(conn: &Connection, id: &str) -> bool {
+    match conn.client.delete_empty_discussion(id).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!("discussion {id} stays: {e}");
+            false
+        }
+    }
 }
 
 /// How to start the adapter for the discussion `discussion_id`.

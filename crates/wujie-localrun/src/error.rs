@@ -14,6 +14,11 @@ pub enum LocalRunError {
     NoHome,
     #[error("invalid profile name {0:?}: use letters, digits, '-' and '_'")]
     InvalidProfileName(String),
+    #[error(
+        "no profile {name:?}; the profiles here are {}. Create it with `wujie profile create {name}`",
+        known.join(", ")
+    )]
+    NoSuchProfile { name: String, known: Vec<String> },
     // The cause is part of the message and so not also a `source()`: a chain printer would
     // print it twice.
     #[error("{path}: {error}")]
@@ -26,12 +31,16 @@ pub enum LocalRunError {
     #[error("{path}: {error}")]
     Manifest { path: PathBuf, error: ManifestError },
     #[error(
-        "unknown provider {name:?}: not built in, not in localrun_providers of {config}, not installed in {installed}; install it with `wujie local-run provider install DIR`"
+        "unknown provider {name:?}{}: not built in, not in localrun_providers of {config}, not installed in {installed}; install it with `wujie local-run provider install DIR`{}",
+        crate::registry::did_you_mean(name, known),
+        crate::registry::known_names(known)
     )]
     UnknownProvider {
         name: String,
         config: PathBuf,
         installed: PathBuf,
+        /// The providers the profile does know (empty when they were not looked up).
+        known: Vec<String>,
     },
     #[error(
         "conflict: plugin {name:?} ({path}) has the name of a built-in provider; built-in providers cannot be overridden, choose another `name`"
@@ -129,6 +138,13 @@ pub enum LocalRunError {
         message: String,
         #[source]
         source: Option<std::io::Error>,
+    },
+    /// A built-in provider's check before a start failed: nothing was created on the server.
+    #[error("{provider} cannot start, so nothing was created on the server")]
+    CannotStart {
+        provider: String,
+        #[source]
+        source: wujie_builtins::BuiltinError,
     },
     #[error("could not start adapter {program} on a terminal")]
     SpawnPty {
@@ -245,6 +261,7 @@ impl LocalRunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             LocalRunError::InvalidProfileName(_)
+            | LocalRunError::NoSuchProfile { .. }
             | LocalRunError::InvalidProviderName { .. }
             | LocalRunError::UnknownProvider { .. }
             | LocalRunError::Disabled(_)
@@ -252,6 +269,9 @@ impl LocalRunError {
             | LocalRunError::IssueFirstProvider(_)
             | LocalRunError::DiscussionPromoted { .. }
             | LocalRunError::DiscussionProvider { .. } => EXIT_USAGE,
+            // As the adapter itself would have exited: 127 for a missing agent, 2 for its
+            // arguments.
+            LocalRunError::CannotStart { source, .. } => source.exit_code(),
             _ => EXIT_FAILURE,
         }
     }

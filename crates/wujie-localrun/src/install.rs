@@ -391,6 +391,7 @@ fn unknown(profile: &Profile, name: &str) -> LocalRunError {
         name: name.to_owned(),
         config: profile.config_path(),
         installed: profile.installed_providers_dir(),
+        known: Vec::new(),
     }
 }
 

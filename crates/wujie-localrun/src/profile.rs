@@ -92,7 +92,58 @@ impl Roots {
     }
 }
 
+impl Roots {
+    /// The profiles there are: `default`, and every named one that has a directory.
+    pub fn profile_names(&self) -> Vec<String> {
+        let mut names = std::collections::BTreeSet::new();
+        for root in [&self.config, &self.state, &self.data] {
+            let Ok(dir) = std::fs::read_dir(root.join("profiles")) else {
+                continue;
+            };
+            names.extend(
+                dir.filter_map(|entry| entry.ok())
+                    .filter(|entry| entry.path().is_dir())
+                    .filter_map(|entry| entry.file_name().into_string().ok()),
+            );
+        }
+        names.remove(DEFAULT_PROFILE);
+        std::iter::once(DEFAULT_PROFILE.to_owned())
+            .chain(names)
+            .collect()
+    }
+
+    /// The profile `name` if it is the default one or was created; a name typed wrong must
+    /// not quietly start an empty profile of its own.
+    pub fn existing_profile(&self, name: &str) -> Result<Profile, LocalRunError> {
+        let profile = self.profile(name)?;
+        if profile.exists() {
+            return Ok(profile);
+        }
+        Err(LocalRunError::NoSuchProfile {
+            name: profile.name,
+            known: self.profile_names(),
+        })
+    }
+
+    /// Creates the profile `name` (its directories); creating one that exists changes nothing.
+    pub fn create_profile(&self, name: &str) -> Result<Profile, LocalRunError> {
+        let profile = self.profile(name)?;
+        for dir in [&profile.config_dir, &profile.state_dir, &profile.data_dir] {
+            std::fs::create_dir_all(dir).map_err(|e| LocalRunError::io(dir, e))?;
+        }
+        Ok(profile)
+    }
+}
+
 impl Profile {
+    /// The default profile always exists; a named one once it has a directory.
+    pub fn exists(&self) -> bool {
+        self.name == DEFAULT_PROFILE
+            || [&self.config_dir, &self.state_dir, &self.data_dir]
+                .iter()
+                .any(|dir| dir.is_dir())
+    }
+
     pub fn config_path(&self) -> PathBuf {
         self.config_dir.join("config.json")
     }
@@ -184,6 +235,22 @@ pub struct Config {
     pub localrun_providers: BTreeMap<String, ProviderEntry>,
     #[serde(flatten)]
     pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Keys of `config.json` read through [`Config::other`] by the commands that use them: the
+/// price table of `wujie cost` and the server.
+const OTHER_KNOWN_KEYS: &[&str] = &["prices"];
+
+impl Config {
+    /// The keys no part of Wujie reads (a typo, or a setting of another version): kept in the
+    /// file, but worth a warning, since they change nothing.
+    pub fn unknown_keys(&self) -> Vec<&str> {
+        self.other
+            .keys()
+            .map(String::as_str)
+            .filter(|key| !OTHER_KNOWN_KEYS.contains(key))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

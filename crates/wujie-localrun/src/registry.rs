@@ -47,6 +47,19 @@ impl Provider {
         }
     }
 
+    /// Whether a start with `args` would fail at once, asked before a run or a discussion is
+    /// created for it. Built-in providers know (their agent's executable, their arguments);
+    /// a plugin's adapter is only known to start by starting it.
+    pub fn check_start(&self, args: &[String]) -> Result<(), LocalRunError> {
+        if self.origin != Origin::Builtin {
+            return Ok(());
+        }
+        wujie_builtins::preflight(&self.name, args).map_err(|source| LocalRunError::CannotStart {
+            provider: self.name.clone(),
+            source,
+        })
+    }
+
     /// Resolve the manifest's `command`: with a path separator or a leading `.` it is relative
     /// to the manifest's directory; otherwise it is looked up on `PATH`.
     pub fn adapter_command(
@@ -156,6 +169,7 @@ impl<'a> ProviderRegistry<'a> {
             name,
             config: self.profile.config_path(),
             installed: self.profile.installed_providers_dir(),
+            known: self.list().into_iter().map(|(name, _)| name).collect(),
         })
     }
 
@@ -258,6 +272,44 @@ impl<'a> ProviderRegistry<'a> {
 
 /// The provider name a user typed, normalised as manifests are; refused when it could name
 /// anything but one directory below the installed-plugins dir.
+/// For an unknown provider's error: the known name `name` is likely a typo of.
+pub(crate) fn did_you_mean(name: &str, known: &[String]) -> String {
+    // A typo is a few edits away; further than a third of the name is another name.
+    known
+        .iter()
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(distance, _)| *distance <= (name.chars().count() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| format!(" (did you mean {k:?}?)"))
+        .unwrap_or_default()
+}
+
+/// For an unknown provider's error: the names there are.
+pub(crate) fn known_names(known: &[String]) -> String {
+    if known.is_empty() {
+        return String::new();
+    }
+    format!(". The providers here are {}", known.join(", "))
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 pub fn provider_name(raw: &str) -> Result<String, LocalRunError> {
     manifest::provider_name(raw).map_err(|reason| LocalRunError::InvalidProviderName {
         name: raw.to_owned(),

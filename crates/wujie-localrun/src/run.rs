@@ -66,6 +66,7 @@ pub async fn run(
     req: RunRequest,
     notice: Arc<dyn ReporterNotice>,
 ) -> Result<RunOutcome, LocalRunError> {
+    provider.check_start(&req.args)?;
     let (open, spool_file) = open_run(conn, outbox, provider, &req, notice).await?;
     let spec = spawn_spec(&open, conn, provider, &command, &req);
     let (session, host) = match AdapterSession::spawn(&spec, provider, false, spool_file) {

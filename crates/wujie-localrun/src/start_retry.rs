@@ -91,11 +91,9 @@ fn unavailable(e: &ClientError) -> String {
         ClientError::Network { timeout: true, .. } => "the server does not answer".into(),
         ClientError::Network { .. } => "the server cannot be reached".into(),
         ClientError::Status { status, .. } if status.as_u16() == 503 || status.as_u16() == 429 => {
-            format!("the server is busy ({})", status.as_u16())
+            "the server is busy".into()
         }
-        ClientError::Status { status, .. } => {
-            format!("the server answered {}", status.as_u16())
-        }
+        ClientError::Status { .. } => "the server failed".into(),
         other => other.to_string(),
     }
 }

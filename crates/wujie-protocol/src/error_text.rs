@@ -10,11 +10,21 @@ use std::error::Error;
 /// return it from `source()` as well (sqlx's "error returned from database: {0}"). Ours never
 /// do, so this skips only the repeats of those.
 pub fn with_causes(error: &(dyn Error + 'static)) -> String {
-    let mut out = error.to_string();
+    with_causes_shown_by(error, |e| e.to_string())
+}
+
+/// [`with_causes`] with each error (the first and every cause) written by `show`, for a
+/// reader who needs some errors told in other words than their own message (the CLI tells a
+/// failed request by what it means to its user).
+pub fn with_causes_shown_by(
+    error: &(dyn Error + 'static),
+    show: impl Fn(&(dyn Error + 'static)) -> String,
+) -> String {
+    let mut out = show(error);
     let mut shown = out.clone();
     let mut cause = error.source();
     while let Some(inner) = cause {
-        let text = inner.to_string();
+        let text = show(inner);
         if !shown.ends_with(&text) {
             out.push_str(": ");
             out.push_str(&text);

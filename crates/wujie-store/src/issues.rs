@@ -315,7 +315,8 @@ impl Store {
         let rows: Vec<RunSummaryRow> = sqlx::query_as(&format!(
             "SELECT {RUN_COLUMNS}, \
                  (SELECT COUNT(*) FROM run_messages m WHERE m.run_id = r.id) AS message_count \
-             FROM {RUNS_WITH_ISSUES} WHERE r.issue_id = $1 ORDER BY r.started_at, r.id"
+             FROM {RUNS_WITH_ISSUES} WHERE r.issue_id = $1 AND r.did_not_start = 0 \
+             ORDER BY r.started_at, r.id"
         ))
         .bind(&issue_id)
         .fetch_all(&mut *conn)

@@ -299,7 +299,7 @@ pub(crate) async fn load_issue(
     let comments = load_comments(conn, &issue.id).await?;
     let run_rows: Vec<RunRow> = sqlx::query_as(&format!(
         "SELECT {RUN_COLUMNS} FROM {RUNS_WITH_ISSUES} WHERE r.issue_id = $1 \
-         ORDER BY r.started_at, r.id"
+         AND r.did_not_start = 0 ORDER BY r.started_at, r.id"
     ))
     .bind(&issue.id)
     .fetch_all(&mut *conn)

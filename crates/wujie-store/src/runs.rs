@@ -221,6 +221,9 @@ impl Store {
         let stale = parse_failure_kind(failure_kind.as_deref())? == Some(FailureKind::Stale);
         if status == RunStatus::Running || stale {
             record_end(&mut w.tx, &issue_id, run_id, req, w.author_token).await?;
+            if matches!(req.exit_code, Some(127 | 2)) {
+                mark_if_not_started(&mut w.tx, run_id, &issue_id, w.author_token).await?;
+            }
         } else if !(status == req.status
             && exit_code == req.exit_code.map(i64::from)
             && error.map(String::from) == req.error)
@@ -292,6 +295,45 @@ impl Store {
         w.commit().await?;
         Ok(failed.len() as u64)
     }
+}
+
+/// A run that ended 127 (its agent could not be run) or 2 (its arguments were refused) having
+/// recorded no message and no usage never started: it is marked so, which leaves it out of
+/// the issue's runs, and an issue it made `in_progress` with no other run is open again.
+async fn mark_if_not_started(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    issue_id: &str,
+    token: Option<&str>,
+) -> Result<(), StoreError> {
+    let marked = sqlx::query(
+        "UPDATE runs SET did_not_start = 1 WHERE id = $1 \
+           AND NOT EXISTS (SELECT 1 FROM run_messages WHERE run_id = $2) \
+           AND NOT EXISTS (SELECT 1 FROM run_usage WHERE run_id = $3)",
+    )
+    .bind(run_id)
+    .bind(run_id)
+    .bind(run_id)
+    .execute(&mut *conn)
+    .await?;
+    if marked.rows_affected() == 0 {
+        return Ok(());
+    }
+    let reopened = sqlx::query(
+        "UPDATE issues SET status = 'open' WHERE id = $1 AND status = 'in_progress' \
+           AND NOT EXISTS (SELECT 1 FROM runs WHERE issue_id = $2 AND did_not_start = 0)",
+    )
+    .bind(issue_id)
+    .bind(issue_id)
+    .execute(&mut *conn)
+    .await?;
+    if reopened.rows_affected() == 1 {
+        let status = IssueChange::Status {
+            status: IssueStatus::Open,
+        };
+        activity::record(conn, issue_id, &activity::user(), token, &status).await?;
+    }
+    Ok(())
 }
 
 /// Longest start key a client may choose (a UUID is 36 characters).

@@ -157,10 +157,14 @@ pub async fn login(ctx: &Context, args: LoginArgs) -> Result<()> {
     };
     let url = url.trim_end_matches('/').to_owned();
     let client = Client::new(&url, Token::new(args.token.clone()))?;
-    let workspace = client
-        .workspace()
-        .await
-        .with_context(|| format!("checking the token against {url}"))?;
+    crate::user_error::talking_to(&url);
+    let workspace = match client.workspace().await {
+        Err(e) if e.status() == Some(wujie_client::StatusCode::UNAUTHORIZED) => bail!(
+            "the server at {url} did not accept this token; check it, or mint a new one with \
+             `wujie token create` where you are signed in to that server"
+        ),
+        answer => answer.with_context(|| format!("checking the token against {url}"))?,
+    };
     let mut config = ctx.profile.load_config()?;
     config.server = Some(ServerSetting { url: url.clone() });
     let mut creds = ctx.profile.load_credentials()?;

@@ -45,8 +45,9 @@ impl IssueTurns {
                         Ok(c) => conn = Some(c),
                         Err(e) => {
                             wujie_process::stderr_line!(
-                                "wujie: cannot report the turn to {}: {e}",
-                                turn.issue
+                                "wujie: cannot report the turn to {}: {}",
+                                turn.issue,
+                                crate::user_error::text(&e)
                             );
                             continue;
                         }
@@ -55,8 +56,9 @@ impl IssueTurns {
                 let Some(c) = &conn else { continue };
                 if let Err(e) = report_turn(&c.client, &turn).await {
                     wujie_process::stderr_line!(
-                        "wujie: cannot report the turn to {}: {e}",
-                        turn.issue
+                        "wujie: cannot report the turn to {}: {}",
+                        turn.issue,
+                        crate::user_error::client_error(&e)
                     );
                 }
             }
@@ -151,7 +153,12 @@ impl BranchObserver for IssueTurns {
                 &crate::context::env_var,
             )
             .await
-            .map_err(|e| format!("the tracker could not be reached ({e})"))?;
+            .map_err(|e| {
+                format!(
+                    "the tracker could not be reached ({})",
+                    crate::user_error::text(&e)
+                )
+            })?;
             let found = conn.client.get_issue(issue).await;
             conn.close().await;
             match found {
@@ -159,7 +166,10 @@ impl BranchObserver for IssueTurns {
                 Err(wujie_client::ClientError::Status { status, .. }) if status.as_u16() == 404 => {
                     Err("no such issue on the tracker".to_owned())
                 }
-                Err(e) => Err(format!("the tracker could not be asked ({e})")),
+                Err(e) => Err(format!(
+                    "the tracker could not be asked ({})",
+                    crate::user_error::client_error(&e)
+                )),
             }
         })
     }

@@ -19,6 +19,7 @@ struct DiscussReport<'a> {
     discussion_id: &'a str,
     resumed: bool,
     cancelled: bool,
+    did_not_start: bool,
     issue_key: Option<&'a str>,
     run_id: Option<&'a str>,
     exit_code: i32,
@@ -65,6 +66,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
             discussion_id: &o.discussion_id,
             resumed: o.resumed,
             cancelled: o.cancelled,
+            did_not_start: o.did_not_start,
             issue_key: o.promoted.as_ref().map(|p| p.issue_key.as_str()),
             run_id: o.promoted.as_ref().map(|p| p.run_id.as_str()),
             exit_code: o.exit_code,
@@ -73,6 +75,11 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
         })?;
     } else {
         match &o.promoted {
+            None if o.did_not_start => wujie_process::stderr_line!(
+                "wujie: {} did not start (exit {}; its message is above), so no discussion was kept.",
+                inline(&o.provider),
+                o.exit_code
+            ),
             Some(p) => wujie_process::stderr_line!(
                 "wujie: discussion {} became {}; its run {} {}. See `wujie issue show {}`.",
                 o.discussion_id,

@@ -19,6 +19,7 @@ use crate::output::{block, inline, one_line, outln, print_json};
 
 pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     let conn = ctx.connect().await?;
+    let key = cmd.key().map(str::to_owned);
     let result = async {
         match cmd {
             IssueCommand::Create { title, description } => {
@@ -105,6 +106,13 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
         Ok(())
     }
     .await;
+    // The one thing these commands ask for that can be missing is the issue they name.
+    let result = match (result, key) {
+        (Err(e), Some(key)) if super::missing_issue::is_not_found(&e) => {
+            Err(super::missing_issue::error(&conn.client, &key).await)
+        }
+        (result, _) => result,
+    };
     conn.close().await;
     result
 }
@@ -114,6 +122,8 @@ async fn list(ctx: &Context, client: &Client, query: &IssueQuery) -> Result<()> 
     let issues = client.search_issues(query).await?;
     if ctx.json() {
         print_json(&issues)?;
+    } else if issues.is_empty() && (query.status.is_some() || query.search.is_some()) {
+        outln!("No issues match. `wujie issue list` with no filters shows them all.");
     } else if issues.is_empty() {
         outln!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
     } else {
@@ -251,6 +261,18 @@ fn describe(m: &RunMessage) -> String {
 }
 
 async fn set_status(ctx: &Context, client: &Client, key: &str, status: IssueStatus) -> Result<()> {
+    let current = client.get_issue(key).await?;
+    if current.status == status {
+        if ctx.json() {
+            print_json(&current)?;
+        }
+        wujie_process::stderr_line!(
+            "wujie: {} is already {}; nothing changed.",
+            current.key,
+            status.as_str()
+        );
+        return Ok(());
+    }
     let issue = client.set_issue_status(key, status).await?;
     if ctx.json() {
         print_json(&issue)?;

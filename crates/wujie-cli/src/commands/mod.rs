@@ -9,7 +9,9 @@ mod demo;
 mod discuss;
 mod issue;
 mod mcp;
+mod missing_issue;
 mod outbox;
+mod profile;
 mod provider;
 mod run;
 mod server;
@@ -51,7 +53,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         }
         _ => {}
     }
-    let ctx = Context::new(&cli.global)?;
+    // `profile` is the one command for which `--profile` (WUJIE_PROFILE) may name a profile
+    // that does not exist yet: it is how one is made.
+    let ctx = Context::new(&cli.global, !matches!(cli.command, Command::Profile(_)))?;
     match cli.command {
         Command::Issue(cmd) => issue::run(&ctx, cmd).await.map(|()| 0),
         Command::Run(args) => run::run(&ctx, args).await,
@@ -85,6 +89,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
         Command::Adapter(args) => adapter::run(args).await,
         Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
+        Command::Profile(cmd) => profile::run(&ctx, cmd).map(|()| 0),
         Command::Completions { .. } | Command::Man { .. } => {
             unreachable!("answered before the profile is loaded")
         }

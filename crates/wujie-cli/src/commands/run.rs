@@ -51,7 +51,7 @@ impl ReporterNotice for StderrNotice {
             *last = Some(Instant::now());
             wujie_process::stderr_line!(
                 "wujie: cannot deliver events ({}); retrying, {pending} waiting",
-                inline(&error.to_string())
+                inline(&crate::user_error::client_error(error))
             );
         }
     }
@@ -100,7 +100,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
         &provider,
         command,
         RunRequest {
-            issue: args.issue,
+            issue: args.issue.clone(),
             provider_arg: provider_arg.clone(),
             args: adapter_args.to_vec(),
             cwd,
@@ -109,6 +109,13 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
         notice,
     )
     .await;
+    // The one thing a start asks the server for that can be missing is the issue.
+    let outcome = match outcome.map_err(anyhow::Error::from) {
+        Err(e) if super::missing_issue::is_not_found(&e) => {
+            Err(super::missing_issue::error(&conn.client, &args.issue).await)
+        }
+        outcome => outcome,
+    };
     conn.close().await;
     let outcome = outcome?;
     if let Some(path) = &args.stats_file {
@@ -169,6 +176,22 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
             .as_deref()
             .map(|e| format!(": {}", inline(e)))
             .unwrap_or_default();
+        // The two ways an adapter says it never got going, as shells and CLIs use them; the
+        // server leaves such a run that recorded nothing out of the issue's runs.
+        let unlisted = if s.stats.delivered == 0 {
+            "; nothing was recorded, so the issue does not list it"
+        } else {
+            ""
+        };
+        let error = match outcome.exit_code {
+            127 => format!(
+                "{error} (it did not start: its agent could not be run, see above{unlisted})"
+            ),
+            2 => format!(
+                "{error} (it did not start: its arguments were refused, see above{unlisted})"
+            ),
+            _ => error,
+        };
         // Delivery that gave up (server unreachable) counts nothing it did: what matters then
         // is what still waits.
         let delivery = if s.pending > 0 {

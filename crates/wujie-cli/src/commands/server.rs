@@ -17,6 +17,21 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
         Some(text) => Database::parse(text).context("--database")?,
         None => profile_database(&ctx.profile)?,
     };
+    // A file named on the command line goes where it was asked for or nowhere: a typo in its
+    // directory must not start an empty database in a new directory.
+    if let (Some(_), Database::Sqlite(path)) = (&args.database, &database) {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => std::path::Path::new("."),
+        };
+        anyhow::ensure!(
+            dir.is_dir(),
+            "--database: the directory {} does not exist; create it first (mkdir -p {}) or \
+             name a file in an existing directory",
+            dir.display(),
+            dir.display()
+        );
+    }
     let mut options = StoreOptions::SERVER;
     if let Some(n) = args.database_max_connections {
         anyhow::ensure!(

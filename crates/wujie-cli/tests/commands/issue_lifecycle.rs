@@ -102,7 +102,10 @@ fn edit_close_reopen_and_list_filters() {
         vec![b.clone()]
     );
     let e = env.fails(&["issue", "list", "--limit", "0"]);
-    assert!(e.contains("limit 0 is out of range"), "{e}");
+    assert!(
+        e.contains("'--limit <LIMIT>'") && e.contains("1..=1000"),
+        "{e}"
+    );
     let e = env.fails(&["issue", "list", "--status", "finished"]);
     assert!(e.contains("finished"), "{e}");
 }

@@ -108,6 +108,8 @@ fn errors_a_user_can_trigger() {
     let key = env.create_issue("Errors");
     let missing = env.work.path().join("no-such-plugin");
     let missing = missing.to_str().unwrap();
+    let missing_dir_db = env.work.path().join("no-such-dir").join("wujie.db");
+    let missing_dir_db = missing_dir_db.to_str().unwrap();
     let commands: Vec<Vec<&str>> = vec![
         vec!["issue", "show", "WUJ-999"],
         vec!["issue", "list", "--limit", "0"],
@@ -117,7 +119,10 @@ fn errors_a_user_can_trigger() {
         vec!["--output", "yaml", "issue", "list"],
         vec!["run", "WUJ-999", "--", "fake-provider"],
         vec!["run", &key, "--", "nope"],
+        vec!["run", &key, "--", "claud"],
         vec!["run", &key, "fake-provider"],
+        vec!["issue", "list", "--json"],
+        vec!["issue", "show", "wuj-3"],
         vec!["run", &key],
         vec!["discuss", "--", "fake-provider"],
         vec!["discussion", "show", "no-such-discussion"],
@@ -129,6 +134,8 @@ fn errors_a_user_can_trigger() {
         vec!["token", "create", "--name", "x", "--expires", "soon"],
         vec!["token", "revoke", "nobody"],
         vec!["server", "--database", "mysql://h/w"],
+        vec!["server", "--database", missing_dir_db],
+        vec!["--profile", "tema", "issue", "list"],
         vec!["--server", "http://127.0.0.1:9", "issue", "list"],
         vec![
             "login",
@@ -147,7 +154,7 @@ fn errors_a_user_can_trigger() {
             "hello",
         ],
     ];
-    let pages: Vec<String> = commands
+    let mut pages: Vec<String> = commands
         .iter()
         .map(|args| {
             let out = env.run(args);
@@ -160,6 +167,51 @@ fn errors_a_user_can_trigger() {
             transcript(args, &out)
         })
         .collect();
+    // With a token: a server that does not answer, and one that does not accept the token.
+    let server = Server::start(&env, &[]);
+    for args in [
+        vec!["--server", "http://127.0.0.1:9", "issue", "list"],
+        vec!["--server", &server.url, "issue", "list"],
+        vec!["login", "--server", &server.url, "--token", "wjt_wrong"],
+    ] {
+        let out = env
+            .cmd()
+            .env("WUJIE_TOKEN", "wjt_wrong")
+            .args(&args)
+            .output()
+            .expect("wujie runs");
+        assert!(!out.status.success(), "{}", transcript(&args, &out));
+        pages.push(transcript(&args, &out));
+    }
+    // A price entry of the wrong shape, next to a setting nothing reads.
+    std::fs::write(
+        env.config_path(),
+        serde_json::json!({
+            "localrun_providers": {},
+            "prices": {"openai/gpt-x": {"input": "cheap", "output": 1}},
+            "colour": true,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["cost"];
+    let out = env.run(&args);
+    assert!(!out.status.success(), "{}", transcript(&args, &out));
+    pages.push(transcript(&args, &out));
+    std::fs::write(env.config_path(), "{}").unwrap();
+    // Not errors, but what a user who asked for the impossible is told, and how a profile is
+    // made on purpose.
+    env.ok(&["issue", "close", &key]);
+    for args in [
+        vec!["issue", "close", &key],
+        vec!["issue", "list", "--search", "no such words"],
+        vec!["profile", "create", "team"],
+        vec!["--profile", "team", "profile", "list"],
+    ] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{}", transcript(&args, &out));
+        pages.push(transcript(&args, &out));
+    }
     let _filters = env.snapshot_filters().bind_to_scope();
     insta::assert_snapshot!("errors", pages.join("\n"));
 }

@@ -471,3 +471,40 @@ echo '{final_}'"#,
     );
     assert_eq!(env.issue(&key)["runs"][0]["status"], "succeeded");
 }
+
+#[test]
+fn a_discussion_whose_adapter_never_started_is_not_kept() {
+    let env = Env::new();
+    // A v2 plugin whose agent is missing: it says so and exits 127 before any event.
+    let dir = env.plugin(
+        "needs-agent",
+        V2,
+        "echo 'needs-agent: agent-cli: command not found' >&2\nexit 127\n",
+    );
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    let out = env.run(&["discuss", "--", "needs-agent"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains(
+            "needs-agent did not start (exit 127; its message is above), so no discussion was kept"
+        ),
+        "{err}"
+    );
+    assert_eq!(env.json(&["discussion", "list"]), serde_json::json!([]));
+
+    // A built-in one whose agent is not installed: refused before a discussion is created.
+    let empty = env.work.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = env
+        .cmd()
+        .env_remove("WUJIE_CLAUDE_BIN")
+        .env("PATH", &empty)
+        .args(["discuss", "--", "claude"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(127), "{err}");
+    assert!(err.contains("claude cannot start"), "{err}");
+    assert_eq!(env.json(&["discussion", "list"]), serde_json::json!([]));
+}

@@ -78,8 +78,22 @@ fn a_malformed_price_table_is_named() {
     let key = env.create_issue("Cost");
     set_prices(&env, serde_json::json!({"m": {"input": "three"}}));
     let err = env.fails(&["issue", "show", &key]);
-    assert!(err.contains("are not a price table"), "{err}");
+    assert!(
+        err.contains("the `prices` entry \"m\""),
+        "names the key: {err}"
+    );
+    assert!(
+        err.contains("{\"input\": N, \"output\": N"),
+        "and the shape: {err}"
+    );
     assert!(err.contains("config.json"), "{err}");
+    // Prices that are not an object at all.
+    set_prices(&env, serde_json::json!(["m"]));
+    let err = env.fails(&["issue", "show", &key]);
+    assert!(
+        err.contains("`prices` in") && err.contains("is not an object"),
+        "{err}"
+    );
 }
 
 #[test]

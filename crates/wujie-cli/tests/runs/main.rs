@@ -6,6 +6,7 @@ mod delivery;
 mod descendants;
 mod disk;
 mod exit_codes;
+mod failed_start;
 mod limits;
 mod liveness;
 mod protocol_gaps;

@@ -177,7 +177,7 @@ fn a_run_started_while_the_database_is_busy_waits_for_it_and_starts_once() {
 
     assert_eq!(
         stderr.matching(RETRYING),
-        ["wujie: the server is busy (503); retrying for up to 60 s"],
+        ["wujie: the server is busy; retrying for up to 60 s"],
         "{}",
         stderr.all()
     );

@@ -81,6 +81,7 @@ fn an_unknown_name_says_where_it_was_looked_for_and_how_to_install() {
         name,
         config,
         installed,
+        ..
     } = &err
     else {
         panic!("{err:?}")
@@ -96,6 +97,21 @@ fn an_unknown_name_says_where_it_was_looked_for_and_how_to_install() {
     ] {
         assert!(message.contains(part), "{message}");
     }
+}
+
+#[test]
+fn a_typo_of_a_provider_is_answered_with_the_name_it_is_near_and_the_names_there_are() {
+    let home = Home::new();
+    let message = home.registry().resolve("claud").unwrap_err().to_string();
+    assert!(message.contains("(did you mean \"claude\"?)"), "{message}");
+    assert!(
+        message.contains("The providers here are pi, claude, codex"),
+        "{message}"
+    );
+    // Nothing near: no guess, still the list.
+    let message = home.registry().resolve("zzzzzz").unwrap_err().to_string();
+    assert!(!message.contains("did you mean"), "{message}");
+    assert!(message.contains("The providers here are"), "{message}");
 }
 
 #[test]

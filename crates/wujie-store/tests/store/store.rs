@@ -311,3 +311,46 @@ async fn issue_search_finds_title_description_and_comment_text_in_any_ascii_case
     let keys: Vec<&str> = found.iter().map(|i| i.key.as_str()).collect();
     assert_eq!(keys, [c.key.as_str(), b.key.as_str(), a.key.as_str()]);
 }
+
+/// A run whose adapter ended 127 or 2 having recorded nothing never started: the issue does not
+/// list it and is open again. One that recorded something is a run like any other.
+#[tokio::test]
+async fn a_run_that_never_started_is_left_out_of_the_issue() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let not_started = |code| FinishRun {
+        status: RunStatus::Failed,
+        exit_code: Some(code),
+        error: Some(format!("adapter exited with code {code}")),
+    };
+    for code in [127, 2] {
+        let i = store.create_issue(&issue("x")).await.expect("issue");
+        let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
+        store
+            .finish_run(&run.id, &not_started(code))
+            .await
+            .expect("finish");
+        assert!(store.issue_runs(&i.key).await.expect("runs").is_empty());
+        let detail = store.issue(&i.key).await.expect("issue");
+        assert!(detail.runs.is_empty(), "{:?}", detail.runs);
+        assert_eq!(detail.status.as_str(), "open");
+        // Still there, by its id, with its end.
+        assert_eq!(store.run(&run.id).await.expect("run").exit_code, Some(code));
+    }
+
+    let i = store.create_issue(&issue("y")).await.expect("issue");
+    let run = store.create_run(&i.key, &run_req()).await.expect("run").run;
+    store
+        .ingest_run_events(&run.id, &[usage("u1", "m", 1)], 1 << 20)
+        .await
+        .expect("ingest");
+    store
+        .finish_run(&run.id, &not_started(127))
+        .await
+        .expect("finish");
+    assert_eq!(store.issue_runs(&i.key).await.expect("runs").len(), 1);
+    assert_eq!(
+        store.issue(&i.key).await.expect("issue").status.as_str(),
+        "in_progress"
+    );
+}
