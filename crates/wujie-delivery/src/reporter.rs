@@ -519,6 +519,9 @@ async fn append(outbox: &Outbox, shared: &Shared, a: &Appending) -> Result<(), W
                 }
                 tokio::time::sleep(BUSY_RETRY).await;
             }
+            // After a long stop the wait for the outbox's connection times out at once; the
+            // rows are still here to append (they were lost when this ended the writer).
+            Err(e) if e.is_pool_timeout() => tokio::time::sleep(BUSY_RETRY).await,
             appended => break appended,
         }
     };

@@ -17,6 +17,7 @@ mod feed_head;
 mod ingest;
 mod ingest_slots;
 mod issues;
+mod migrations;
 mod notify;
 pub mod outbox;
 mod rows;
@@ -359,6 +360,16 @@ impl Store {
     }
 
     async fn ensure_default_workspace(&self) -> Result<(), StoreError> {
+        // Looked up first: a write would wait for any process holding the write lock, even
+        // when there is nothing to write (see `migrations`).
+        let found: Option<(i64,)> =
+            sqlx::query_as("SELECT 1 FROM workspaces WHERE key_prefix = $1")
+                .bind(DEFAULT_KEY_PREFIX)
+                .fetch_optional(self.pool())
+                .await?;
+        if found.is_some() {
+            return Ok(());
+        }
         let mut w = self.write().await?;
         sqlx::query(
             "INSERT INTO workspaces (id, name, key_prefix, created_at) VALUES ($1, $2, $3, $4) \
@@ -405,7 +416,12 @@ async fn migrate_sqlite(path: &Path, options: &SqliteConnectOptions) -> Result<(
             path: path.to_path_buf(),
             source,
         })?;
-    let migrated = sqlx::migrate!("./migrations").run(&pool).await;
+    let migrator = sqlx::migrate!("./migrations");
+    let migrated = if migrations::up_to_date(&pool, &migrator).await {
+        Ok(())
+    } else {
+        migrator.run(&pool).await
+    };
     let dangling: Result<Vec<(String,)>, sqlx::Error> =
         sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
             .fetch_all(&pool)

@@ -28,9 +28,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use sqlx::sqlite::{
-    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
 mod spools;
@@ -79,6 +77,13 @@ impl OutboxError {
     pub fn is_busy(&self) -> bool {
         const SQLITE_BUSY: i64 = 5;
         self.sqlite_code() == Some(SQLITE_BUSY)
+    }
+
+    /// Whether this process's one connection for writing the outbox did not come free in time:
+    /// another of its tasks held it, waiting for SQLite's write lock, and the wait counted the
+    /// time this process was stopped (Ctrl+Z, SIGSTOP) as waiting. Nothing failed; try again.
+    pub fn is_pool_timeout(&self) -> bool {
+        matches!(self, OutboxError::Sql(sqlx::Error::PoolTimedOut))
     }
 
     /// SQLite's primary result code, for errors that come from SQLite.
@@ -179,9 +184,10 @@ const RECLAIM_MIN_FREE_PAGES: i64 = 256;
 /// The WAL is cut back to this many bytes after a checkpoint.
 const WAL_SIZE_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// An outbox created before auto-vacuum was set has it off, and turning it on takes one
-/// VACUUM. Best effort: another process reading the file makes it fail, and the next open
-/// tries again.
+/// Delivered rows are deleted, and their pages go back to the file system (see
+/// `reclaim_space`) with incremental auto-vacuum. A new outbox gets it before its tables; one
+/// created before auto-vacuum was set has it off, and turning it on takes one VACUUM. Best
+/// effort: another process reading the file makes it fail, and the next open tries again.
 async fn enable_incremental_vacuum(writer: &SqlitePool) {
     let mode: Result<i64, _> = sqlx::query_scalar("PRAGMA auto_vacuum")
         .fetch_one(writer)
@@ -220,9 +226,9 @@ impl Outbox {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
-            // Delivered rows are deleted; their pages go back to the file system (see
-            // `reclaim_space`), and the WAL shrinks back after a burst.
-            .auto_vacuum(SqliteAutoVacuum::Incremental)
+            // The WAL shrinks back after a burst. (Incremental auto-vacuum is set by
+            // `enable_incremental_vacuum`, once: setting it on every connection takes the
+            // write lock, which a process stopped in the middle of a write holds.)
             .pragma("journal_size_limit", WAL_SIZE_LIMIT.to_string());
         // Opened one process after the other, as the store is (see `Store::open_with`).
         let setup = crate::setup_lock(path)
@@ -240,8 +246,12 @@ impl Outbox {
                 path.display()
             ))
         })?;
-        sqlx::migrate!("./migrations_outbox").run(&writer).await?;
+        // Before the schema, so that a new outbox has it without a VACUUM of its tables.
         enable_incremental_vacuum(&writer).await;
+        let migrator = sqlx::migrate!("./migrations_outbox");
+        if !crate::migrations::up_to_date(&writer, &migrator).await {
+            migrator.run(&writer).await?;
+        }
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
             .connect_with(options)

@@ -8,6 +8,7 @@ mod outbox_owners;
 mod outbox_space;
 mod outbox_spools;
 mod postgres;
+mod stopped_writer;
 mod store;
 mod texts;
 mod writers;
