@@ -61,6 +61,16 @@ impl From<StoreError> for Failure {
                     )
                 };
             }
+            StoreError::Unavailable(_) => {
+                // Logged with the request (`request_log`), with its cause.
+                return Failure {
+                    retry_after: Some(BUSY_RETRY_AFTER_SECS),
+                    ..Failure::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the server lost its connection to the database; retry in a moment",
+                    )
+                };
+            }
             _ => {
                 // Logged with the request (`request_log`).
                 return Failure::new(

@@ -46,6 +46,10 @@ pub enum StoreError {
     /// restarting): nothing was done, and the same request may succeed in a moment.
     #[error("the database is busy (no connection came free in time); retry in a moment")]
     Busy,
+    /// The connection to the database broke (PostgreSQL restarted or went away, the network
+    /// dropped): the request may succeed on a new connection in a moment.
+    #[error("the connection to the database was lost; retry in a moment")]
+    Unavailable(#[source] sqlx::Error),
     #[error("stored JSON could not be read back")]
     Json(#[from] serde_json::Error),
     /// Another transaction wrote what this one was writing, at the same moment; nothing of this
@@ -59,6 +63,7 @@ impl From<sqlx::Error> for StoreError {
         match e {
             sqlx::Error::PoolTimedOut => StoreError::Busy,
             e if is_sqlite_busy(&e) => StoreError::Busy,
+            e if is_connection_lost(&e) => StoreError::Unavailable(e),
             e => StoreError::Database(e),
         }
     }
@@ -77,4 +82,39 @@ fn is_sqlite_busy(e: &sqlx::Error) -> bool {
             .and_then(|code| code.parse::<i32>().ok())
             // Extended codes (SQLITE_BUSY_SNAPSHOT, …) keep the primary code in the low byte.
             .is_some_and(|code| code & 0xff == SQLITE_BUSY)
+}
+
+/// The database connection itself failed, rather than a statement on it: the socket broke, or
+/// PostgreSQL ended the session (SQLSTATE class 08, connection exception; 57P01–57P03, the
+/// server shutting down, crashed or starting).
+fn is_connection_lost(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_connection_is_unavailable_not_a_database_error() {
+        let broken = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        assert!(matches!(
+            StoreError::from(sqlx::Error::Io(broken)),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::PoolClosed),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::RowNotFound),
+            StoreError::Database(_)
+        ));
+    }
 }
