@@ -2,15 +2,7 @@
 
 use crate::Repository;
 use crate::command::{GitError, nul_fields, unexpected};
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Commit {
-    pub sha: String,
-    pub subject: String,
-    /// `Name <email>`.
-    pub author: String,
-}
+use wujie_protocol::git::Commit;
 
 impl Repository {
     /// The commits reachable from HEAD and not from `base`, newest first; every commit of

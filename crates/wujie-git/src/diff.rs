@@ -9,7 +9,7 @@
 use crate::Repository;
 use crate::command::{GitError, unexpected};
 use crate::snapshot::TreeId;
-use serde::{Deserialize, Serialize};
+use wujie_protocol::git::{FileChange, FileStatus, Patch};
 
 /// How much patch text a diff keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,46 +30,9 @@ impl Default for PatchLimits {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diff {
     pub files: Vec<FileChange>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileChange {
-    /// The path after the change (the new name of a renamed file).
-    pub path: String,
-    /// The name before, for a renamed file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_path: Option<String>,
-    pub status: FileStatus,
-    /// Lines added and deleted (both 0 for a binary file).
-    pub additions: u64,
-    pub deletions: u64,
-    pub binary: bool,
-    pub patch: Patch,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    Added,
-    /// Content, mode or type changed.
-    Modified,
-    Deleted,
-    Renamed,
-}
-
-/// A file's section of the patch (`diff --git …` to the next file), or why it was not kept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kept", content = "text")]
-pub enum Patch {
-    /// The section, which `git apply` accepts (binary files as git's binary patches).
-    Kept(String),
-    /// Past [`PatchLimits`]: the file is listed with its counts only.
-    TooLarge,
-    /// The text is not UTF-8, so it cannot be carried as text without changing it.
-    NotText,
 }
 
 impl Repository {

@@ -2,10 +2,10 @@
 
 use crate::Repository;
 use crate::command::{nul_fields, one_line, unexpected};
-use serde::{Deserialize, Serialize};
+use wujie_protocol::git::Remote;
 
 /// The repository a directory is in, as a teammate would name it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoInfo {
     /// The name of the work tree's top-level directory.
     pub repo: String,
@@ -14,13 +14,6 @@ pub struct RepoInfo {
     pub branch: Option<String>,
     /// The commit HEAD points at, `None` in a repository with no commit yet.
     pub head_commit: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Remote {
-    pub name: String,
-    /// The fetch URL with any user name and password taken out ([`strip_credentials`]).
-    pub url: String,
 }
 
 impl Repository {

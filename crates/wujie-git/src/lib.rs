@@ -22,9 +22,10 @@ mod info;
 mod snapshot;
 
 pub use command::GitError;
-pub use commits::Commit;
-pub use diff::{Diff, FileChange, FileStatus, Patch, PatchLimits};
-pub use info::{Remote, RepoInfo, strip_credentials};
+pub use diff::{Diff, PatchLimits};
+pub use info::{RepoInfo, strip_credentials};
+// The shapes of what it finds are the wire's, so that they travel to the server unchanged.
+pub use wujie_protocol::git::{Commit, FileChange, FileStatus, Patch, Remote};
 pub use snapshot::TreeId;
 
 use command::Git;

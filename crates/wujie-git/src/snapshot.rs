@@ -9,16 +9,20 @@
 
 use crate::Repository;
 use crate::command::{GitError, one_line, unexpected};
-use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::Path;
 
 /// A tree object's id: a snapshot's name, the same for the same files.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TreeId(String);
 
 impl TreeId {
+    /// A tree id as git printed it (one a [`GitChanges`](wujie_protocol::git::GitChanges)
+    /// carries).
+    pub fn new(id: String) -> Self {
+        Self(id)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
