@@ -20,7 +20,10 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .map(PathBuf::from)
         .collect();
-    assert!(!dirs.is_empty(), "usage: snapshot DIR… (repositories to measure)");
+    assert!(
+        !dirs.is_empty(),
+        "usage: snapshot DIR… (repositories to measure)"
+    );
     for dir in dirs {
         measure(&dir);
     }
@@ -73,7 +76,11 @@ fn measure(dir: &Path) {
         dir.display(),
         files.len(),
         ms(first_time),
-        turn_times.iter().map(|t| ms(*t)).collect::<Vec<_>>().join(", "),
+        turn_times
+            .iter()
+            .map(|t| ms(*t))
+            .collect::<Vec<_>>()
+            .join(", "),
         ms(sorted[sorted.len() / 2]),
         diff.files.len(),
         ms(diff_time),

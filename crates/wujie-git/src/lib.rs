@@ -25,8 +25,8 @@ pub use command::GitError;
 pub use diff::{Diff, PatchLimits};
 pub use info::{RepoInfo, strip_credentials};
 // The shapes of what it finds are the wire's, so that they travel to the server unchanged.
-pub use wujie_protocol::git::{Commit, FileChange, FileStatus, Patch, Remote};
 pub use snapshot::TreeId;
+pub use wujie_protocol::git::{Commit, FileChange, FileStatus, Patch, Remote};
 
 use command::Git;
 use std::path::{Path, PathBuf};
