@@ -107,3 +107,63 @@ impl Patch {
         }
     }
 }
+
+/// The `git` object of a run (in the runs, and `--output json`): its latest snapshot,
+/// without the patches.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunGit {
+    pub repo: String,
+    pub remotes: Vec<Remote>,
+    pub branch: Option<String>,
+    pub base_commit: Option<String>,
+    pub head_commit: Option<String>,
+    pub commits: Vec<Commit>,
+    pub files: Vec<FileSummary>,
+    /// The worktree the run had to itself; null when it ran in the user's own checkout.
+    pub worktree: Option<String>,
+}
+
+/// A changed file without its patch.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSummary {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    pub status: FileStatus,
+    pub additions: u64,
+    pub deletions: u64,
+    pub binary: bool,
+    /// Why the patch was not kept (past the limits, or not UTF-8); absent when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_omitted: Option<String>,
+}
+
+impl GitChanges {
+    /// What a run shows of this snapshot.
+    pub fn summary(&self) -> RunGit {
+        RunGit {
+            repo: self.repo.clone(),
+            remotes: self.remotes.clone(),
+            branch: self.branch.clone(),
+            base_commit: self.base_commit.clone(),
+            head_commit: self.head_commit.clone(),
+            commits: self.commits.clone(),
+            files: self
+                .files
+                .iter()
+                .map(|f| FileSummary {
+                    path: f.path.clone(),
+                    old_path: f.old_path.clone(),
+                    status: f.status,
+                    additions: f.additions,
+                    deletions: f.deletions,
+                    binary: f.binary,
+                    patch_omitted: f.patch.omitted_reason().map(str::to_owned),
+                })
+                .collect(),
+            worktree: None,
+        }
+    }
+}

@@ -6,6 +6,7 @@ mod delivery;
 mod descendants;
 mod disk;
 mod exit_codes;
+mod git_changes;
 mod limits;
 mod liveness;
 mod protocol_gaps;
