@@ -121,6 +121,21 @@ fn a_run_records_exactly_its_edits_and_commits_and_not_the_users_earlier_work() 
             ("gone.txt".to_owned(), "deleted".to_owned(), 0, 1),
         ]
     );
+
+    // `wujie issue show` prints the branch, the commits and a --stat-like list.
+    let text = env.ok(&["issue", "show", &key]);
+    let head = git(&repo, &["rev-parse", "--short=7", "HEAD"]);
+    let expected = [
+        format!("  code: project on main (base {}, head {head})", &base[..7]),
+        format!("  commit {head} Add added.txt"),
+        "  3 files changed, 3 insertions(+), 2 deletions(-)".to_owned(),
+        "    added.txt |     2 ++  (added)".to_owned(),
+        "    edit.txt  |     2 +-".to_owned(),
+        "    gone.txt  |     1 -  (deleted)".to_owned(),
+    ];
+    for line in expected {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
 }
 
 #[test]
