@@ -17,9 +17,9 @@ pub struct GitChanges {
     /// The name of the work tree's top-level directory.
     pub repo: String,
     pub remotes: Vec<Remote>,
-    /// The branch checked out at this snapshot, `None` when HEAD is detached.
+    /// The branch checked out at this snapshot, null when HEAD is detached.
     pub branch: Option<String>,
-    /// HEAD when the run began, `None` before the repository's first commit.
+    /// HEAD when the run began, null before the repository's first commit.
     pub base_commit: Option<String>,
     /// HEAD at this snapshot.
     pub head_commit: Option<String>,
@@ -109,7 +109,7 @@ impl Patch {
 }
 
 /// The `git` object of a run (in the runs, and `--output json`): its latest snapshot,
-/// without the patches.
+/// without the patches, which `GET /runs/{id}/git` serves.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunGit {

@@ -10,7 +10,7 @@ use wujie_protocol::api::{
     IssueQuery, IssueStatus, RunMessage,
 };
 use wujie_protocol::event::MessageKind;
-use wujie_protocol::git::{FileStatus, RunGit};
+use wujie_protocol::git::{FileStatus, Patch, RunGit};
 use wujie_protocol::pricing::PriceTable;
 
 use super::cost::{cost_text, priced_issue};
@@ -50,6 +50,9 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     limit,
                 };
                 list(ctx, &conn.client, &query).await?;
+            }
+            IssueCommand::Diff { key, run, stat } => {
+                diff(ctx, &conn.client, &key, run.as_deref(), stat).await?;
             }
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
@@ -223,6 +226,54 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
     let usage: Vec<_> = issue.runs.iter().flat_map(|r| &r.usage).collect();
     if !usage.is_empty() {
         outln!("\nCost: {}", inline(&cost_text(&prices.cost(usage))));
+    }
+    Ok(())
+}
+
+/// `wujie issue diff`: the run's patch (or `--stat`), from its latest snapshot.
+async fn diff(
+    ctx: &Context,
+    client: &Client,
+    key: &str,
+    run: Option<&str>,
+    stat: bool,
+) -> Result<()> {
+    let issue = client.get_issue(key).await?;
+    let run = match run {
+        Some(id) => issue
+            .runs
+            .iter()
+            .find(|r| r.id == id)
+            .with_context(|| format!("issue {} has no run {id}; `wujie issue show {}` lists its runs", issue.key, issue.key))?,
+        None => issue
+            .runs
+            .iter()
+            .rev()
+            .find(|r| r.git.is_some())
+            .with_context(|| format!("no run of issue {} recorded code changes (runs record them when started in a git work tree)", issue.key))?,
+    };
+    anyhow::ensure!(
+        run.git.is_some(),
+        "run {} recorded no code changes: it did not run in a git work tree, or git was not installed",
+        run.id
+    );
+    let changes = client.run_git(&run.id).await?;
+    if ctx.json() {
+        return print_json(&changes);
+    }
+    if stat {
+        return print_run_git(&changes.summary());
+    }
+    for file in &changes.files {
+        match &file.patch {
+            Patch::Kept(text) => crate::output::write_stdout(format_args!("{text}"))?,
+            // Said on stderr, so that stdout stays a patch `git apply` takes.
+            omitted => wujie_process::stderr_line!(
+                "wujie: {}: {}",
+                inline(&file.path),
+                omitted.omitted_reason().unwrap_or_default()
+            ),
+        }
     }
     Ok(())
 }

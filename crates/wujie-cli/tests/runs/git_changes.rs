@@ -136,6 +136,43 @@ fn a_run_records_exactly_its_edits_and_commits_and_not_the_users_earlier_work() 
     for line in expected {
         assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
     }
+
+    // `wujie issue diff` is a patch that `git apply` takes on the run's base and that gives
+    // the files the run left.
+    let patch = env.ok(&["issue", "diff", &key]);
+    let applied = env.work.path().join("applied");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            applied.to_str().unwrap(),
+            &base,
+        ],
+    );
+    let patch_file = env.work.path().join("run.patch");
+    std::fs::write(&patch_file, &patch).expect("write patch");
+    git(&applied, &["apply", patch_file.to_str().unwrap()]);
+    for file in ["added.txt", "edit.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(applied.join(file)).expect("applied file"),
+            std::fs::read_to_string(repo.join(file)).expect("run's file"),
+            "{file}"
+        );
+    }
+    assert!(!applied.join("gone.txt").exists());
+
+    let stat = env.ok(&["issue", "diff", &key, "--stat"]);
+    assert!(stat.contains("    edit.txt  |     2 +-\n"), "{stat}");
+    let json = env.json(&["issue", "diff", &key]);
+    let files = json["files"].as_array().expect("files");
+    assert_eq!(files.len(), 3);
+    assert!(
+        files.iter().all(|f| f["patch"]["state"] == "kept"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -168,6 +205,14 @@ fn outside_a_repository_a_run_records_no_code_and_says_nothing_of_it() {
     let issue = env.issue(&key);
     assert_eq!(issue["runs"][0]["git"], serde_json::Value::Null);
     assert_eq!(issue["runs"][0]["status"], "succeeded");
+    let error = env.fails(&["issue", "diff", &key]);
+    assert_eq!(
+        error.trim(),
+        format!(
+            "wujie: error: no run of issue {key} recorded code changes (runs record them when started \
+             in a git work tree)"
+        )
+    );
 }
 
 #[test]
