@@ -187,6 +187,17 @@ pub enum IssueCommand {
     },
     /// Show an issue with its comments and runs.
     Show { key: String },
+    /// Print what a run changed in the code as a patch that `git apply` accepts on the run's
+    /// base (the files as they were when the run started).
+    Diff {
+        key: String,
+        /// The run (default: the issue's latest run that recorded code changes).
+        #[arg(long)]
+        run: Option<String>,
+        /// Only the list of files, with their added and deleted lines.
+        #[arg(long)]
+        stat: bool,
+    },
     /// Comment on an issue: TEXT, or `-` (or no TEXT with input piped in) to read stdin, or
     /// no TEXT on a terminal to write it in $EDITOR.
     Comment { key: String, text: Option<String> },
@@ -218,6 +229,7 @@ impl IssueCommand {
         match self {
             IssueCommand::Create { .. } | IssueCommand::List { .. } => None,
             IssueCommand::Show { key }
+            | IssueCommand::Diff { key, .. }
             | IssueCommand::Comment { key, .. }
             | IssueCommand::Edit { key, .. }
             | IssueCommand::Close { key, .. }

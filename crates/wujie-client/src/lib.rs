@@ -15,6 +15,7 @@ use wujie_protocol::api::{
     FinishedRun, IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
     PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, TokenInfo, Workspace,
 };
+use wujie_protocol::git::GitChanges;
 
 mod feed;
 mod replicas;
@@ -443,6 +444,12 @@ impl Client {
 
     pub async fn get_run(&self, run_id: &str) -> Result<Run, ClientError> {
         self.call(Method::GET, &format!("/runs/{}", segment(run_id)), None)
+            .await
+    }
+
+    /// The run's code changes as of its latest snapshot, with the patches.
+    pub async fn run_git(&self, run_id: &str) -> Result<GitChanges, ClientError> {
+        self.call(Method::GET, &format!("/runs/{}/git", segment(run_id)), None)
             .await
     }
 

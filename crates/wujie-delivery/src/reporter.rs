@@ -218,7 +218,7 @@ impl Reporter {
         target_id: &str,
         items: Vec<(IngestItem, i64)>,
     ) -> Result<(), ReporterError> {
-        self.queue(target_id, items, None).await
+        send_items(self.sender()?, &self.shared, target_id, items, None).await
     }
 
     /// [`Reporter::record`] for items decoded from a spool: they are committed together with
@@ -230,31 +230,17 @@ impl Reporter {
         items: Vec<(IngestItem, i64)>,
         mark: SpoolMark,
     ) -> Result<(), ReporterError> {
-        self.queue(target_id, items, Some(mark)).await
+        send_items(self.sender()?, &self.shared, target_id, items, Some(mark)).await
     }
 
-    async fn queue(
-        &self,
-        target_id: &str,
-        items: Vec<(IngestItem, i64)>,
-        mark: Option<SpoolMark>,
-    ) -> Result<(), ReporterError> {
-        if items.is_empty() && mark.is_none() {
-            return Ok(());
-        }
-        let rows = items
-            .into_iter()
-            .map(|(item, read_at)| {
-                (
-                    serde_json::to_string(&item).expect("items serialize"),
-                    read_at,
-                )
-            })
-            .collect();
-        self.sender()?
-            .send(WriterMsg::Items(target_id.to_owned(), rows, mark))
-            .await
-            .map_err(|_| self.stopped())
+    /// A handle that records items from another task, for what is made beside the adapter's
+    /// reader (code snapshots). [`Reporter::close`] waits for every handle to be dropped: the
+    /// outbox writer ends only when nothing can record any more.
+    pub fn recorder(&self) -> Result<Recorder, ReporterError> {
+        Ok(Recorder {
+            tx: self.sender()?.clone(),
+            shared: self.shared.clone(),
+        })
     }
 
     /// How far into the spool every line is committed: the offset of the last mark committed
@@ -430,16 +416,61 @@ impl Reporter {
     }
 
     fn stopped(&self) -> ReporterError {
-        match self
-            .shared
-            .writer_failed
-            .lock()
-            .expect("writer_failed lock")
-            .clone()
-        {
-            Some(why) => ReporterError::WriterFailed(why),
-            None => ReporterError::WriterGone,
-        }
+        stopped(&self.shared)
+    }
+}
+
+/// Records items for a target of a [`Reporter`], from any task ([`Reporter::recorder`]).
+#[derive(Clone)]
+pub struct Recorder {
+    tx: mpsc::Sender<WriterMsg>,
+    shared: Arc<Shared>,
+}
+
+impl Recorder {
+    /// As [`Reporter::record`].
+    pub async fn record(
+        &self,
+        target_id: &str,
+        items: Vec<(IngestItem, i64)>,
+    ) -> Result<(), ReporterError> {
+        send_items(&self.tx, &self.shared, target_id, items, None).await
+    }
+}
+
+async fn send_items(
+    tx: &mpsc::Sender<WriterMsg>,
+    shared: &Shared,
+    target_id: &str,
+    items: Vec<(IngestItem, i64)>,
+    mark: Option<SpoolMark>,
+) -> Result<(), ReporterError> {
+    if items.is_empty() && mark.is_none() {
+        return Ok(());
+    }
+    let rows = items
+        .into_iter()
+        .map(|(item, read_at)| {
+            (
+                serde_json::to_string(&item).expect("items serialize"),
+                read_at,
+            )
+        })
+        .collect();
+    tx.send(WriterMsg::Items(target_id.to_owned(), rows, mark))
+        .await
+        .map_err(|_| stopped(shared))
+}
+
+fn stopped(shared: &Shared) -> ReporterError {
+    match shared
+        .writer_failed
+        .lock()
+        .expect("writer_failed lock")
+        .clone()
+    {
+        Some(why) => ReporterError::WriterFailed(why),
+        None => ReporterError::WriterGone,
     }
 }
 

@@ -25,7 +25,8 @@ pub fn items_for_line(target_id: &str, line: DecodedLine) -> Vec<IngestItem> {
                 Event::Session { session_id } => {
                     (REPORTER_SOURCE.to_owned(), format!("session:{session_id}"))
                 }
-                Event::HandoffReady { .. } => return None,
+                // No adapter line parses as code changes: `wujie run` makes and keys them.
+                Event::HandoffReady { .. } | Event::GitChanges(_) => return None,
             };
             Some(IngestItem {
                 source,

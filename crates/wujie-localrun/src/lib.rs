@@ -5,6 +5,7 @@
 
 mod adapter_session;
 pub mod check;
+mod code_changes;
 pub mod connection;
 pub mod discuss;
 pub mod error;

@@ -9,10 +9,11 @@ use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef
 use wujie_host::AdapterStdin;
 use wujie_protocol::api::{CreateRun, FinishRun, IssueDetail, RunStatus};
 use wujie_protocol::control::HandoffDecision;
-use wujie_protocol::event::{Event, EventError, EventErrorKind};
+use wujie_protocol::event::{Event, EventError, EventErrorKind, MessageKind};
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, SessionFlow};
+use crate::code_changes::CodeWatch;
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
@@ -68,10 +69,18 @@ pub async fn run(
 ) -> Result<RunOutcome, LocalRunError> {
     provider.check_start(&req.args)?;
     let (open, spool_file) = open_run(conn, outbox, provider, &req, notice).await?;
+    // Before the adapter starts, so that what it changes is measured from here.
+    let code = match open.reporter.recorder() {
+        Ok(recorder) => CodeWatch::start(&req.cwd, &open.run_id, recorder).await,
+        Err(_) => None,
+    };
     let spec = spawn_spec(&open, conn, provider, &command, &req);
     let (session, host) = match AdapterSession::spawn(&spec, provider, false, spool_file) {
         Ok(started) => started,
         Err(e) => {
+            if let Some(code) = code {
+                code.finish().await;
+            }
             let finish = FinishRun {
                 status: RunStatus::Failed,
                 exit_code: None,
@@ -88,9 +97,14 @@ pub async fn run(
         reporter: &open.reporter,
         target_id: &open.run_id,
         to_adapter: session.stdin(),
+        code: code.as_ref(),
     };
     let ending = session.run(&mut flow).await?;
     heartbeat.abort();
+    // The end snapshot is recorded before the run's end, which the server takes as the last.
+    if let Some(code) = code {
+        code.finish().await;
+    }
     revoke_adapter_token(&conn.client.replicas_in_order(), &open.token).await;
     // The last of the adapter's screen output reaches the terminal before it is restored.
     if let Some(host) = host {
@@ -217,6 +231,8 @@ struct RunFlow<'a> {
     reporter: &'a Reporter,
     target_id: &'a str,
     to_adapter: AdapterStdin,
+    /// Told when a turn ends, for a snapshot of the code; `None` outside a git work tree.
+    code: Option<&'a CodeWatch>,
 }
 
 impl SessionFlow for RunFlow<'_> {
@@ -243,8 +259,16 @@ impl SessionFlow for RunFlow<'_> {
                 }
             };
             for event in &line.events {
-                if let Event::HandoffReady { request_id, .. } = event {
-                    refuse_handoff(&self.to_adapter, request_id).await;
+                match event {
+                    Event::HandoffReady { request_id, .. } => {
+                        refuse_handoff(&self.to_adapter, request_id).await;
+                    }
+                    Event::Message(m) if m.kind == MessageKind::Final => {
+                        if let Some(code) = self.code {
+                            code.turn_ended();
+                        }
+                    }
+                    _ => {}
                 }
             }
             let at = read.read_at_ms;

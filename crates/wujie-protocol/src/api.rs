@@ -179,6 +179,10 @@ pub struct Run {
     pub messages: Vec<RunMessage>,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub usage: Vec<Usage>,
+    /// What the run changed in the code, as of its latest snapshot; null when it did not run
+    /// in a git work tree (or git was missing).
+    #[serde(default)]
+    pub git: Option<crate::git::RunGit>,
 }
 
 /// `GET /issues/{key}` and the body of `wujie issue show --output json`.

@@ -117,8 +117,10 @@ impl HandoffMode {
     }
 }
 
-/// One event read from an adapter's stdout. A line that carries both a message `type` and a
-/// `usage` object yields a `Message` followed by a `Usage`.
+/// One event of a run: read from an adapter's stdout (a line that carries both a message
+/// `type` and a `usage` object yields a `Message` followed by a `Usage`), or, for
+/// `GitChanges`, made by `wujie run` itself from a working-tree snapshot (no adapter line
+/// parses as one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
@@ -131,6 +133,7 @@ pub enum Event {
         request_id: String,
         mode: HandoffMode,
     },
+    GitChanges(crate::git::GitChanges),
 }
 
 impl Event {

@@ -10,6 +10,7 @@ pub mod control;
 pub mod driver;
 pub mod error_text;
 pub mod event;
+pub mod git;
 pub mod limits;
 pub mod lines;
 pub mod manifest;

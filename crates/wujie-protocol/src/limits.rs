@@ -95,6 +95,8 @@ pub fn event_depth(event: &Event) -> usize {
             None => 1,
         },
         Event::Usage(_) | Event::Session { .. } | Event::HandoffReady { .. } => 1,
+        // Its object, `files`, a file, its `patch`.
+        Event::GitChanges(_) => 4,
     }
 }
 

@@ -17,7 +17,7 @@ use crate::sse;
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,
-        runs::create_run, runs::get_run, runs::ingest_events, runs::heartbeat, runs::finish_run,
+        runs::create_run, runs::get_run, runs::get_run_git, runs::ingest_events, runs::heartbeat, runs::finish_run,
         tokens::create_token, tokens::revoke_current, tokens::list_tokens, tokens::revoke_token,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,

@@ -357,7 +357,8 @@ impl Store {
                 Event::Session { session_id } => {
                     append_native_session(&mut w.tx, discussion_id, item, session_id, &now).await?
                 }
-                Event::Message(_) | Event::HandoffReady { .. } => {
+                // A discussion has no run, so no code changes of its own.
+                Event::Message(_) | Event::HandoffReady { .. } | Event::GitChanges(_) => {
                     results.push(outcome(IngestOutcome::Filtered));
                     continue;
                 }

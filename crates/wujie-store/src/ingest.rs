@@ -15,6 +15,7 @@ use wujie_protocol::limits;
 
 use crate::activity;
 use crate::dialect::SerialLock;
+use crate::git_snapshots::{PendingSnapshot, store_run_git_snapshots};
 use crate::issues::insert_comment;
 use crate::rows::{parse_failure_kind, run_not_found, to_i64};
 use crate::sql::Placeholders;
@@ -261,6 +262,7 @@ struct SortedBatch<'a> {
     results: Vec<Option<IngestItemResult>>,
     messages: Vec<PendingMessage<'a>>,
     usages: Vec<(usize, &'a IngestItem, &'a Usage)>,
+    git_snapshots: Vec<PendingSnapshot<'a>>,
 }
 
 impl<'a> SortedBatch<'a> {
@@ -271,6 +273,7 @@ impl<'a> SortedBatch<'a> {
             results: vec![None; items.len()],
             messages: Vec::new(),
             usages: Vec::new(),
+            git_snapshots: Vec::new(),
         };
         for (index, input) in items.iter().enumerate() {
             if let Some(refused) = precheck(input, max_event_bytes) {
@@ -292,6 +295,11 @@ impl<'a> SortedBatch<'a> {
                     });
                 }
                 Event::Usage(usage) => sorted.usages.push((index, item, usage)),
+                Event::GitChanges(changes) => sorted.git_snapshots.push(PendingSnapshot {
+                    index,
+                    item,
+                    changes,
+                }),
                 // Native session ids and handoff requests only matter to discussions.
                 Event::Session { .. } | Event::HandoffReady { .. } => {
                     sorted.results[index] = Some(outcome(IngestOutcome::Filtered));
@@ -303,12 +311,12 @@ impl<'a> SortedBatch<'a> {
 }
 
 /// The run a batch goes to, as the batch's transaction found it.
-struct RunTarget<'a> {
-    run_id: &'a str,
+pub(crate) struct RunTarget<'a> {
+    pub(crate) run_id: &'a str,
     issue_id: String,
     /// Why nothing new may be stored: the run ended.
-    ended: Option<String>,
-    now: String,
+    pub(crate) ended: Option<String>,
+    pub(crate) now: String,
 }
 
 impl Store {
@@ -350,6 +358,7 @@ impl Store {
         };
         store_run_messages(&mut w, &run, &batch.messages, &mut batch.results).await?;
         store_run_usages(&mut w, &run, &batch.usages, &mut batch.results).await?;
+        store_run_git_snapshots(&mut w, &run, &batch.git_snapshots, &mut batch.results).await?;
         w.commit().await?;
         Ok(IngestResult {
             results: batch

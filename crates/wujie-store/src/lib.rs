@@ -14,6 +14,7 @@ mod dialect;
 mod discussions;
 mod error;
 mod feed_head;
+mod git_snapshots;
 mod ingest;
 mod ingest_slots;
 mod issues;

@@ -8,6 +8,7 @@ use wujie_protocol::api::{
     RunSummary,
 };
 use wujie_protocol::event::{MessageKind, Usage};
+use wujie_protocol::git::RunGit;
 
 use crate::StoreError;
 use crate::text::Text;
@@ -178,6 +179,7 @@ impl RunRow {
         self,
         messages: Vec<RunMessage>,
         usage: Vec<Usage>,
+        git: Option<RunGit>,
     ) -> Result<Run, StoreError> {
         Ok(Run {
             issue_key: issue_key(&self.key_prefix, self.issue_seq),
@@ -192,6 +194,7 @@ impl RunRow {
             ended_at: self.ended_at,
             messages,
             usage,
+            git,
             id: self.id,
         })
     }
@@ -217,7 +220,10 @@ impl RunRow {
 async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, StoreError> {
     let messages = load_messages(conn, &row.id).await?;
     let usage = load_usage(conn, RUN_USAGE_SQL, &row.id).await?;
-    row.into_run(messages, usage)
+    let git = crate::git_snapshots::latest(conn, &row.id)
+        .await?
+        .map(|changes| changes.summary());
+    row.into_run(messages, usage, git)
 }
 
 pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Run, StoreError> {

@@ -10,6 +10,7 @@ use wujie_protocol::api::{
     IssueQuery, IssueStatus, RunMessage,
 };
 use wujie_protocol::event::MessageKind;
+use wujie_protocol::git::{FileStatus, Patch, RunGit};
 use wujie_protocol::pricing::PriceTable;
 
 use super::cost::{cost_text, priced_issue};
@@ -50,6 +51,9 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     limit,
                 };
                 list(ctx, &conn.client, &query).await?;
+            }
+            IssueCommand::Diff { key, run, stat } => {
+                diff(ctx, &conn.client, &key, run.as_deref(), stat).await?;
             }
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
@@ -208,6 +212,9 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
         if let Some(e) = &run.error {
             outln!("  error: {}", one_line(e, 100));
         }
+        if let Some(git) = &run.git {
+            print_run_git(git)?;
+        }
         for m in &run.messages {
             outln!("  {}", describe(m));
         }
@@ -229,6 +236,130 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
     let usage: Vec<_> = issue.runs.iter().flat_map(|r| &r.usage).collect();
     if !usage.is_empty() {
         outln!("\nCost: {}", inline(&cost_text(&prices.cost(usage))));
+    }
+    Ok(())
+}
+
+/// `wujie issue diff`: the run's patch (or `--stat`), from its latest snapshot.
+async fn diff(
+    ctx: &Context,
+    client: &Client,
+    key: &str,
+    run: Option<&str>,
+    stat: bool,
+) -> Result<()> {
+    let issue = client.get_issue(key).await?;
+    let run = match run {
+        Some(id) => issue
+            .runs
+            .iter()
+            .find(|r| r.id == id)
+            .with_context(|| format!("issue {} has no run {id}; `wujie issue show {}` lists its runs", issue.key, issue.key))?,
+        None => issue
+            .runs
+            .iter()
+            .rev()
+            .find(|r| r.git.is_some())
+            .with_context(|| format!("no run of issue {} recorded code changes (runs record them when started in a git work tree)", issue.key))?,
+    };
+    anyhow::ensure!(
+        run.git.is_some(),
+        "run {} recorded no code changes: it did not run in a git work tree, or git was not installed",
+        run.id
+    );
+    let changes = client.run_git(&run.id).await?;
+    if ctx.json() {
+        return print_json(&changes);
+    }
+    if stat {
+        return print_run_git(&changes.summary());
+    }
+    for file in &changes.files {
+        match &file.patch {
+            Patch::Kept(text) => crate::output::write_stdout(format_args!("{text}"))?,
+            // Said on stderr, so that stdout stays a patch `git apply` takes.
+            omitted => wujie_process::stderr_line!(
+                "wujie: {}: {}",
+                inline(&file.path),
+                omitted.omitted_reason().unwrap_or_default()
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// A run's code: where it ran, its commits, and a `git diff --stat`-like list of its files.
+fn print_run_git(git: &RunGit) -> Result<()> {
+    let branch = git.branch.as_deref().unwrap_or("detached HEAD");
+    let short = |c: &Option<String>| {
+        c.as_deref()
+            .map_or("none".to_owned(), |c| c.chars().take(7).collect())
+    };
+    outln!(
+        "  code: {} on {} (base {}, head {})",
+        inline(&git.repo),
+        inline(branch),
+        short(&git.base_commit),
+        short(&git.head_commit)
+    );
+    for c in &git.commits {
+        outln!(
+            "  commit {} {}",
+            c.sha.chars().take(7).collect::<String>(),
+            one_line(&c.subject, 80)
+        );
+    }
+    let additions: u64 = git.files.iter().map(|f| f.additions).sum();
+    let deletions: u64 = git.files.iter().map(|f| f.deletions).sum();
+    outln!(
+        "  {} file{} changed, {additions} insertion{}(+), {deletions} deletion{}(-)",
+        git.files.len(),
+        if git.files.len() == 1 { "" } else { "s" },
+        if additions == 1 { "" } else { "s" },
+        if deletions == 1 { "" } else { "s" },
+    );
+    let width = git
+        .files
+        .iter()
+        .map(|f| inline(&f.path).chars().count())
+        .max()
+        .unwrap_or(0);
+    for f in &git.files {
+        let counts = if f.binary {
+            "binary".to_owned()
+        } else {
+            // As `--stat` draws it: at most 40 marks, in proportion when there are more.
+            let total = f.additions + f.deletions;
+            let scale = |n: u64| {
+                if total > 40 {
+                    (n * 40).div_ceil(total)
+                } else {
+                    n
+                }
+            };
+            format!(
+                "{:>5} {}{}",
+                total,
+                "+".repeat(scale(f.additions) as usize),
+                "-".repeat(scale(f.deletions) as usize)
+            )
+        };
+        let mut notes = Vec::new();
+        match f.status {
+            FileStatus::Modified => {}
+            FileStatus::Renamed => notes.push(format!(
+                "renamed from {}",
+                inline(f.old_path.as_deref().unwrap_or("?"))
+            )),
+            other => notes.push(other.as_str().to_owned()),
+        }
+        notes.extend(f.patch_omitted.iter().map(|r| inline(r).into_owned()));
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join("; "))
+        };
+        outln!("    {:<width$} | {counts}{notes}", inline(&f.path));
     }
     Ok(())
 }

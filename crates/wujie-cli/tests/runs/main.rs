@@ -7,6 +7,7 @@ mod descendants;
 mod disk;
 mod exit_codes;
 mod failed_start;
+mod git_changes;
 mod limits;
 mod liveness;
 mod protocol_gaps;

@@ -5,10 +5,12 @@ use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
 };
 
+use wujie_protocol::git::GitChanges;
+
 use super::{Body, IngestBody, StartKey};
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::ApiResult;
+use crate::error::{ApiResult, Failure};
 
 #[utoipa::path(post, path = "/api/v1/issues/{key_or_id}/runs", tag = "runs",
     security(("bearer" = [])),
@@ -48,6 +50,37 @@ pub(crate) async fn get_run(
 ) -> ApiResult<Json<Run>> {
     caller.require_user("read runs")?;
     Ok(Json(state.store.run(&id).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/runs/{id}/git", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 200, body = GitChanges, description = "The run's code changes as of its latest snapshot, with the patches"),
+        (status = 404, body = ApiError, description = "No such run, or it recorded no code changes"),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn get_run_git(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<GitChanges>> {
+    // A run token of the issue may read it too: the agent can look at its own changes.
+    if !caller.is_user() {
+        let run = state.store.run(&id).await?;
+        caller.require_issue_read(&run.issue_id, &run.issue_key)?;
+    }
+    match state.store.run_git_changes(&id).await? {
+        Some(changes) => Ok(Json(changes)),
+        None => {
+            // Tells a missing run apart from one that recorded nothing.
+            state.store.run(&id).await?;
+            Err(Failure::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "run {id} recorded no code changes: it did not run in a git work tree, or \
+                     git was not installed"
+                ),
+            ))
+        }
+    }
 }
 
 #[utoipa::path(post, path = "/api/v1/runs/{id}/events", tag = "runs", security(("bearer" = [])),

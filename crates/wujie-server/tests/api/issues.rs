@@ -114,6 +114,7 @@ async fn issue_detail_has_comments_runs_messages_and_usage() {
             "error",
             "exit_code",
             "failure_kind",
+            "git",
             "id",
             "issue_id",
             "issue_key",

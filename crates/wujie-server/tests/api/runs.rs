@@ -140,3 +140,58 @@ async fn heartbeats_keep_a_run_running() {
     assert_eq!(status_of(&missing), 404);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_runs_code_changes_are_served_to_users_and_to_run_tokens_of_the_issue() {
+    use wujie_protocol::api::{IngestBatch, IngestItem};
+    use wujie_protocol::event::Event;
+    use wujie_protocol::git::GitChanges;
+
+    let h = Harness::start().await;
+    let issue = h.issue("code").await;
+    let created = h.run_on(&issue.key).await;
+    let id = created.run.id.clone();
+    let missing = h
+        .admin
+        .run_git(&id)
+        .await
+        .expect_err("nothing recorded yet");
+    assert_eq!(status_of(&missing), 404);
+    assert!(
+        missing.to_string().contains("recorded no code changes"),
+        "{missing}"
+    );
+
+    let changes = GitChanges {
+        snapshot: 1,
+        tree: "t1".into(),
+        repo: "project".into(),
+        remotes: Vec::new(),
+        branch: Some("main".into()),
+        base_commit: None,
+        head_commit: None,
+        commits: Vec::new(),
+        files: Vec::new(),
+    };
+    let item = IngestItem {
+        source: "wujie-reporter".into(),
+        source_key: "git:1:t1".into(),
+        event: Event::GitChanges(changes.clone()),
+    };
+    h.admin
+        .ingest_run_events(&id, &IngestBatch { items: vec![item] })
+        .await
+        .expect("ingest");
+    assert_eq!(h.admin.run_git(&id).await.expect("user reads"), changes);
+    let own = h.client(&created.token);
+    assert_eq!(own.run_git(&id).await.expect("run token reads"), changes);
+
+    let other_issue = h.issue("other").await;
+    let other = h.run_on(&other_issue.key).await;
+    let refused = h
+        .client(&other.token)
+        .run_git(&id)
+        .await
+        .expect_err("another issue's run token");
+    assert_eq!(status_of(&refused), 403);
+}

@@ -2,6 +2,7 @@
 
 mod common;
 mod database_files;
+mod git_snapshots;
 mod lifecycle_migration;
 mod outbox;
 mod outbox_owners;

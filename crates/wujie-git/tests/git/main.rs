@@ -1,0 +1,8 @@
+//! wujie-git against real repositories in temporary directories, driven with the `git` on
+//! PATH.
+
+mod changes;
+mod info;
+mod limits;
+mod sandbox;
+mod untouched;

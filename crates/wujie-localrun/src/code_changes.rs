@@ -1,0 +1,205 @@
+//! What a run changes in the code, when it runs in a git work tree: a snapshot of the working
+//! tree at the start, after every turn (`final`) and at the end, each delivered as a
+//! `GitChanges` event through the outbox like every other event.
+//!
+//! Snapshots are taken on a task of their own, and git itself runs on the blocking pool: the
+//! path that reads the adapter's output only signals "a turn ended" and never waits for git.
+//! Turns that end while a snapshot is under way are served by one more snapshot after it.
+//! Each result is keyed by its place in the run and its tree id (`git:<n>:<tree>`), so a
+//! delivery retried or finished by `wujie local-run sync` after a crash stores it once, and a
+//! tree the agent comes back to later is still recorded as the latest.
+
+use std::path::Path;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use wujie_delivery::reporter::Recorder;
+use wujie_git::{Discovered, GitError, PatchLimits, RepoInfo, Repository, TreeId};
+use wujie_protocol::api::IngestItem;
+use wujie_protocol::error_text::with_causes;
+use wujie_protocol::event::Event;
+use wujie_protocol::git::GitChanges;
+use wujie_store::outbox::now_ms;
+
+use crate::events::REPORTER_SOURCE;
+
+/// The snapshots of one run.
+pub(crate) struct CodeWatch {
+    turns: mpsc::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl CodeWatch {
+    /// Takes the start snapshot of the work tree `cwd` is in and records it for `target_id`.
+    /// `None` outside a work tree (the run goes on as any other), and when git is missing or
+    /// fails (said on stderr in one line).
+    pub(crate) async fn start(cwd: &Path, target_id: &str, recorder: Recorder) -> Option<Self> {
+        let cwd = cwd.to_path_buf();
+        let started = tokio::task::spawn_blocking(move || start_snapshot(&cwd)).await;
+        let start = match started {
+            Ok(Ok(Some(start))) => start,
+            Ok(Ok(None)) => return None,
+            Ok(Err(GitError::NotInstalled { .. })) => {
+                wujie_process::stderr_line!(
+                    "wujie: git is not on PATH; this run records no code changes"
+                );
+                return None;
+            }
+            Ok(Err(e)) => {
+                wujie_process::stderr_line!(
+                    "wujie: cannot read the code at the start of the run; this run records no \
+                     code changes: {}",
+                    with_causes(&e)
+                );
+                return None;
+            }
+            Err(_) => return None,
+        };
+        let mut snapshots = Snapshots {
+            start,
+            target_id: target_id.to_owned(),
+            recorder,
+            taken: 0,
+            last: None,
+        };
+        let first = snapshots.start_changes();
+        snapshots.record(first).await;
+        // One pending turn is enough: a snapshot taken after it sees every turn before.
+        let (turns, mut pending) = mpsc::channel(1);
+        let task = tokio::spawn(async move {
+            while pending.recv().await.is_some() {
+                snapshots.take().await;
+            }
+            // The run ended (the sender was dropped): the last snapshot.
+            snapshots.take().await;
+        });
+        Some(Self { turns, task })
+    }
+
+    /// A turn ended: a snapshot is due. Never waits.
+    pub(crate) fn turn_ended(&self) {
+        let _ = self.turns.try_send(());
+    }
+
+    /// Takes the end snapshot and waits until it is recorded.
+    pub(crate) async fn finish(self) {
+        drop(self.turns);
+        let _ = self.task.await;
+    }
+}
+
+/// The repository and what it was at the start of the run.
+struct Start {
+    repository: Repository,
+    info: RepoInfo,
+    tree: TreeId,
+}
+
+fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
+    let repository = match Repository::discover(cwd)? {
+        Discovered::Repository(repository) => repository,
+        Discovered::NotARepository => return Ok(None),
+    };
+    let info = repository.info()?;
+    let tree = repository.snapshot()?;
+    Ok(Some(Start {
+        repository,
+        info,
+        tree,
+    }))
+}
+
+struct Snapshots {
+    start: Start,
+    target_id: String,
+    recorder: Recorder,
+    /// Snapshots recorded so far (the next one's place in the run).
+    taken: u32,
+    /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again.
+    last: Option<(String, Option<String>)>,
+}
+
+impl Snapshots {
+    fn start_changes(&self) -> GitChanges {
+        let info = &self.start.info;
+        GitChanges {
+            snapshot: 0,
+            tree: self.start.tree.to_string(),
+            repo: info.repo.clone(),
+            remotes: info.remotes.clone(),
+            branch: info.branch.clone(),
+            base_commit: info.head_commit.clone(),
+            head_commit: info.head_commit.clone(),
+            commits: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    async fn take(&mut self) {
+        let repository = self.start.repository.clone();
+        let start = self.start.tree.clone();
+        let base = self.start.info.head_commit.clone();
+        let snapshot = self.taken;
+        let taken =
+            tokio::task::spawn_blocking(move || changes_since(&repository, &start, base, snapshot))
+                .await;
+        match taken {
+            Ok(Ok(changes)) => self.record(changes).await,
+            Ok(Err(e)) => wujie_process::stderr_line!(
+                "wujie: cannot take a snapshot of the code after a turn: {}",
+                with_causes(&e)
+            ),
+            Err(_) => {}
+        }
+    }
+
+    async fn record(&mut self, changes: GitChanges) {
+        let now = (changes.tree.clone(), changes.head_commit.clone());
+        if self.last.as_ref() == Some(&now) {
+            return;
+        }
+        let item = IngestItem {
+            source: REPORTER_SOURCE.to_owned(),
+            source_key: format!("git:{}:{}", changes.snapshot, changes.tree),
+            event: Event::GitChanges(changes),
+        };
+        match self
+            .recorder
+            .record(&self.target_id, vec![(item, now_ms())])
+            .await
+        {
+            Ok(()) => {
+                self.last = Some(now);
+                self.taken += 1;
+            }
+            Err(e) => wujie_process::stderr_line!(
+                "wujie: cannot record the run's code changes: {}",
+                with_causes(&e)
+            ),
+        }
+    }
+}
+
+/// The run's changes as of a snapshot taken now.
+fn changes_since(
+    repository: &Repository,
+    start: &TreeId,
+    base: Option<String>,
+    snapshot: u32,
+) -> Result<GitChanges, GitError> {
+    let tree = repository.snapshot()?;
+    let info = repository.info()?;
+    let diff = repository.diff(start, &tree, PatchLimits::default())?;
+    let commits = repository.commits_since(base.as_deref())?;
+    Ok(GitChanges {
+        snapshot,
+        tree: tree.to_string(),
+        repo: info.repo,
+        remotes: info.remotes,
+        branch: info.branch,
+        base_commit: base,
+        head_commit: info.head_commit,
+        commits,
+        files: diff.files,
+    })
+}

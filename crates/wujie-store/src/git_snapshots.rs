@@ -1,0 +1,99 @@
+//! A run's code changes: one row per working-tree snapshot, stored once per key like every
+//! event; the latest snapshot is the run's changes.
+
+use sqlx::AnyConnection;
+use wujie_protocol::api::{IngestItem, IngestItemResult, IngestOutcome};
+use wujie_protocol::git::GitChanges;
+
+use crate::ingest::{RunTarget, outcome, rejected};
+use crate::{Store, StoreError, WriteTx};
+
+/// A snapshot of a batch, waiting to be stored.
+pub(crate) struct PendingSnapshot<'a> {
+    pub(crate) index: usize,
+    pub(crate) item: &'a IngestItem,
+    pub(crate) changes: &'a GitChanges,
+}
+
+/// Stores a batch's snapshots on `run`, each key once (a key delivered again is `duplicate`).
+pub(crate) async fn store_run_git_snapshots(
+    w: &mut WriteTx<'_>,
+    run: &RunTarget<'_>,
+    snapshots: &[PendingSnapshot<'_>],
+    results: &mut [Option<IngestItemResult>],
+) -> Result<(), StoreError> {
+    for pending in snapshots {
+        let item = pending.item;
+        if let Some(refusal) = &run.ended {
+            results[pending.index] = Some(if exists(&mut w.tx, run.run_id, item).await? {
+                outcome(IngestOutcome::Duplicate)
+            } else {
+                rejected(refusal.clone())
+            });
+            continue;
+        }
+        let changes = serde_json::to_string(pending.changes)?;
+        let stored = sqlx::query(
+            "INSERT INTO run_git_snapshots (run_id, source, source_key, snapshot, tree, changes, \
+             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (run_id, source, source_key) DO NOTHING",
+        )
+        .bind(run.run_id)
+        .bind(&item.source)
+        .bind(&item.source_key)
+        .bind(i64::from(pending.changes.snapshot))
+        .bind(&pending.changes.tree)
+        .bind(changes)
+        .bind(&run.now)
+        .execute(&mut *w.tx)
+        .await?
+        .rows_affected()
+            == 1;
+        results[pending.index] = Some(outcome(if stored {
+            IngestOutcome::Stored
+        } else {
+            IngestOutcome::Duplicate
+        }));
+    }
+    Ok(())
+}
+
+async fn exists(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    item: &IngestItem,
+) -> Result<bool, StoreError> {
+    let found: Option<(i64,)> = sqlx::query_as(
+        "SELECT 1 FROM run_git_snapshots WHERE run_id = $1 AND source = $2 AND source_key = $3",
+    )
+    .bind(run_id)
+    .bind(&item.source)
+    .bind(&item.source_key)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}
+
+/// The run's latest snapshot, `None` when it recorded none (not in a git work tree, or no git).
+pub(crate) async fn latest(
+    conn: &mut AnyConnection,
+    run_id: &str,
+) -> Result<Option<GitChanges>, StoreError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT changes FROM run_git_snapshots WHERE run_id = $1 \
+         ORDER BY snapshot DESC, seq DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
+        .transpose()
+}
+
+impl Store {
+    /// The code changes of run `run_id` as of its latest snapshot.
+    pub async fn run_git_changes(&self, run_id: &str) -> Result<Option<GitChanges>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        latest(&mut conn, run_id).await
+    }
+}

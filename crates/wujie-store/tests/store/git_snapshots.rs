@@ -1,0 +1,121 @@
+//! A run's snapshots of its code: stored once per key, the latest read back, none after the
+//! run's end.
+
+use super::common::TestStore;
+
+use wujie_protocol::api::{
+    CreateIssue, CreateRun, FinishRun, IngestItem, IngestOutcome, RunStatus,
+};
+use wujie_protocol::event::Event;
+use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch};
+
+fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestItem {
+    IngestItem {
+        source: "wujie-reporter".into(),
+        source_key: format!("git:{snapshot}:{tree}"),
+        event: Event::GitChanges(GitChanges {
+            snapshot,
+            tree: tree.into(),
+            repo: "project".into(),
+            remotes: Vec::new(),
+            branch: Some("main".into()),
+            base_commit: Some("b".repeat(40)),
+            head_commit: Some("c".repeat(40)),
+            commits: vec![Commit {
+                sha: "c".repeat(40),
+                subject: "Add a".into(),
+                author: "Ada <ada@example.test>".into(),
+            }],
+            files,
+        }),
+    }
+}
+
+fn added(path: &str) -> FileChange {
+    FileChange {
+        path: path.into(),
+        old_path: None,
+        status: FileStatus::Added,
+        additions: 1,
+        deletions: 0,
+        binary: false,
+        patch: Patch::Kept(format!("diff --git a/{path} b/{path}\n")),
+    }
+}
+
+#[tokio::test]
+async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let issue = store
+        .create_issue(&CreateIssue {
+            title: "code".into(),
+            description: String::new(),
+            discussion_id: None,
+        })
+        .await
+        .expect("issue");
+    let run = store
+        .create_run(
+            &issue.key,
+            &CreateRun {
+                provider: "fake".into(),
+                cwd: "/tmp".into(),
+            },
+        )
+        .await
+        .expect("run")
+        .run;
+    assert_eq!(store.run_git_changes(&run.id).await.expect("read"), None);
+
+    let start = snapshot_item(0, "t0", Vec::new());
+    let turn = snapshot_item(1, "t1", vec![added("a.txt")]);
+    let outcomes = |r: wujie_protocol::api::IngestResult| {
+        r.results.into_iter().map(|i| i.outcome).collect::<Vec<_>>()
+    };
+    let first = store
+        .ingest_run_events(&run.id, &[start, turn.clone()], 1 << 20)
+        .await
+        .expect("ingest");
+    assert_eq!(
+        outcomes(first),
+        [IngestOutcome::Stored, IngestOutcome::Stored]
+    );
+    // Delivered again (a retry, or `local-run sync` after a crash): stored already.
+    let again = store
+        .ingest_run_events(&run.id, std::slice::from_ref(&turn), 1 << 20)
+        .await
+        .expect("ingest");
+    assert_eq!(outcomes(again), [IngestOutcome::Duplicate]);
+
+    let latest = store
+        .run_git_changes(&run.id)
+        .await
+        .expect("read")
+        .expect("a snapshot");
+    let Event::GitChanges(expected) = &turn.event else {
+        unreachable!("built as one")
+    };
+    assert_eq!(&latest, expected);
+
+    store
+        .finish_run(
+            &run.id,
+            &FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    let late = snapshot_item(2, "t2", vec![added("b.txt")]);
+    let after = store
+        .ingest_run_events(&run.id, &[turn, late], 1 << 20)
+        .await
+        .expect("ingest");
+    assert_eq!(
+        outcomes(after),
+        [IngestOutcome::Duplicate, IngestOutcome::Rejected]
+    );
+}
