@@ -1,0 +1,262 @@
+//! The README's "Using it" block, run line by line with bash as a user would paste it: from a
+//! directory holding the repository's samples, on a fresh profile and after `wujie demo`, with
+//! the `wujie` under test first on PATH. A line whose comment starts with `needs` names what it
+//! needs beyond that; the test supplies what it can (pi, pointed at the mock model) and says
+//! why it leaves out the rest, so the README cannot drift from what the commands do.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_mockllm::{MockLlm, Script};
+use wujie_testkit::*;
+
+/// The one need this test meets itself: pi on PATH and model settings pointing at the mock.
+const PI_AND_MODEL: &str = "needs pi and model settings";
+
+/// The variable the model settings name as holding the key (the mock takes any key).
+const KEY_VARIABLE: &str = "WUJIE_README_MODEL_KEY";
+
+/// One line of the block, numbered as in README.md.
+#[derive(Debug)]
+struct Line {
+    number: usize,
+    text: String,
+    /// The line's comment when it starts with `needs`.
+    needs: Option<String>,
+}
+
+/// The lines of the ```sh block under "## Using it", blank lines left out.
+fn using_it_block() -> Vec<Line> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&path).expect("README.md");
+    let mut lines = readme.lines().enumerate();
+    lines
+        .by_ref()
+        .find(|(_, l)| *l == "## Using it")
+        .expect("README.md has a \"## Using it\" section");
+    lines
+        .by_ref()
+        .find(|(_, l)| *l == "```sh")
+        .expect("\"Using it\" has a ```sh block");
+    lines
+        .take_while(|(_, l)| *l != "```")
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| Line {
+            number: i + 1,
+            text: l.to_owned(),
+            needs: l
+                .split_once(" # ")
+                .map(|(_, comment)| comment.trim())
+                .filter(|comment| comment.starts_with("needs "))
+                .map(str::to_owned),
+        })
+        .collect()
+}
+
+/// A bash script running `lines` in order, stopping at the first failure and naming its line.
+fn script(lines: &[&Line]) -> String {
+    let mut script = String::from(
+        "set -euo pipefail\ntrap 'echo \"README.md line $README_LINE failed\" >&2' ERR\n",
+    );
+    for line in lines {
+        script.push_str(&format!("README_LINE={}\n{}\n", line.number, line.text));
+    }
+    script
+}
+
+/// The model the branch lines use: the mock, through the settings `branch open` reads.
+struct Model {
+    runtime: tokio::runtime::Runtime,
+    mock: MockLlm,
+}
+
+impl Model {
+    fn start() -> Model {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let mock = runtime
+            .block_on(MockLlm::start(Script::default()))
+            .expect("the mock model server starts");
+        Model { runtime, mock }
+    }
+
+    fn settings(&self) -> [(&'static str, String); 5] {
+        [
+            ("WUJIE_LLM_BASE_URL", self.mock.v1_url()),
+            ("WUJIE_LLM_API", "openai-completions".to_owned()),
+            ("WUJIE_LLM_MODEL", "mock-model".to_owned()),
+            ("WUJIE_LLM_API_KEY_ENV", KEY_VARIABLE.to_owned()),
+            (KEY_VARIABLE, "any".to_owned()),
+        ]
+    }
+
+    fn answered(&self) -> usize {
+        self.mock
+            .requests()
+            .iter()
+            .filter(|r| r.is_model_request())
+            .count()
+    }
+
+    fn stop(self) {
+        self.runtime.block_on(self.mock.shutdown());
+    }
+}
+
+/// Runs the block in `env` (its profile, its work dir made a git repository with the samples)
+/// and returns whether the pi lines ran.
+fn run_the_block(env: &Env) -> bool {
+    wujie_require::require("bash").expect("bash");
+    wujie_require::require("git").expect("git");
+    wujie_require::require("jq").expect("jq");
+    wujie_require::require("python3").expect("python3 (the sample adapters)");
+    let work = env.work.path();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(work)
+        .status()
+        .expect("git runs");
+    assert!(git.success(), "git init failed");
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for samples in ["examples", "localrun-providers"] {
+        std::os::unix::fs::symlink(repository.join(samples), work.join(samples)).unwrap();
+    }
+
+    let with_pi = Agent::Pi.require().is_some();
+    let lines = using_it_block();
+    let mut run = Vec::new();
+    for line in &lines {
+        match &line.needs {
+            Some(needs) if !(with_pi && needs.starts_with(PI_AND_MODEL)) => {
+                let command = line.text.split_once(" # ").map_or(&*line.text, |(c, _)| c);
+                eprintln!(
+                    "README.md line {} not run ({needs}): {}",
+                    line.number,
+                    command.trim_end()
+                );
+            }
+            _ => run.push(line),
+        }
+    }
+    assert!(
+        run.len() >= 15,
+        "only {} lines of the block would run: is the block still there? {lines:#?}",
+        run.len()
+    );
+
+    let model = Model::start();
+    let user_home = tempfile::tempdir().expect("temp HOME");
+    let wujie_dir = Path::new(WUJIE.path())
+        .parent()
+        .expect("the binary's directory");
+    let path = std::env::join_paths(
+        [wujie_dir.to_path_buf(), agents_dir().join("bin")]
+            .into_iter()
+            .chain(std::env::split_paths(
+                &std::env::var_os("PATH").unwrap_or_default(),
+            )),
+    )
+    .expect("PATH");
+    let mut bash = Command::new("bash");
+    bash.args(["--norc", "--noprofile", "-c", &script(&run)])
+        .current_dir(work)
+        .stdin(Stdio::null());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("WUJIE_") && name != "WUJIE_SKIP_AGENTS" {
+            bash.env_remove(name);
+        }
+    }
+    let out = bash
+        .env("WUJIE_HOME", env.home.path())
+        .env("HOME", user_home.path())
+        .env("PATH", path)
+        .envs(model.settings())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "the README block failed ({:?})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if with_pi {
+        assert!(
+            model.answered() > 0,
+            "the branch lines ran but the model was never asked"
+        );
+    }
+    model.stop();
+    with_pi
+}
+
+/// The issue the block created, with what the block did to it.
+fn check_what_the_block_left(env: &Env, with_pi: bool) {
+    let issues = env.json(&["issue", "list", "--limit", "1000"]);
+    let titled = |title: &str| -> Option<String> {
+        issues
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|i| (i["title"] == title).then(|| i["key"].as_str().unwrap().to_owned()))
+    };
+    let key = titled("Fix the flaky test").unwrap_or_else(|| panic!("{issues:#}"));
+    let issue = env.issue(&key);
+    let providers: Vec<&str> = issue["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["provider"].as_str().unwrap())
+        .collect();
+    assert!(providers.contains(&"fake-provider-v2"), "{issue:#}");
+    assert_eq!(providers.contains(&"pi"), with_pi, "{issue:#}");
+    assert!(
+        titled("Store the data in SQLite").is_some(),
+        "the discussion was not promoted: {issues:#}"
+    );
+}
+
+#[test]
+fn the_readme_block_runs_on_a_fresh_profile() {
+    let env = Env::new();
+    let with_pi = run_the_block(&env);
+    check_what_the_block_left(&env, with_pi);
+}
+
+#[test]
+fn the_readme_block_runs_after_the_demo() {
+    let env = Env::new();
+    env.ok(&["demo"]);
+    let with_pi = run_the_block(&env);
+    check_what_the_block_left(&env, with_pi);
+}
+
+#[test]
+fn needs_comments_are_read_from_the_block() {
+    let lines = using_it_block();
+    let needs: Vec<&Line> = lines.iter().filter(|l| l.needs.is_some()).collect();
+    assert!(
+        needs
+            .iter()
+            .any(|l| l.text.starts_with("wujie branch open")
+                && l.needs.as_deref() == Some(PI_AND_MODEL)),
+        "{needs:#?}"
+    );
+    assert!(
+        needs.iter().all(|l| !l.text.starts_with("KEY=")),
+        "{needs:#?}"
+    );
+    let paths: Vec<PathBuf> = lines
+        .iter()
+        .filter_map(|l| l.text.split_whitespace().find(|w| w.starts_with("./")))
+        .map(|p| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p))
+        .collect();
+    assert!(paths.len() >= 4, "{lines:#?}");
+    for path in &paths {
+        assert!(
+            path.is_dir(),
+            "the block names {}, not in the repository",
+            path.display()
+        );
+    }
+}
