@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
 use wujie_mockllm::{MockLlm, Script};
 use wujie_testkit::*;
 
@@ -54,15 +54,42 @@ fn using_it_block() -> Vec<Line> {
         .collect()
 }
 
-/// A bash script running `lines` in order, stopping at the first failure and naming its line.
-fn script(lines: &[&Line]) -> String {
+/// A bash script running `lines` (numbered as in README.md) in order, stopping at the first
+/// failure and naming its line.
+fn script(lines: &[(usize, String)]) -> String {
     let mut script = String::from(
         "set -euo pipefail\ntrap 'echo \"README.md line $README_LINE failed\" >&2' ERR\n",
     );
-    for line in lines {
-        script.push_str(&format!("README_LINE={}\n{}\n", line.number, line.text));
+    for (number, line) in lines {
+        script.push_str(&format!("README_LINE={number}\n{line}\n"));
     }
     script
+}
+
+/// The agent a line's `needs AGENT …` names when it speaks ACP itself (as
+/// [`AgentHome::acp`] knows them), so that the line runs headless against the mock.
+fn acp_agent(needs: &str) -> Option<Agent> {
+    let name = needs.strip_prefix("needs ")?.split_whitespace().next()?;
+    Agent::from_name(name).filter(|agent| {
+        matches!(
+            agent,
+            Agent::Gemini | Agent::Grok | Agent::Hermes | Agent::Opencode
+        )
+    })
+}
+
+/// `line` in a subshell whose HOME and environment point its agent at the mock model.
+fn in_agent_home(home: &AgentHome, line: &str) -> String {
+    let mut exports = format!("export HOME={}", quoted(&home.home().to_string_lossy()));
+    for (name, value) in home.envs() {
+        exports.push_str(&format!(" {name}={}", quoted(value)));
+    }
+    format!("({exports}\n{line}\n)")
+}
+
+/// `text` as one bash word.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The model the branch lines use: the mock, through the settings `branch open` reads.
@@ -103,9 +130,15 @@ impl Model {
     }
 }
 
-/// Runs the block in `env` (its profile, its work dir made a git repository with the samples)
-/// and returns whether the pi lines ran.
-fn run_the_block(env: &Env) -> bool {
+/// Which of the lines that need an agent ran.
+struct Ran {
+    pi: bool,
+    acp: usize,
+}
+
+/// Runs the block in `env` (its profile, its work dir made a git repository with the samples);
+/// with `agents`, also the lines whose agent this test can point at the mock.
+fn run_the_block(env: &Env, agents: bool) -> Ran {
     wujie_require::require("bash").expect("bash");
     wujie_require::require("git").expect("git");
     wujie_require::require("jq").expect("jq");
@@ -122,21 +155,44 @@ fn run_the_block(env: &Env) -> bool {
         std::os::unix::fs::symlink(repository.join(samples), work.join(samples)).unwrap();
     }
 
-    let with_pi = Agent::Pi.require().is_some();
+    let mut ran = Ran { pi: false, acp: 0 };
+    let model = Model::start();
+    let mut homes = Vec::new();
     let lines = using_it_block();
     let mut run = Vec::new();
     for line in &lines {
-        match &line.needs {
-            Some(needs) if !(with_pi && needs.starts_with(PI_AND_MODEL)) => {
-                let command = line.text.split_once(" # ").map_or(&*line.text, |(c, _)| c);
-                eprintln!(
-                    "README.md line {} not run ({needs}): {}",
-                    line.number,
-                    command.trim_end()
-                );
-            }
-            _ => run.push(line),
+        let Some(needs) = &line.needs else {
+            run.push((line.number, line.text.clone()));
+            continue;
+        };
+        let command = line.text.split_once(" # ").map_or(&*line.text, |(c, _)| c);
+        if !agents {
+            eprintln!(
+                "README.md line {} not run here ({needs}; the_readme_block_runs_on_a_fresh_profile runs what it can): {}",
+                line.number,
+                command.trim_end()
+            );
+            continue;
         }
+        if needs.starts_with(PI_AND_MODEL) && Agent::Pi.require().is_some() {
+            run.push((line.number, line.text.clone()));
+            ran.pi = true;
+            continue;
+        }
+        if let Some(agent) = acp_agent(needs)
+            && agent.require().is_some()
+        {
+            let home = AgentHome::new(agent, &model.mock.url()).unwrap_or_else(|e| panic!("{e}"));
+            run.push((line.number, in_agent_home(&home, &line.text)));
+            homes.push(home);
+            ran.acp += 1;
+            continue;
+        }
+        eprintln!(
+            "README.md line {} not run ({needs}): {}",
+            line.number,
+            command.trim_end()
+        );
     }
     assert!(
         run.len() >= 15,
@@ -144,7 +200,6 @@ fn run_the_block(env: &Env) -> bool {
         run.len()
     );
 
-    let model = Model::start();
     let user_home = tempfile::tempdir().expect("temp HOME");
     let wujie_dir = Path::new(WUJIE.path())
         .parent()
@@ -180,18 +235,17 @@ fn run_the_block(env: &Env) -> bool {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if with_pi {
-        assert!(
-            model.answered() > 0,
-            "the branch lines ran but the model was never asked"
-        );
-    }
+    assert_eq!(
+        model.answered() > 0,
+        ran.pi || ran.acp > 0,
+        "the model was asked exactly when agent lines ran"
+    );
     model.stop();
-    with_pi
+    ran
 }
 
 /// The issue the block created, with what the block did to it.
-fn check_what_the_block_left(env: &Env, with_pi: bool) {
+fn check_what_the_block_left(env: &Env, ran: &Ran) {
     let issues = env.json(&["issue", "list", "--limit", "1000"]);
     let titled = |title: &str| -> Option<String> {
         issues
@@ -209,7 +263,9 @@ fn check_what_the_block_left(env: &Env, with_pi: bool) {
         .map(|r| r["provider"].as_str().unwrap())
         .collect();
     assert!(providers.contains(&"fake-provider-v2"), "{issue:#}");
-    assert_eq!(providers.contains(&"pi"), with_pi, "{issue:#}");
+    assert_eq!(providers.contains(&"pi"), ran.pi, "{issue:#}");
+    let acp_runs = providers.iter().filter(|p| **p == "acp").count();
+    assert_eq!(acp_runs, ran.acp, "{issue:#}");
     assert!(
         titled("Store the data in SQLite").is_some(),
         "the discussion was not promoted: {issues:#}"
@@ -219,16 +275,18 @@ fn check_what_the_block_left(env: &Env, with_pi: bool) {
 #[test]
 fn the_readme_block_runs_on_a_fresh_profile() {
     let env = Env::new();
-    let with_pi = run_the_block(&env);
-    check_what_the_block_left(&env, with_pi);
+    let ran = run_the_block(&env, true);
+    check_what_the_block_left(&env, &ran);
 }
 
 #[test]
 fn the_readme_block_runs_after_the_demo() {
     let env = Env::new();
     env.ok(&["demo"]);
-    let with_pi = run_the_block(&env);
-    check_what_the_block_left(&env, with_pi);
+    // The keys differ from a fresh profile's (the demo made WUJ-1); the agents are left to the
+    // fresh profile's run, which drives them all.
+    let ran = run_the_block(&env, false);
+    check_what_the_block_left(&env, &ran);
 }
 
 #[test]
