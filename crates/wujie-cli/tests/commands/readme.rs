@@ -1,8 +1,9 @@
 //! The README's "Using it" block, run line by line with bash as a user would paste it: from a
 //! directory holding the repository's samples, on a fresh profile and after `wujie demo`, with
 //! the `wujie` under test first on PATH. A line whose comment starts with `needs` names what it
-//! needs beyond that; the test supplies what it can (pi, pointed at the mock model) and says
-//! why it leaves out the rest, so the README cannot drift from what the commands do.
+//! needs beyond that; the test supplies what it can (pi and the agents that speak ACP, pointed
+//! at the mock model) and says why it leaves out the rest (a terminal, a server of its own), so
+//! the README cannot drift from what the commands do.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,7 +12,7 @@ use wujie_mockllm::agents::{Agent, AgentHome, agents_dir};
 use wujie_mockllm::{MockLlm, Script};
 use wujie_testkit::*;
 
-/// The one need this test meets itself: pi on PATH and model settings pointing at the mock.
+/// The need of the branch lines: pi on PATH and model settings pointing at the mock.
 const PI_AND_MODEL: &str = "needs pi and model settings";
 
 /// The variable the model settings name as holding the key (the mock takes any key).
@@ -92,7 +93,7 @@ fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The model the branch lines use: the mock, through the settings `branch open` reads.
+/// The model the agent lines use: the mock; `settings` are what `branch open` reads.
 struct Model {
     runtime: tokio::runtime::Runtime,
     mock: MockLlm,
@@ -157,6 +158,7 @@ fn run_the_block(env: &Env, agents: bool) -> Ran {
 
     let mut ran = Ran { pi: false, acp: 0 };
     let model = Model::start();
+    // The agents' homes (temp dirs) live until the block has run.
     let mut homes = Vec::new();
     let lines = using_it_block();
     let mut run = Vec::new();
