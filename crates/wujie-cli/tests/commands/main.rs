@@ -8,5 +8,6 @@ mod branch_owner;
 mod cli_output;
 mod help;
 mod issue_lifecycle;
+mod readme;
 mod shell_docs;
 mod user_output;
