@@ -23,7 +23,9 @@ pub struct Workspace {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateIssue {
+    /// At most 1,024 bytes of UTF-8, after trimming.
     pub title: String,
+    /// At most 1 MiB of UTF-8.
     #[serde(default)]
     pub description: String,
     /// Set when the issue is promoted from a discussion.
@@ -390,13 +392,15 @@ pub struct IngestResult {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateComment {
+    /// At most 1 MiB of UTF-8.
     pub body: String,
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateToken {
-    /// Who or what the token is for (a person, a laptop); shown by `GET /tokens`.
+    /// Who or what the token is for (a person, a laptop); shown by `GET /tokens`. At most 256
+    /// bytes of UTF-8.
     pub name: String,
     /// The token stops working this many seconds after it is minted; never when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -499,7 +503,9 @@ pub struct CreatedDiscussion {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromoteDiscussion {
+    /// At most 1,024 bytes of UTF-8, as an issue's title.
     pub title: String,
+    /// At most 1 MiB of UTF-8, as an issue's description.
     pub description: String,
     pub provider: String,
     pub cwd: String,
@@ -543,8 +549,10 @@ pub const MAX_ISSUE_LIST: u32 = 1000;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EditIssue {
+    /// At most 1,024 bytes of UTF-8, after trimming.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// At most 1 MiB of UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }

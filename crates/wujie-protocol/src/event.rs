@@ -82,6 +82,7 @@ pub struct Message {
 }
 
 /// Token usage; only the six fields of the seed are kept, anything else on the line is dropped.
+/// A server refuses a count over 2^40 tokens (`limits::MAX_USAGE_TOKENS`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub provider: String,

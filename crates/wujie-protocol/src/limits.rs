@@ -30,6 +30,30 @@ pub const JSON_PARSER_MAX_DEPTH: usize = 127;
 /// more, so a single item of the largest event always fits.
 pub const MAX_BATCH_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Longest issue title, in bytes of UTF-8 (a title is one line a list shows).
+pub const MAX_TITLE_BYTES: usize = 1024;
+/// Longest issue description, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 1024 * 1024;
+/// Longest comment a person writes, in bytes (an agent's final answer is bounded by
+/// [`MAX_EVENT_BYTES`] instead).
+pub const MAX_COMMENT_BYTES: usize = 1024 * 1024;
+/// Longest name of a token, in bytes.
+pub const MAX_TOKEN_NAME_BYTES: usize = 256;
+/// Largest token count of one usage event, per field: far above any model's context, and low
+/// enough that the sums of millions of them stay within a signed 64-bit integer.
+pub const MAX_USAGE_TOKENS: u64 = 1 << 40;
+
+/// `text`, named `what`, is within `max` bytes; else why not, in words a user can act on.
+pub fn check_text_len(what: &str, text: &str, max: usize) -> Result<(), String> {
+    if text.len() <= max {
+        return Ok(());
+    }
+    Err(format!(
+        "the {what} is {} bytes, over the limit of {max} bytes; shorten it",
+        text.len()
+    ))
+}
+
 const _: () = assert!(MAX_EVENT_DEPTH + BATCH_WRAPPER_DEPTH <= JSON_PARSER_MAX_DEPTH);
 const _: () = assert!(MAX_BATCH_BODY_BYTES >= 3 * MAX_EVENT_BYTES);
 

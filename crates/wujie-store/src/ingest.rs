@@ -76,8 +76,9 @@ pub(crate) fn precheck(
     None
 }
 
-/// Token counts are stored as SQLite integers, which are signed: a count above `i64::MAX`
-/// cannot be stored as it is, and storing anything else would be a made-up number.
+/// Token counts are stored as signed 64-bit integers and summed per issue and workspace: a
+/// count over [`limits::MAX_USAGE_TOKENS`] is refused, so that no sum can overflow (storing
+/// anything else than the count would be a made-up number).
 fn usage_out_of_range(usage: &Usage) -> Option<String> {
     [
         ("input_tokens", usage.input_tokens),
@@ -86,11 +87,11 @@ fn usage_out_of_range(usage: &Usage) -> Option<String> {
         ("cache_write_tokens", usage.cache_write_tokens),
     ]
     .into_iter()
-    .find(|(_, n)| i64::try_from(*n).is_err())
+    .find(|(_, n)| *n > limits::MAX_USAGE_TOKENS)
     .map(|(field, n)| {
         format!(
-            "usage {field} is {n}, more than the store can hold (at most {}); it will not be stored",
-            i64::MAX
+            "usage {field} is {n}, over the limit of {} tokens per event; it will not be stored",
+            limits::MAX_USAGE_TOKENS
         )
     })
 }

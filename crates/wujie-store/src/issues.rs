@@ -6,6 +6,8 @@ use wujie_protocol::api::{
     IssueSummary, MAX_ISSUE_LIST, RunSummary,
 };
 
+use wujie_protocol::limits;
+
 use crate::activity::{self, author_kind_str};
 use crate::rows::{
     RUN_COLUMNS, RUNS_WITH_ISSUES, RunRow, issue_key, load_issue, parse_issue_status,
@@ -26,6 +28,7 @@ pub(crate) async fn insert_issue(
             "an issue needs a non-empty title".into(),
         ));
     }
+    check_title_and_description(Some(title), Some(&req.description))?;
     // Taking the next number and bumping it in one statement keeps keys unique and gap-free.
     let (workspace_id, seq): (String, i64) = sqlx::query_as(
         "UPDATE workspaces SET next_issue_seq = next_issue_seq + 1 WHERE key_prefix = $1 \
@@ -212,6 +215,8 @@ impl Store {
                 "a comment needs a non-empty body".into(),
             ));
         }
+        limits::check_text_len("comment", body, limits::MAX_COMMENT_BYTES)
+            .map_err(StoreError::Invalid)?;
         let mut w = self.write().await?;
         let issue_id = resolve_issue(&mut w.tx, key_or_id).await?;
         let comment = insert_comment(&mut w.tx, &issue_id, author, w.author_token, body).await?;
@@ -233,6 +238,7 @@ impl Store {
                 "an issue needs a non-empty title; pass a title with text in it".into(),
             ));
         }
+        check_title_and_description(title, edit.description.as_deref())?;
         if title.is_none() && edit.description.is_none() {
             return Err(StoreError::Invalid(
                 "nothing to change: give a new title and/or description".into(),
@@ -342,4 +348,20 @@ struct RunSummaryRow {
     #[sqlx(flatten)]
     run: RunRow,
     message_count: i64,
+}
+
+/// A title and a description (either absent when unchanged) within their limits.
+fn check_title_and_description(
+    title: Option<&str>,
+    description: Option<&str>,
+) -> Result<(), StoreError> {
+    if let Some(title) = title {
+        limits::check_text_len("title", title, limits::MAX_TITLE_BYTES)
+            .map_err(StoreError::Invalid)?;
+    }
+    if let Some(description) = description {
+        limits::check_text_len("description", description, limits::MAX_DESCRIPTION_BYTES)
+            .map_err(StoreError::Invalid)?;
+    }
+    Ok(())
 }

@@ -120,6 +120,12 @@ impl Store {
                 "a token needs a name (e.g. the machine or person it is for)".into(),
             ));
         }
+        wujie_protocol::limits::check_text_len(
+            "token name",
+            name,
+            wujie_protocol::limits::MAX_TOKEN_NAME_BYTES,
+        )
+        .map_err(StoreError::Invalid)?;
         if expires_in.is_some_and(|d| d.is_zero()) {
             return Err(StoreError::Invalid(
                 "a token that expires at once is no use; give a positive duration".into(),

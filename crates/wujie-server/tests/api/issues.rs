@@ -202,3 +202,27 @@ async fn openapi_document() {
         insta::assert_json_snapshot!("openapi_document", doc);
     });
 }
+
+/// A 5 MB title made every listing of issues slow for everyone: it is refused, with the limit.
+#[tokio::test]
+async fn a_title_over_the_limit_is_refused_with_the_limit_named() {
+    let h = Harness::start().await;
+    let huge = wujie_protocol::api::CreateIssue {
+        title: "t".repeat(5 * 1024 * 1024),
+        description: String::new(),
+        discussion_id: None,
+    };
+    let err = h.admin.create_issue(&huge).await.expect_err("refused");
+    let wujie_client::ClientError::Status {
+        status, message, ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*status, reqwest::StatusCode::BAD_REQUEST);
+    assert!(
+        message.contains("title") && message.contains("over the limit of 1024 bytes"),
+        "{message}"
+    );
+    h.stop().await;
+}

@@ -111,7 +111,7 @@ async fn usage_beyond_what_the_store_can_hold_is_refused() {
     };
     let items = [
         usage("too-big", u64::MAX),
-        usage("largest", i64::MAX as u64),
+        usage("largest", wujie_protocol::limits::MAX_USAGE_TOKENS),
     ];
     let result = store
         .ingest_run_events(&run.id, &items, 1 << 20)
@@ -126,5 +126,8 @@ async fn usage_beyond_what_the_store_can_hold_is_refused() {
     assert_eq!(result.results[1].outcome, IngestOutcome::Stored);
     let stored = &store.run(&run.id).await.unwrap().usage;
     assert_eq!(stored.len(), 1, "only the count that fits is kept");
-    assert_eq!(stored[0].input_tokens, i64::MAX as u64);
+    assert_eq!(
+        stored[0].input_tokens,
+        wujie_protocol::limits::MAX_USAGE_TOKENS
+    );
 }

@@ -13,3 +13,4 @@ mod stopped_writer;
 mod store;
 mod texts;
 mod writers;
+mod written_limits;
