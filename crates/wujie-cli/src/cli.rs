@@ -163,27 +163,42 @@ pub struct AdapterArgs {
     pub name_and_args: Vec<String>,
 }
 
+/// Issues `issue list` shows unless told otherwise, as many as `gh issue list` does.
+pub const DEFAULT_ISSUE_LIST: u32 = 30;
+
 #[derive(Debug, Subcommand)]
 pub enum IssueCommand {
     /// Create an issue.
+    #[command(
+        after_help = "Example: wujie issue create -t \"Fix the flaky test\" -b \"It fails one run in ten.\""
+    )]
     Create {
-        #[arg(long)]
+        #[arg(short, long)]
         title: String,
-        #[arg(long, default_value = "")]
+        #[arg(short = 'b', long, visible_alias = "body", default_value = "")]
         description: String,
     },
-    /// List issues, newest first.
-    #[command(after_help = "Example: wujie issue list --status open --search parser --limit 20")]
+    /// List issues, newest first: the newest 30 unless --limit or --all says otherwise.
+    #[command(after_help = "Example: wujie issue list -s open -S parser -L 20")]
     List {
         /// Only issues with this status.
-        #[arg(long, value_parser = ["open", "in_progress", "done", "closed"])]
+        #[arg(short, long, value_parser = ["open", "in_progress", "done", "closed"])]
         status: Option<String>,
         /// Text to find in titles, descriptions and comments (case-insensitive).
-        #[arg(long)]
+        #[arg(short = 'S', long)]
         search: Option<String>,
         /// At most this many issues (1 to 1000).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        limit: Option<u32>,
+        #[arg(
+            short = 'L',
+            long,
+            default_value_t = DEFAULT_ISSUE_LIST,
+            value_parser = clap::value_parser!(u32).range(1..=1000),
+            conflicts_with = "all"
+        )]
+        limit: u32,
+        /// Every issue that matches, up to the server's most (1000).
+        #[arg(long)]
+        all: bool,
     },
     /// Show an issue with its comments and runs.
     Show { key: String },
@@ -204,9 +219,9 @@ pub enum IssueCommand {
     /// Change an issue's title and/or description.
     Edit {
         key: String,
-        #[arg(long)]
+        #[arg(short, long)]
         title: Option<String>,
-        #[arg(long)]
+        #[arg(short = 'b', long, visible_alias = "body")]
         description: Option<String>,
     },
     /// Close an issue as done (or, with --not-planned, as closed without being done).

@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 use wujie_client::{Client, FeedEvent};
 use wujie_protocol::api::{
     AuthorKind, CreateComment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueEvent,
-    IssueQuery, IssueStatus, RunMessage,
+    IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage,
 };
 use wujie_protocol::event::MessageKind;
 use wujie_protocol::git::{FileStatus, Patch, RunGit};
@@ -44,13 +44,16 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                 status,
                 search,
                 limit,
+                all,
             } => {
+                let shown = if all { MAX_ISSUE_LIST } else { limit };
                 let query = IssueQuery {
                     status: status.as_deref().and_then(IssueStatus::from_name),
                     search,
-                    limit,
+                    // One more than shown, to know whether there are more.
+                    limit: Some((shown + 1).min(MAX_ISSUE_LIST)),
                 };
-                list(ctx, &conn.client, &query).await?;
+                list(ctx, &conn.client, &query, shown).await?;
             }
             IssueCommand::Diff { key, run, stat } => {
                 diff(ctx, &conn.client, &key, run.as_deref(), stat).await?;
@@ -122,8 +125,25 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
 }
 
 /// `issue list`: the issues matching `query`, a line each.
-async fn list(ctx: &Context, client: &Client, query: &IssueQuery) -> Result<()> {
-    let issues = client.search_issues(query).await?;
+/// `issue list`: at most `shown` issues, and a word on stderr when there are more.
+async fn list(ctx: &Context, client: &Client, query: &IssueQuery, shown: u32) -> Result<()> {
+    let mut issues = client.search_issues(query).await?;
+    let more = issues.len() > shown as usize;
+    issues.truncate(shown as usize);
+    if !ctx.json() {
+        if more {
+            wujie_process::stderr_line!(
+                "Showing the newest {shown}; `--limit N` (up to {MAX_ISSUE_LIST}) or `--all` \
+                 shows more."
+            );
+        } else if issues.len() == MAX_ISSUE_LIST as usize {
+            // The server's most: there may be more, which no listing shows.
+            wujie_process::stderr_line!(
+                "Showing the newest {MAX_ISSUE_LIST}, the most one listing gives; narrow it with \
+                 --status or --search."
+            );
+        }
+    }
     if ctx.json() {
         print_json(&issues)?;
     } else if issues.is_empty() && (query.status.is_some() || query.search.is_some()) {

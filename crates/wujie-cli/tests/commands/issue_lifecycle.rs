@@ -154,3 +154,47 @@ fn runs_lists_an_issues_runs_and_watch_replays_a_finished_run_then_ends() {
             .any(|e| e["event"] == "message" && e["data"]["message"]["content"] == "all done")
     );
 }
+
+/// `issue list` shows the newest 30, as gh does, and says on stderr when there are more;
+/// `--limit`/`-L` and `--all` show more, and the short flags gh users type work.
+#[test]
+fn issue_list_shows_the_newest_thirty_and_says_when_there_are_more() {
+    let env = Env::new();
+    for n in 1..=32 {
+        env.ok(&["issue", "create", "-t", &format!("issue {n}"), "-b", "body"]);
+    }
+    let rows = |out: &str| out.lines().skip(1).count();
+    let listed = env.run(&["issue", "list"]);
+    assert!(listed.status.success());
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(rows(&stdout), 30, "{stdout}");
+    assert!(
+        stdout.contains("issue 32") && !stdout.contains("issue 2\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr.trim(),
+        "Showing the newest 30; `--limit N` (up to 1000) or `--all` shows more."
+    );
+    assert_eq!(rows(&env.ok(&["issue", "list", "--all"])), 32);
+    assert_eq!(rows(&env.ok(&["issue", "list", "-L", "3"])), 3);
+    assert_eq!(
+        env.json(&["issue", "list"]).as_array().unwrap().len(),
+        30,
+        "JSON is the same listing, without the words"
+    );
+    let all = env.run(&["issue", "list", "--all"]);
+    assert!(
+        all.stderr.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+
+    let found = env.json(&["issue", "list", "-s", "open", "-S", "issue 7"]);
+    assert_eq!(found.as_array().unwrap().len(), 1, "{found}");
+    let detail = env.json(&["issue", "show", found[0]["key"].as_str().unwrap()]);
+    assert_eq!(detail["description"], "body");
+    let e = env.fails(&["issue", "list", "--all", "--limit", "5"]);
+    assert!(e.contains("cannot be used with"), "{e}");
+}
