@@ -8,6 +8,8 @@
 use std::borrow::Cow;
 use std::io::Write;
 
+use std::io::IsTerminal;
+
 use anyhow::Result;
 use serde::Serialize;
 use wujie_term::text::{Layout, terminal_safe};
@@ -58,14 +60,21 @@ pub fn block(text: &str) -> Cow<'_, str> {
     terminal_safe(text, Layout::Block)
 }
 
-/// A stored string shortened to one line of at most `max` characters for tables.
+/// A stored string shortened to one line of at most `max` terminal columns for tables (a CJK
+/// character takes two), ending in `…` when something was cut.
 pub fn one_line(text: &str, max: usize) -> String {
-    let flat = inline(text);
-    if flat.chars().count() <= max {
-        flat.into_owned()
-    } else {
-        let mut s: String = flat.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
+    wujie_term::text::fit(&inline(text), max)
+}
+
+/// The width of the terminal stdout is, or None when stdout is not a terminal (a pipe, a
+/// file), where nothing needs cutting to fit.
+pub fn stdout_columns() -> Option<usize> {
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
     }
+    rustix::termios::tcgetwinsize(&stdout)
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 0)
 }

@@ -16,7 +16,7 @@ use wujie_protocol::pricing::PriceTable;
 use super::cost::{cost_text, priced_issue};
 use crate::cli::IssueCommand;
 use crate::context::Context;
-use crate::output::{block, inline, one_line, outln, print_json};
+use crate::output::{block, inline, one_line, outln, print_json, stdout_columns};
 
 pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     let conn = ctx.connect().await?;
@@ -125,6 +125,11 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
 }
 
 /// `issue list`: the issues matching `query`, a line each.
+/// Where `issue list` prints titles: after the key and status columns.
+const LIST_TITLE_COLUMN: usize = 10 + 1 + 12 + 1;
+/// Titles are never cut shorter than this, however narrow the terminal.
+const MIN_TITLE_WIDTH: usize = 20;
+
 /// `issue list`: at most `shown` issues, and a word on stderr when there are more.
 async fn list(ctx: &Context, client: &Client, query: &IssueQuery, shown: u32) -> Result<()> {
     let mut issues = client.search_issues(query).await?;
@@ -151,6 +156,11 @@ async fn list(ctx: &Context, client: &Client, query: &IssueQuery, shown: u32) ->
     } else if issues.is_empty() {
         outln!("No issues yet. Create one with `wujie issue create --title \"…\"`.");
     } else {
+        // On a terminal titles take the rest of its width; elsewhere (a pipe, a file) they are
+        // printed whole.
+        let title_width = stdout_columns().map_or(usize::MAX, |cols| {
+            cols.saturating_sub(LIST_TITLE_COLUMN).max(MIN_TITLE_WIDTH)
+        });
         outln!("{:<10} {:<12} title", "key", "status");
         for i in issues {
             let status = serde_json::to_value(i.status)?;
@@ -158,7 +168,7 @@ async fn list(ctx: &Context, client: &Client, query: &IssueQuery, shown: u32) ->
                 "{:<10} {:<12} {}",
                 i.key,
                 status.as_str().unwrap_or(""),
-                one_line(&i.title, 70)
+                one_line(&i.title, title_width)
             );
         }
     }

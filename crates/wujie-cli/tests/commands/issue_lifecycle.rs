@@ -198,3 +198,51 @@ fn issue_list_shows_the_newest_thirty_and_says_when_there_are_more() {
     let e = env.fails(&["issue", "list", "--all", "--limit", "5"]);
     assert!(e.contains("cannot be used with"), "{e}");
 }
+
+/// On a terminal, titles take the rest of its width, counted in columns (a CJK character takes
+/// two), and end in `…` when cut; into a pipe they are printed whole.
+#[test]
+fn issue_list_fits_titles_to_the_terminal_and_prints_them_whole_elsewhere() {
+    let env = Env::new();
+    let title = format!(
+        "{} {}",
+        "修复缓存失效的问题".repeat(4),
+        "and a long English tail".repeat(3)
+    );
+    env.ok(&["issue", "create", "-t", &title]);
+    assert!(
+        env.ok(&["issue", "list"]).contains(&title),
+        "into a pipe the title is whole"
+    );
+
+    for cols in [60u16, 200] {
+        let mut term = term::Term::spawn_on(
+            &env,
+            WUJIE,
+            &["issue", "list"],
+            term::Terminal::new(10, cols),
+        );
+        term.wait_exit();
+        let screen = term.contents();
+        let row = screen
+            .lines()
+            .find(|l| l.starts_with("WUJ-1"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        let width: usize = row
+            .chars()
+            .map(|c| {
+                if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+                    2
+                } else {
+                    1
+                }
+            })
+            .sum();
+        if cols == 60 {
+            assert!(row.ends_with('…') && width <= 60, "{width}: {row}");
+            assert!(row.contains("修复缓存"), "{row}");
+        } else {
+            assert!(row.ends_with("tail") && !row.contains('…'), "{row}");
+        }
+    }
+}
