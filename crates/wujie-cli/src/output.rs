@@ -12,6 +12,7 @@ use std::io::IsTerminal;
 
 use anyhow::Result;
 use serde::Serialize;
+use wujie_protocol::api::IssueStatus;
 use wujie_term::text::{Layout, terminal_safe};
 
 /// Writes one line (`format_args!` style) to stdout; `?` hands a closed stdout up to `main`.
@@ -77,4 +78,30 @@ pub fn stdout_columns() -> Option<usize> {
         .ok()
         .map(|size| usize::from(size.ws_col))
         .filter(|cols| *cols > 0)
+}
+
+/// Whether what goes to stdout is coloured: it is a terminal, `NO_COLOR` (no-color.org) is not
+/// set to anything, and the terminal is not `TERM=dumb`.
+pub fn colour_stdout() -> bool {
+    std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+}
+
+/// An issue's status padded to `width` columns, in its colour when `colour` is on: open
+/// green, in progress yellow, done magenta, closed grey.
+pub fn issue_status(status: IssueStatus, width: usize, colour: bool) -> String {
+    let text = format!("{:<width$}", status.as_str());
+    if !colour {
+        return text;
+    }
+    let sgr = match status {
+        IssueStatus::Open => "32",
+        IssueStatus::InProgress => "33",
+        IssueStatus::Done => "35",
+        IssueStatus::Closed => "90",
+    };
+    // The padding stays outside the colour, so that a column of them lines up as text.
+    let name = status.as_str();
+    format!("\x1b[{sgr}m{name}\x1b[0m{}", &text[name.len()..])
 }

@@ -16,7 +16,9 @@ use wujie_protocol::pricing::PriceTable;
 use super::cost::{cost_text, priced_issue};
 use crate::cli::IssueCommand;
 use crate::context::Context;
-use crate::output::{block, inline, one_line, outln, print_json, stdout_columns};
+use crate::output::{
+    block, colour_stdout, inline, issue_status, one_line, outln, print_json, stdout_columns,
+};
 
 pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
     let conn = ctx.connect().await?;
@@ -161,13 +163,13 @@ async fn list(ctx: &Context, client: &Client, query: &IssueQuery, shown: u32) ->
         let title_width = stdout_columns().map_or(usize::MAX, |cols| {
             cols.saturating_sub(LIST_TITLE_COLUMN).max(MIN_TITLE_WIDTH)
         });
+        let colour = colour_stdout();
         outln!("{:<10} {:<12} title", "key", "status");
         for i in issues {
-            let status = serde_json::to_value(i.status)?;
             outln!(
-                "{:<10} {:<12} {}",
+                "{:<10} {} {}",
                 i.key,
-                status.as_str().unwrap_or(""),
+                issue_status(i.status, 12, colour),
                 one_line(&i.title, title_width)
             );
         }
@@ -208,12 +210,11 @@ async fn runs(ctx: &Context, client: &Client, key: &str) -> Result<()> {
 }
 
 pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
-    let status = serde_json::to_value(issue.status).unwrap_or_default();
     outln!(
         "{}  {}  [{}]",
         issue.key,
         inline(&issue.title),
-        status.as_str().unwrap_or("")
+        issue_status(issue.status, 0, colour_stdout())
     );
     if !issue.description.is_empty() {
         outln!("\n{}", block(&issue.description));

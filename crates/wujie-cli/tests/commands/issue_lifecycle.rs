@@ -246,3 +246,40 @@ fn issue_list_fits_titles_to_the_terminal_and_prints_them_whole_elsewhere() {
         }
     }
 }
+
+/// On a terminal an issue's status has its colour (open green), unless NO_COLOR is set;
+/// into a pipe there is no escape sequence at all.
+#[test]
+fn statuses_are_coloured_on_a_terminal_unless_no_color_is_set() {
+    let env = Env::new();
+    let key = env.create_issue("colours");
+    assert!(!env.ok(&["issue", "list"]).contains('\x1b'));
+    assert!(!env.ok(&["issue", "show", &key]).contains('\x1b'));
+    let status_colour = |vars: &[(&str, &str)]| {
+        let mut term = term::Term::spawn_with_vars(
+            &env,
+            WUJIE,
+            &["issue", "list"],
+            term::Terminal::STANDARD,
+            vars,
+        );
+        term.wait_exit();
+        let parser = term.screen.lock().unwrap();
+        let screen = parser.screen();
+        let row = screen
+            .contents()
+            .lines()
+            .position(|l| l.starts_with("WUJ-1"))
+            .expect("the issue's row") as u16;
+        let cell = screen.cell(row, 11).expect("the status column");
+        assert_eq!(cell.contents(), "o");
+        format!("{:?}", cell.fgcolor())
+    };
+    // Empty counts as not set (no-color.org), whatever the test's own environment holds.
+    assert_eq!(
+        status_colour(&[("NO_COLOR", "")]),
+        "Idx(2)",
+        "open is green"
+    );
+    assert_eq!(status_colour(&[("NO_COLOR", "1")]), "Default");
+}
