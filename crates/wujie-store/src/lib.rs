@@ -114,10 +114,25 @@ impl WriteTx<'_> {
 
 /// An exclusive lock on `<database>.setup-lock` while the database is opened and its schema
 /// created or migrated, so concurrent processes on one database do both one after the other.
-/// Released on drop.
-pub(crate) async fn setup_lock(
-    database: &Path,
-) -> Result<nix::fcntl::Flock<std::fs::File>, StoreError> {
+/// Released on drop, which removes the file first, so that commands leave no empty file behind.
+pub(crate) struct SetupLock {
+    path: std::path::PathBuf,
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl Drop for SetupLock {
+    fn drop(&mut self) {
+        // Removed while the lock is still held (fields drop after this): a process waiting
+        // for the lock on this file then finds that the path no longer names it, and locks
+        // the path anew (see `setup_lock`).
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the [`SetupLock`] of `database`, waiting for another process that holds it.
+pub(crate) async fn setup_lock(database: &Path) -> Result<SetupLock, StoreError> {
+    use std::os::unix::fs::MetadataExt;
+
     let mut name = database.as_os_str().to_owned();
     name.push(".setup-lock");
     let path = std::path::PathBuf::from(name);
@@ -125,15 +140,25 @@ pub(crate) async fn setup_lock(
         path: path.clone(),
         source,
     };
-    let file = open_lock_file(&path).map_err(io)?;
-    tokio::task::spawn_blocking(move || {
-        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, errno)| std::io::Error::from(errno))
-    })
-    .await
-    .map_err(std::io::Error::other)
-    .and_then(|r| r)
-    .map_err(io)
+    loop {
+        let file = open_lock_file(&path).map_err(io)?;
+        let lock = tokio::task::spawn_blocking(move || {
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, errno)| std::io::Error::from(errno))
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r)
+        .map_err(io)?;
+        let held = lock.metadata().map_err(io)?;
+        // The holder before us removed the file (or it was replaced): this lock is on a file
+        // nobody else will lock; take the one the path names now.
+        let same = std::fs::metadata(&path)
+            .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+        if same {
+            return Ok(SetupLock { path, _lock: lock });
+        }
+    }
 }
 
 /// Opens (creating it if needed) a file that is only ever locked, never read: its contents

@@ -131,3 +131,30 @@ async fn usage_beyond_what_the_store_can_hold_is_refused() {
         wujie_protocol::limits::MAX_USAGE_TOKENS
     );
 }
+
+/// Opening the databases leaves nothing but the databases: the lock that makes processes set
+/// them up one after the other is a file only while it is held, also when many open at once.
+#[tokio::test]
+async fn opening_leaves_no_lock_file_behind_even_when_many_open_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("wujie.db");
+    let outbox_db = dir.path().join("outbox.db");
+    let opens = (0..8).map(|_| {
+        let (db, outbox_db) = (db.clone(), outbox_db.clone());
+        tokio::spawn(async move {
+            let store = Store::open(&db).await.expect("store");
+            let outbox = Outbox::open(&outbox_db).await.expect("outbox");
+            store.close().await;
+            outbox.close().await;
+        })
+    });
+    for open in opens.collect::<Vec<_>>() {
+        open.await.unwrap();
+    }
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("lock"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
