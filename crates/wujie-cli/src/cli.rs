@@ -235,7 +235,19 @@ pub enum IssueCommand {
     /// List an issue's runs.
     Runs { key: String },
     /// Follow an issue live: its runs' messages, comments, status and usage, until its runs end.
-    Watch { key: String },
+    #[command(
+        after_help = "With --output json, one JSON object per line (NDJSON), as they arrive: \
+                      {\"event\": \"message\" | \"issue\", \"id\": …, \"data\": …}, and \
+                      {\"event\": \"live\"} once the history is replayed.\n\
+                      Example: wujie issue watch WUJ-12 --next"
+    )]
+    Watch {
+        key: String,
+        /// When no run of the issue is running, wait for the next one to start, then follow it
+        /// to its end (without it, watch ends at once).
+        #[arg(long)]
+        next: bool,
+    },
 }
 
 impl IssueCommand {
@@ -250,7 +262,7 @@ impl IssueCommand {
             | IssueCommand::Close { key, .. }
             | IssueCommand::Reopen { key }
             | IssueCommand::Runs { key }
-            | IssueCommand::Watch { key } => Some(key),
+            | IssueCommand::Watch { key, .. } => Some(key),
         }
     }
 }

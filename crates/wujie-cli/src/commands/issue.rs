@@ -110,7 +110,7 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                 set_status(ctx, &conn.client, &key, IssueStatus::Open).await?;
             }
             IssueCommand::Runs { key } => runs(ctx, &conn.client, &key).await?,
-            IssueCommand::Watch { key } => watch(ctx, &conn.client, &key).await?,
+            IssueCommand::Watch { key, next } => watch(ctx, &conn.client, &key, next).await?,
         }
         Ok(())
     }
@@ -501,11 +501,13 @@ fn edit_in_editor() -> Result<String> {
 const WATCH_RECONNECTS: u32 = 5;
 
 /// Follows the issue's feed from its beginning, reconnecting with the last event id when the
-/// connection drops, until no run of the issue is running any more.
-async fn watch(ctx: &Context, client: &Client, key: &str) -> Result<()> {
+/// connection drops, until no run of the issue is running any more (with `next`, once a run
+/// was seen running after the history, so that it waits for one to start).
+async fn watch(ctx: &Context, client: &Client, key: &str, next: bool) -> Result<()> {
     let mut last_id: Option<String> = None;
     let mut running: HashSet<String> = HashSet::new();
     let mut live = false;
+    let mut saw_a_run = false;
     let mut failures = 0;
     loop {
         let mut feed = match client.follow_issue(key, last_id.as_deref()).await {
@@ -551,7 +553,8 @@ async fn watch(ctx: &Context, client: &Client, key: &str) -> Result<()> {
                     last_id = Some(id);
                 }
             }
-            if live && running.is_empty() {
+            saw_a_run |= live && !running.is_empty();
+            if live && running.is_empty() && (saw_a_run || !next) {
                 return Ok(());
             }
         }

@@ -283,3 +283,49 @@ fn statuses_are_coloured_on_a_terminal_unless_no_color_is_set() {
     );
     assert_eq!(status_colour(&[("NO_COLOR", "1")]), "Default");
 }
+
+/// `issue watch --next` on an issue with no run running waits for the next run, follows it,
+/// and ends with it; its JSON is one object per line.
+#[test]
+fn watch_next_waits_for_the_next_run_and_ends_with_it() {
+    use std::io::BufRead;
+
+    let env = Env::new();
+    let key = env.create_issue("watched ahead");
+    let body = format!("echo '{}'", msg("final", "done at last", "1"));
+    let plugin = env.plugin("echoer", V1, &body);
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let mut watch = env
+        .cmd()
+        .args(["--output", "json", "issue", "watch", &key, "--next"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    // The history is replayed (the issue's creation), then the feed is live.
+    loop {
+        let line = lines
+            .next()
+            .expect("watch ended before it was live")
+            .unwrap();
+        let event: serde_json::Value = serde_json::from_str(&line).expect("NDJSON");
+        if event["event"] == "live" {
+            break;
+        }
+    }
+    env.ok(&["run", &key, "--", "echoer"]);
+    let rest: Vec<serde_json::Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).expect("NDJSON"))
+        .collect();
+    assert!(watch.wait().unwrap().success());
+    assert!(
+        rest.iter()
+            .any(|e| e["event"] == "message" && e["data"]["message"]["content"] == "done at last"),
+        "{rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|e| e["data"]["change"]["type"] == "run_finished"),
+        "{rest:?}"
+    );
+}
