@@ -39,13 +39,10 @@ impl Connection {
             // The profile's own `wujie server` serves the profile's database: its local token
             // works there, with no login.
             let own = is_own_server(profile, url).then(|| creds.local_token.clone());
-            let token = env("WUJIE_TOKEN")
-                .or(own.flatten())
-                .or(creds.remote_token)
-                .ok_or_else(|| LocalRunError::NoToken {
-                    server: url.to_owned(),
-                    env_hint: true,
-                })?;
+            let token = env("WUJIE_TOKEN").or(own.flatten()).or(creds.remote_token);
+            let Some(token) = token else {
+                return Err(no_token(url, true).await);
+            };
             return Connection::remote(url, token);
         }
         // Inside an adapter: every replica, the one its run started on first.
@@ -106,11 +103,10 @@ impl Connection {
         let token = std::env::var("WUJIE_TOKEN")
             .ok()
             .or(own.flatten())
-            .or(creds.remote_token)
-            .ok_or_else(|| LocalRunError::NoToken {
-                server: label.to_owned(),
-                env_hint: false,
-            })?;
+            .or(creds.remote_token);
+        let Some(token) = token else {
+            return Err(no_token(label, false).await);
+        };
         Connection::remote(label, token)
     }
 
@@ -118,6 +114,32 @@ impl Connection {
         if let Some(server) = self.embedded {
             server.shutdown().await;
         }
+    }
+}
+
+/// How long [`no_token`] waits for a server's answer to a health check.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Why there is no connection to `url` when no token for it is known: nothing listens there (a
+/// server that is down, which a login would not fix), or else the missing token. The probe is
+/// the server's health, which needs no token, and none is sent: only an empty one.
+async fn no_token(url: &str, env_hint: bool) -> LocalRunError {
+    let missing = LocalRunError::NoToken {
+        server: url.to_owned(),
+        env_hint,
+    };
+    let Ok(probe) = Client::new(url, Token::new(String::new())) else {
+        return missing;
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, probe.health()).await {
+        Ok(Err(e @ wujie_client::ClientError::Network { timeout: false, .. })) => {
+            LocalRunError::Server {
+                doing: format!("no server answers at {url}"),
+                source: e,
+            }
+        }
+        // Something answers (or takes its time): the token is what is missing.
+        _ => missing,
     }
 }
 
@@ -192,6 +214,26 @@ mod tests {
     /// A record naming a process that is alive proves nothing about the port: the pid may have
     /// been reused, or the server may be a zombie whose port another program took. (The record
     /// an earlier version wrote, which named a pid.)
+    /// A server that is down is not a missing login: the user is told nothing answers.
+    #[tokio::test]
+    async fn a_server_that_is_down_is_unreachable_not_a_missing_token() {
+        let home = tempfile::tempdir().unwrap();
+        let profile = Profile::under_home(home.path());
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+
+        let opened = Connection::open(&profile, Some(&url), &|_| None).await;
+        match opened {
+            Err(LocalRunError::Server { doing, source }) => {
+                assert_eq!(doing, format!("no server answers at {url}"));
+                assert!(source.is_retryable(), "{source:?}");
+            }
+            Err(other) => panic!("{other}"),
+            Ok(_) => panic!("connected to {url}"),
+        }
+    }
+
     #[tokio::test]
     async fn a_live_pid_in_a_record_does_not_make_a_port_the_profiles_own_server() {
         let home = tempfile::tempdir().unwrap();

@@ -133,13 +133,19 @@ fn the_profiles_own_server_needs_no_login() {
     let key = created["key"].as_str().unwrap();
     assert_eq!(env.issue(key)["title"], "through my own server");
 
-    // Another profile gets no token for it, and neither does this one once it stopped.
+    // Another profile gets no token for it, and neither does this one once it stopped: then
+    // it is told that nothing answers there, which a login would not fix.
     let other = Env::new();
     let stderr = other.fails(&["--server", &server.url, "issue", "list"]);
     assert!(stderr.contains("no token for"), "{stderr}");
     server.kill();
     let stderr = env.fails(&["--server", &server.url, "issue", "list"]);
-    assert!(stderr.contains("no token for"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("no server answers at {}", server.url))
+            && stderr.contains("start it with `wujie server`")
+            && !stderr.contains("no token"),
+        "{stderr}"
+    );
 }
 
 #[test]
