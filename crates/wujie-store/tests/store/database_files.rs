@@ -109,9 +109,12 @@ async fn usage_beyond_what_the_store_can_hold_is_refused() {
             cache_write_tokens: 0,
         }),
     };
+    // Up to `i64::MAX` fitted a column, but two of them made every sum of usage fail for good.
     let items = [
         usage("too-big", u64::MAX),
         usage("largest", wujie_protocol::limits::MAX_USAGE_TOKENS),
+        usage("would-overflow-sums", i64::MAX as u64),
+        usage("small", 5),
     ];
     let result = store
         .ingest_run_events(&run.id, &items, 1 << 20)
@@ -123,12 +126,20 @@ async fn usage_beyond_what_the_store_can_hold_is_refused() {
         reason.contains("input_tokens") && reason.contains(&u64::MAX.to_string()),
         "{reason}"
     );
-    assert_eq!(result.results[1].outcome, IngestOutcome::Stored);
+    let outcomes: Vec<_> = result.results.iter().map(|r| r.outcome).collect();
+    use IngestOutcome::{Rejected, Stored};
+    assert_eq!(outcomes, [Rejected, Stored, Rejected, Stored], "{result:?}");
+    let reason = result.results[2].reason.as_deref().unwrap();
+    assert!(
+        reason.contains(&wujie_protocol::limits::MAX_USAGE_TOKENS.to_string()),
+        "{reason}"
+    );
     let stored = &store.run(&run.id).await.unwrap().usage;
-    assert_eq!(stored.len(), 1, "only the count that fits is kept");
+    assert_eq!(stored.len(), 2, "only the counts within the limit are kept");
+    let totals = store.workspace_usage().await.expect("sums still work");
     assert_eq!(
-        stored[0].input_tokens,
-        wujie_protocol::limits::MAX_USAGE_TOKENS
+        totals[0].input_tokens,
+        wujie_protocol::limits::MAX_USAGE_TOKENS + 5
     );
 }
 
