@@ -571,7 +571,7 @@ pub async fn remove_orphans(outbox: &Outbox) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Write;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -603,7 +603,9 @@ mod tests {
         out.into_bytes()
     }
 
-    async fn outbox_with_target(dir: &Path) -> (Outbox, TargetLock) {
+    /// The outbox in `dir` with the run target `run-1` held by this process (the suite's
+    /// supervisor tests read adapters through it too).
+    pub(crate) async fn outbox_with_target(dir: &Path) -> (Outbox, TargetLock) {
         let outbox = Outbox::open(&dir.join("outbox.db")).await.unwrap();
         let owner = outbox
             .add_target(&NewTarget {

@@ -14,7 +14,7 @@ use wujie_localrun::session::{Binding, StdoutEvents, adapter_env, spawn_spec};
 use wujie_localrun::spool::Spool;
 use wujie_localrun::supervisor::{Adapter, WUJIE_ENV_VARS};
 use wujie_protocol::event::{DecodedLine, Event, EventError, EventErrorKind, MessageKind};
-use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
+use wujie_store::outbox::TargetLock;
 
 use super::{Home, V1, eventually, process_gone};
 
@@ -71,19 +71,7 @@ fn start(provider: &Provider, args: &[String], cwd: &Path) -> Adapter {
 /// The adapter's stdout as `wujie run` reads it: through a spool of the profile's outbox, for
 /// a target this process holds (both kept for as long as the events are read).
 async fn spooled_events(home: &Home, adapter: &mut Adapter) -> (StdoutEvents, (Spool, TargetLock)) {
-    let outbox = Outbox::open(&home.path("state").join("outbox.db"))
-        .await
-        .unwrap();
-    let target = outbox
-        .add_target(&NewTarget {
-            id: "run-1",
-            kind: TargetKind::Run,
-            server_url: "http://127.0.0.1:9",
-            label: "WUJ-1",
-            reporter_pid: std::process::id(),
-        })
-        .await
-        .unwrap();
+    let (outbox, target) = crate::spool::tests::outbox_with_target(&home.path("state")).await;
     let (spool, file) = Spool::create(&outbox, "run-1", Arc::new(AtomicU64::new(0)))
         .await
         .unwrap();
