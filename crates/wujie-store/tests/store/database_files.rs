@@ -4,8 +4,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::common::{outbox_with_run_1, with_suffix};
-use wujie_protocol::api::{CreateIssue, CreateRun, IngestItem, IngestOutcome};
+use super::common::{issue_with_run, outbox_with_run_1, with_suffix};
+use wujie_protocol::api::{CreateIssue, IngestItem, IngestOutcome};
 use wujie_protocol::event::{Event, Usage};
 use wujie_store::outbox::{Outbox, OutboxError};
 use wujie_store::{Store, StoreError};
@@ -85,18 +85,7 @@ async fn a_database_truncated_to_nothing_is_refused_not_started_afresh() {
 async fn usage_beyond_what_the_store_can_hold_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("wujie.db")).await.unwrap();
-    let i = store.create_issue(&issue()).await.unwrap();
-    let run = store
-        .create_run(
-            &i.key,
-            &CreateRun {
-                provider: "fake".into(),
-                cwd: "/tmp".into(),
-            },
-        )
-        .await
-        .unwrap()
-        .run;
+    let (_, run) = issue_with_run(&store, "kept").await;
     let usage = |key: &str, input_tokens: u64| IngestItem {
         source: "t".into(),
         source_key: key.into(),

@@ -1,11 +1,9 @@
 //! A run's snapshots of its code: stored once per key, the latest read back, none after the
 //! run's end.
 
-use super::common::TestStore;
+use super::common::{TestStore, issue_with_run};
 
-use wujie_protocol::api::{
-    CreateIssue, CreateRun, FinishRun, IngestItem, IngestOutcome, RunStatus,
-};
+use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, RunStatus};
 use wujie_protocol::event::Event;
 use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch};
 
@@ -47,25 +45,7 @@ fn added(path: &str) -> FileChange {
 async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
     let t = TestStore::open().await;
     let store = &t.store;
-    let issue = store
-        .create_issue(&CreateIssue {
-            title: "code".into(),
-            description: String::new(),
-            discussion_id: None,
-        })
-        .await
-        .expect("issue");
-    let run = store
-        .create_run(
-            &issue.key,
-            &CreateRun {
-                provider: "fake".into(),
-                cwd: "/tmp".into(),
-            },
-        )
-        .await
-        .expect("run")
-        .run;
+    let (_, run) = issue_with_run(store, "code").await;
     assert_eq!(store.run_git_changes(&run.id).await.expect("read"), None);
 
     let start = snapshot_item(0, "t0", Vec::new());

@@ -61,3 +61,30 @@ impl TestStore {
             .expect("open store")
     }
 }
+
+/// A new issue titled `title` on `store` and a running run on it (provider `fake`, cwd `/tmp`).
+pub async fn issue_with_run(
+    store: &wujie_store::Store,
+    title: &str,
+) -> (wujie_protocol::api::IssueDetail, wujie_protocol::api::Run) {
+    let issue = store
+        .create_issue(&wujie_protocol::api::CreateIssue {
+            title: title.into(),
+            description: String::new(),
+            discussion_id: None,
+        })
+        .await
+        .expect("issue");
+    let run = store
+        .create_run(
+            &issue.key,
+            &wujie_protocol::api::CreateRun {
+                provider: "fake".into(),
+                cwd: "/tmp".into(),
+            },
+        )
+        .await
+        .expect("run")
+        .run;
+    (issue, run)
+}
