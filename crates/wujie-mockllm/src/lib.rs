@@ -20,6 +20,7 @@
 //! against a mock, each in its own temporary home.
 
 pub mod agents;
+pub mod program;
 pub mod script;
 mod server;
 mod wire;
@@ -27,3 +28,8 @@ mod wire;
 pub use script::{LatestInput, Reply, Script, ToolCallSpec, ToolNames, Turn, Usage, When};
 pub use server::{MockError, MockLlm, RecordedRequest};
 pub use wire::Api;
+
+// The HTTP and real-CLI tests live in the library's test binary: one link per change.
+#[cfg(test)]
+#[path = "../tests/mockllm/main.rs"]
+mod suite;

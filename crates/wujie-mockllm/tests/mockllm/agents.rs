@@ -5,12 +5,12 @@
 //! An agent that is not installed fails its test with the install command to run, unless
 //! `WUJIE_SKIP_AGENTS` lists it (or says `all`).
 
+use crate::agents::{Agent, AgentHome};
+use crate::{LatestInput, MockLlm, RecordedRequest, Script};
 use serde_json::{Value, json};
 use std::os::unix::process::CommandExt;
 use std::process::{Output, Stdio};
 use std::time::Duration;
-use wujie_mockllm::agents::{Agent, AgentHome};
-use wujie_mockllm::{LatestInput, MockLlm, RecordedRequest, Script};
 
 const PROMPT: &str = "Run the shell command `echo hello`, then say done.";
 /// Only there so a hung agent cannot hang the test run; never a performance assertion.

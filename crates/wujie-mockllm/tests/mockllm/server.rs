@@ -1,8 +1,8 @@
 //! The mock server over real HTTP: every API streaming and not, tool calls, script matching,
 //! errors, request recording, and the binary.
 
+use crate::{MockLlm, Script};
 use serde_json::{Value, json};
-use wujie_mockllm::{MockLlm, Script};
 
 fn tool_script() -> Script {
     Script::from_json(
@@ -465,9 +465,16 @@ async fn requests_are_recorded_without_credentials() {
     mock.shutdown().await;
 }
 
+fn program_args(args: &[&str]) -> crate::program::Args {
+    use clap::Parser;
+    crate::program::Args::try_parse_from(
+        std::iter::once("wujie-mockllm").chain(args.iter().copied()),
+    )
+    .unwrap()
+}
+
 #[tokio::test]
-async fn the_binary_prints_its_url_first_and_serves_the_script() {
-    use std::io::{BufRead, BufReader};
+async fn the_program_prints_its_url_first_and_serves_the_script() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(
@@ -475,18 +482,42 @@ async fn the_binary_prints_its_url_first_and_serves_the_script() {
         r#"{"turns":[{"when":{"user_equals":"ping"},"reply":{"text":"scripted"}}]}"#,
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wujie-mockllm"))
-        .args(["--listen", "127.0.0.1:0", "--script"])
-        .arg(&script)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    let args = program_args(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    let (printed_tx, printed_rx) = tokio::sync::oneshot::channel::<Vec<u8>>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // What the program prints goes through a pipe-like writer that hands its bytes over once the
+    // program has flushed and dropped it, which it does before serving.
+    struct Printed(Vec<u8>, Option<tokio::sync::oneshot::Sender<Vec<u8>>>);
+    impl std::io::Write for Printed {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Drop for Printed {
+        fn drop(&mut self) {
+            if let Some(tx) = self.1.take() {
+                let _ = tx.send(std::mem::take(&mut self.0));
+            }
+        }
+    }
+    let serving = tokio::spawn(async move {
+        crate::program::serve(&args, Printed(Vec::new(), Some(printed_tx)), async {
+            stop_rx.await.map_err(anyhow::Error::from)
+        })
+        .await
+    });
+    let printed = String::from_utf8(printed_rx.await.unwrap()).unwrap();
+    let url = printed.lines().next().unwrap_or_default().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{printed:?}");
     let reply: Value = reqwest::Client::new()
         .post(format!("{url}/v1/chat/completions"))
         .json(&json!({"model": "x", "messages": [{"role": "user", "content": "ping"}]}))
@@ -496,26 +527,26 @@ async fn the_binary_prints_its_url_first_and_serves_the_script() {
         .json()
         .await
         .unwrap();
-    child.kill().unwrap();
-    child.wait().unwrap();
     assert_eq!(reply["choices"][0]["message"]["content"], "scripted");
+    stop_tx.send(()).unwrap();
+    serving.await.unwrap().unwrap();
 }
 
 #[tokio::test]
-async fn the_binary_rejects_a_bad_script_with_its_path() {
+async fn the_program_rejects_a_bad_script_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("bad.json");
     std::fs::write(&script, r#"{"turns":[{"reply":{"txt":"typo"}}]}"#).unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_wujie-mockllm"))
-        .arg("--script")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let args = program_args(&["--script", script.to_str().unwrap()]);
+    let mut printed = Vec::new();
+    let error = crate::program::serve(&args, &mut printed, std::future::ready(Ok(())))
+        .await
+        .unwrap_err();
+    let text = format!("{error:#}");
+    assert!(text.contains("bad.json") && text.contains("txt"), "{text}");
     assert!(
-        stderr.contains("bad.json") && stderr.contains("txt"),
-        "{stderr}"
+        printed.is_empty(),
+        "nothing is printed before the script is read"
     );
 }
 
@@ -570,10 +601,7 @@ async fn gemini_generate_content_json_and_stream() {
     );
     let recorded = mock.model_requests();
     assert_eq!(recorded.len(), 2);
-    assert_eq!(
-        recorded[0].api,
-        Some(wujie_mockllm::Api::GeminiGenerateContent)
-    );
+    assert_eq!(recorded[0].api, Some(crate::Api::GeminiGenerateContent));
     let models: Value = reqwest::get(format!("{}/v1beta/models", mock.url()))
         .await
         .unwrap()
