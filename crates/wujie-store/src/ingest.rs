@@ -3,12 +3,12 @@
 //! the UNIQUE (run, source, source_key) key decides between Stored and Duplicate
 //! (`ON CONFLICT DO NOTHING`, as for usage and discussion entries).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, AuthorKind, FailureKind, IngestInput, IngestItem, IngestItemResult, IngestOutcome,
-    IngestResult, IssueChange,
+    IngestResult, IssueChange, RunMessage,
 };
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 use wujie_protocol::limits;
@@ -17,9 +17,12 @@ use crate::activity;
 use crate::dialect::SerialLock;
 use crate::git_snapshots::{PendingSnapshot, store_run_git_snapshots};
 use crate::issues::insert_comment;
-use crate::rows::{parse_failure_kind, run_not_found, to_i64};
+use crate::rows::{
+    MESSAGE_COLUMNS, MessageRow, UsageRow, message_from_row, parse_failure_kind, run_not_found,
+    to_i64, usage_from_row,
+};
 use crate::sql::Placeholders;
-use crate::text::{Text, stored, stored_opt};
+use crate::text::{stored, stored_opt};
 use crate::{Store, StoreError, WriteTx, time};
 
 /// Rows per multi-row insert: 9 parameters each stays far below SQLite's parameter limit.
@@ -129,13 +132,15 @@ pub(crate) const DISCUSSION_USAGE_INSERT: &str = "INSERT INTO discussion_usage (
      source, source_key, provider, model, input_tokens, output_tokens, cache_read_tokens, \
      cache_write_tokens, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING";
 
-/// Keys of `messages` already stored on the run. Batches normally share one source, so this is
-/// one indexed `source_key IN (...)` lookup per source and chunk; only duplicates come back.
-async fn existing_message_keys<'a>(
+/// What is stored on the run under keys of `messages`. Batches normally share one source, so
+/// this is one indexed `source_key IN (...)` lookup per source and chunk; only keys sent again
+/// come back, with their event, so that a different event under a used key can be told from
+/// the same event sent again.
+async fn existing_messages<'a>(
     w: &mut WriteTx<'_>,
     run_id: &str,
     messages: &[&PendingMessage<'a>],
-) -> Result<HashSet<(&'a str, &'a str)>, StoreError> {
+) -> Result<HashMap<(&'a str, &'a str), RunMessage>, StoreError> {
     let mut by_source: HashMap<&'a str, Vec<&'a str>> = HashMap::new();
     for p in messages {
         by_source
@@ -143,10 +148,10 @@ async fn existing_message_keys<'a>(
             .or_default()
             .push(p.item.source_key.as_str());
     }
-    let mut existing = HashSet::new();
+    let mut existing = HashMap::new();
     for (source, keys) in by_source {
         for chunk in keys.chunks(KEY_LOOKUP_CHUNK) {
-            let mut sql = String::from("SELECT source_key FROM run_messages WHERE run_id = ");
+            let mut sql = format!("SELECT {MESSAGE_COLUMNS} FROM run_messages WHERE run_id = ");
             let mut placeholders = Placeholders::new(w.backend);
             placeholders.push(&mut sql);
             sql.push_str(" AND source = ");
@@ -158,17 +163,38 @@ async fn existing_message_keys<'a>(
             for key in chunk {
                 select = select.bind(stored(key));
             }
-            let found: Vec<(Text,)> = select.fetch_all(&mut *w.tx).await?;
-            let found: HashSet<String> = found.into_iter().map(|(k,)| k.into()).collect();
-            existing.extend(
-                chunk
-                    .iter()
-                    .filter(|k| found.contains(**k))
-                    .map(|k| (source, *k)),
-            );
+            let found: Vec<MessageRow> = select.fetch_all(&mut *w.tx).await?;
+            let mut found: HashMap<String, RunMessage> = found
+                .into_iter()
+                .map(|row| message_from_row(row).map(|m| (m.source_key.clone(), m)))
+                .collect::<Result<_, _>>()?;
+            for key in chunk {
+                if let Some(message) = found.remove(*key) {
+                    existing.insert((source, *key), message);
+                }
+            }
         }
     }
     Ok(existing)
+}
+
+/// Whether `sent` is the event `kept` holds: the same key sent again (a retry, or an adapter
+/// that printed a line twice), rather than another event under a used key.
+fn same_message(kept: &RunMessage, sent: &Message) -> bool {
+    kept.kind == sent.kind
+        && kept.content == sent.content
+        && kept.tool == sent.tool
+        && kept.input == sent.input
+        && kept.output == sent.output
+}
+
+/// Why an event under a key that holds another event is not stored.
+fn key_reused(item: &IngestItem, kept: &str) -> String {
+    format!(
+        "the key {:?} of source {:?} was already used for a different event ({kept}); \
+         the adapter must give each event its own key, so this one is not stored",
+        item.source_key, item.source
+    )
 }
 
 /// Inserts messages whose keys are distinct and were not found stored, in multi-row
@@ -223,20 +249,32 @@ fn after_end(run_id: &str, status: &str) -> String {
     )
 }
 
-async fn usage_exists(
+/// The usage stored on the run under `item`'s key, if any.
+async fn stored_usage(
     conn: &mut AnyConnection,
     run_id: &str,
     item: &IngestItem,
-) -> Result<bool, StoreError> {
-    let found: Option<(i64,)> = sqlx::query_as(
-        "SELECT 1 FROM run_usage WHERE run_id = $1 AND source = $2 AND source_key = $3",
+) -> Result<Option<Usage>, StoreError> {
+    let found: Option<UsageRow> = sqlx::query_as(
+        "SELECT provider, model, input_tokens, output_tokens, cache_read_tokens, \
+         cache_write_tokens FROM run_usage WHERE run_id = $1 AND source = $2 AND source_key = $3",
     )
     .bind(run_id)
     .bind(stored(&item.source))
     .bind(stored(&item.source_key))
     .fetch_optional(conn)
     .await?;
-    Ok(found.is_some())
+    Ok(found.map(usage_from_row))
+}
+
+/// What a usage event whose key is stored already comes to: the same usage sent again, or
+/// another one under a used key, which is refused.
+fn usage_sent_again(kept: &Usage, item: &IngestItem, sent: &Usage) -> IngestItemResult {
+    if kept == sent {
+        outcome(IngestOutcome::Duplicate)
+    } else {
+        rejected(key_reused(item, &format!("usage of {}", kept.model)))
+    }
 }
 
 /// Whether storing these may record activity: usage does, and so do the message kinds that
@@ -388,16 +426,50 @@ async fn store_run_messages(
     results: &mut [Option<IngestItemResult>],
 ) -> Result<(), StoreError> {
     let run_id = run.run_id;
-    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(messages.len());
+    // The first event of each key in the batch; a later one under that key is the same event
+    // sent again or refused.
+    let mut firsts: HashMap<(&str, &str), &PendingMessage<'_>> =
+        HashMap::with_capacity(messages.len());
+    for p in messages {
+        let key = (p.item.source.as_str(), p.item.source_key.as_str());
+        match firsts.get(&key) {
+            None => {
+                firsts.insert(key, p);
+            }
+            // Both carry the same source and key, so the whole events compare.
+            Some(first) if first.message != p.message => {
+                let kept = format!(
+                    "a {} earlier in the same batch",
+                    first.message.kind.as_str()
+                );
+                results[p.index] = Some(rejected(key_reused(p.item, &kept)));
+            }
+            Some(_) => {}
+        }
+    }
     let firsts: Vec<&PendingMessage<'_>> = messages
         .iter()
-        .filter(|p| seen.insert((p.item.source.as_str(), p.item.source_key.as_str())))
+        .filter(|p| {
+            firsts
+                .get(&(p.item.source.as_str(), p.item.source_key.as_str()))
+                .is_some_and(|first| std::ptr::eq(*first, *p))
+        })
         .collect();
-    let existing = existing_message_keys(w, run_id, &firsts).await?;
+    let existing = existing_messages(w, run_id, &firsts).await?;
+    for p in messages {
+        let key = (p.item.source.as_str(), p.item.source_key.as_str());
+        if let Some(kept) = existing.get(&key)
+            && results[p.index].is_none()
+            && !same_message(kept, p.message)
+        {
+            let kept = format!("a {} stored at {}", kept.kind.as_str(), kept.created_at);
+            results[p.index] = Some(rejected(key_reused(p.item, &kept)));
+        }
+    }
     let missing: Vec<&PendingMessage<'_>> = firsts
         .iter()
         .copied()
-        .filter(|p| !existing.contains(&(p.item.source.as_str(), p.item.source_key.as_str())))
+        .filter(|p| !existing.contains_key(&(p.item.source.as_str(), p.item.source_key.as_str())))
         .collect();
     let mut stored_now = vec![false; results.len()];
     match &run.ended {
@@ -456,27 +528,29 @@ async fn store_run_usages(
     };
     for &(index, item, usage) in usages {
         if let Some(refusal) = &run.ended {
-            results[index] = Some(if usage_exists(&mut w.tx, run_id, item).await? {
-                outcome(IngestOutcome::Duplicate)
-            } else {
-                rejected(refusal.clone())
+            results[index] = Some(match stored_usage(&mut w.tx, run_id, item).await? {
+                Some(kept) => usage_sent_again(&kept, item, usage),
+                None => rejected(refusal.clone()),
             });
             continue;
         }
         let stored =
             insert_usage(&mut w.tx, RUN_USAGE_INSERT, run_id, item, usage, &run.now).await?;
-        if stored {
-            let change = IssueChange::Usage {
-                run_id: run_id.to_owned(),
-                usage: usage.clone(),
-            };
-            activity::record(&mut w.tx, &run.issue_id, &reporter, w.author_token, &change).await?;
+        if !stored {
+            // The key was taken: by this usage sent again, or by another (refused).
+            let kept = stored_usage(&mut w.tx, run_id, item).await?;
+            results[index] = Some(match kept {
+                Some(kept) => usage_sent_again(&kept, item, usage),
+                None => outcome(IngestOutcome::Duplicate),
+            });
+            continue;
         }
-        results[index] = Some(outcome(if stored {
-            IngestOutcome::Stored
-        } else {
-            IngestOutcome::Duplicate
-        }));
+        let change = IssueChange::Usage {
+            run_id: run_id.to_owned(),
+            usage: usage.clone(),
+        };
+        activity::record(&mut w.tx, &run.issue_id, &reporter, w.author_token, &change).await?;
+        results[index] = Some(outcome(IngestOutcome::Stored));
     }
     Ok(())
 }

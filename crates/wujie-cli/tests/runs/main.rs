@@ -14,6 +14,7 @@ mod protocol_gaps;
 mod provider_check;
 mod provider_commands;
 mod providers;
+mod reused_keys;
 mod run;
 mod sample_adapters;
 mod start_retry;

@@ -9,6 +9,7 @@ mod outbox_owners;
 mod outbox_space;
 mod outbox_spools;
 mod postgres;
+mod reused_keys;
 mod stopped_writer;
 mod store;
 mod texts;
