@@ -16,7 +16,9 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use wujie_client::{ClientError, retry_pause};
 use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, IngestResult, RunStatus};
-use wujie_store::outbox::{Outbox, OutboxError, OutboxRow, SpoolMark, TargetKind, now_ms};
+use wujie_store::outbox::{
+    Outbox, OutboxError, OutboxPlace, OutboxRow, SpoolMark, TargetKind, now_ms,
+};
 
 use crate::next_step::{NextStep, Request};
 use crate::server::DeliveryServer;
@@ -107,6 +109,8 @@ pub struct CloseSummary {
     pub pending: i64,
     pub failed: i64,
     pub finish_delivered: bool,
+    /// Whether the outbox's file was found deleted or replaced at the end (and written back).
+    pub outbox: OutboxPlace,
 }
 
 /// The outbox writer stopped on a failure, kept in [`Shared::writer_failed`].
@@ -382,11 +386,13 @@ impl Reporter {
             .expect("targets lock")
             .iter()
             .all(|t| t.finish.is_none() || t.finish_sent);
+        let outbox = self.outbox.keep_at_its_path().await?;
         Ok(CloseSummary {
             stats,
             pending,
             failed,
             finish_delivered,
+            outbox,
         })
     }
 

@@ -31,7 +31,10 @@ use nix::fcntl::{Flock, FlockArg};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 
+mod place;
 mod spools;
+
+pub use place::OutboxPlace;
 
 pub use spools::{SpoolMark, SpoolState};
 
@@ -163,6 +166,8 @@ pub struct Outbox {
     /// Where the targets' lock files live.
     owners_dir: PathBuf,
     path: PathBuf,
+    /// The file at `path` when it was opened (see [`Outbox::keep_at_its_path`]).
+    file_id: Option<(u64, u64)>,
 }
 
 /// Ownership of one target: while this value lives, no other process (nor another
@@ -235,8 +240,14 @@ impl Outbox {
             .await
             .map_err(|e| OutboxError::Setup(e.to_string()))?;
         crate::db_file::refuse_empty(path)?;
+        // Every connection is opened now and kept for the process's life: one opened later
+        // would open whatever is at the path then, e.g. an empty outbox created in place of a
+        // deleted one (see `Outbox::keep_at_its_path`).
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
             .connect_with(options.clone())
             .await
             .map_err(open_err)?;
@@ -254,9 +265,16 @@ impl Outbox {
         }
         let reader = SqlitePoolOptions::new()
             .max_connections(2)
-            .connect_with(options)
+            .min_connections(2)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options.create_if_missing(false))
             .await
             .map_err(open_err)?;
+        let opened = [reader.acquire().await, reader.acquire().await];
+        for connection in opened {
+            connection.map_err(open_err)?;
+        }
         drop(setup);
         let mut owners = path.as_os_str().to_owned();
         owners.push(".owners");
@@ -265,6 +283,7 @@ impl Outbox {
             reader,
             owners_dir: PathBuf::from(owners),
             path: path.to_path_buf(),
+            file_id: place::file_id(path),
         })
     }
 

@@ -10,7 +10,7 @@ use wujie_client::ClientError;
 use wujie_delivery::reporter::{DeliveryStats, ReporterNotice};
 use wujie_localrun::run::{RunOutcome, RunRequest, run as run_provider};
 use wujie_localrun::sync;
-use wujie_store::outbox::Outbox;
+use wujie_store::outbox::{Outbox, OutboxPlace};
 
 use crate::cli::RunArgs;
 use crate::context::Context;
@@ -194,7 +194,9 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
         };
         // Delivery that gave up (server unreachable) counts nothing it did: what matters then
         // is what still waits.
-        let delivery = if s.pending > 0 {
+        let delivery = if s.pending > 0 && s.outbox == OutboxPlace::Replaced {
+            format!("{} events were not delivered", s.pending)
+        } else if s.pending > 0 {
             format!("{} events wait in the outbox", s.pending)
         } else {
             format!("{} events synced", s.stats.delivered)
@@ -207,11 +209,27 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
             outcome.issue_key
         );
     }
+    let outbox = ctx.profile.outbox_path();
+    match s.outbox {
+        OutboxPlace::InPlace => {}
+        OutboxPlace::Restored => wujie_process::stderr_line!(
+            "wujie: the outbox {} was deleted while this run used it; it was written back with what it held.",
+            outbox.display()
+        ),
+        OutboxPlace::Replaced => {
+            wujie_process::stderr_line!(
+                "wujie: the outbox {} was replaced by another file while this run used it, so {} events (and the run's end) that were not delivered could not be kept.",
+                outbox.display(),
+                s.pending + s.failed
+            );
+            return Ok(());
+        }
+    }
     if s.pending > 0 || !s.finish_delivered {
         wujie_process::stderr_line!(
             "wujie: {} events (and the run's end) are not delivered yet: the server is unreachable. They are kept in {}; deliver them with `wujie local-run sync`.",
             s.pending,
-            ctx.profile.outbox_path().display()
+            outbox.display()
         );
     }
     if s.failed > 0 {

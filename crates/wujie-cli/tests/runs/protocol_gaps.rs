@@ -176,3 +176,61 @@ echo "{\"type\":\"user_input\",\"content\":\"turn $#\",\"source\":\"t\",\"source
         .collect();
     assert_eq!(entries, ["turn 0", "turn 1"]);
 }
+
+/// The outbox deleted under a run that could not deliver (`rm -rf ~/.local/state/…` while the
+/// server is down): what the run held is written back, and the next sync finds it.
+#[test]
+fn an_outbox_deleted_under_a_run_is_written_back_with_what_it_held() {
+    let team = Env::new();
+    let mut server = Server::start(&team, &[]);
+    let token = team.ok(&["token", "create"]).trim().to_owned();
+    let laptop = Env::new();
+    laptop.ok(&["login", "--server", &server.url, "--token", &token]);
+    let go = laptop.work.path().join("go");
+    let body = format!(
+        "echo '{}'\nwhile [ ! -e {go} ]; do sleep 0.05; done\necho '{}'\necho '{}'",
+        msg("text", "one", "k1"),
+        msg("text", "two", "k2"),
+        msg("final", "three", "k3"),
+        go = go.display(),
+    );
+    laptop.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        laptop.plugin("slow", V1, &body).to_str().unwrap(),
+    ]);
+    let key = laptop.create_issue("outbox deleted");
+    let child = laptop
+        .cmd()
+        .args(["run", "--drain-timeout", "1", &key, "--", "slow"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(30, "the first event on the server", || {
+        team.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .is_some_and(|m| m.len() == 1)
+    });
+    server.kill();
+    let state = laptop.home.path().join("state");
+    for name in ["outbox.db", "outbox.db-wal", "outbox.db-shm"] {
+        let _ = std::fs::remove_file(state.join(name));
+    }
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("was deleted while this run used it; it was written back"),
+        "{stderr}"
+    );
+    let status = laptop.json(&["local-run", "status", "--output", "json"]);
+    let pending: i64 = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pending"].as_i64().unwrap())
+        .sum();
+    assert_eq!(pending, 2, "{status}");
+}
