@@ -34,6 +34,14 @@ impl Store {
             .bind(time::now())
             .execute(self.pool())
             .await?;
+        // Room for this one: of the others, those nearest to their end go past the bound.
+        sqlx::query(
+            "DELETE FROM browser_sessions WHERE expires_at < \
+             (SELECT expires_at FROM browser_sessions ORDER BY expires_at DESC LIMIT 1 OFFSET $1)",
+        )
+        .bind(MAX_BROWSER_SESSIONS - 2)
+        .execute(self.pool())
+        .await?;
         sqlx::query(
             "INSERT INTO browser_sessions (hash, token_id, created_at, expires_at) \
              VALUES ($1, $2, $3, $4)",
@@ -42,13 +50,6 @@ impl Store {
         .bind(token_id)
         .bind(time::now())
         .bind(time::after_now(ttl))
-        .execute(self.pool())
-        .await?;
-        sqlx::query(
-            "DELETE FROM browser_sessions WHERE expires_at < \
-             (SELECT expires_at FROM browser_sessions ORDER BY expires_at DESC LIMIT 1 OFFSET $1)",
-        )
-        .bind(MAX_BROWSER_SESSIONS - 1)
         .execute(self.pool())
         .await?;
         Ok(session_id)

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use wujie_store::MAX_BROWSER_SESSIONS;
+
 use super::common::TestStore;
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -73,4 +75,53 @@ async fn a_session_ends_on_logout_in_time_and_with_its_token() {
         .unwrap();
     assert_eq!(store.browser_session_token(&session).await.unwrap(), None);
     assert!(!store.token_active(&brief.id).await.unwrap());
+}
+
+#[tokio::test]
+async fn sessions_are_bounded_and_the_nearest_to_their_end_goes_first() {
+    let t = TestStore::open().await;
+    let store = &t.store;
+    let token = store.create_user_token("browser").await.unwrap();
+    // The most sessions there may be, each ending a minute after the one before; the first
+    // ends soonest.
+    let full = usize::try_from(MAX_BROWSER_SESSIONS).unwrap();
+    let rows: Vec<String> = (0..full)
+        .map(|n| {
+            format!(
+                "('{n:064x}', '{}', '2026-01-01T00:00:00.000000Z', '9000-01-01T{:02}:{:02}:00.000000Z')",
+                token.id,
+                n / 60,
+                n % 60
+            )
+        })
+        .collect();
+    for chunk in rows.chunks(512) {
+        sqlx::query(&format!(
+            "INSERT INTO browser_sessions (hash, token_id, created_at, expires_at) VALUES {}",
+            chunk.join(", ")
+        ))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    }
+    let newest = store.open_browser_session(&token.id, HOUR).await.unwrap();
+    let count: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM browser_sessions")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(count.0, MAX_BROWSER_SESSIONS);
+    let soonest: Option<(String,)> =
+        sqlx::query_as("SELECT hash FROM browser_sessions WHERE hash = $1")
+            .bind(format!("{:064x}", 0))
+            .fetch_optional(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(soonest, None, "the session nearest to its end went");
+    assert!(
+        store
+            .browser_session_token(&newest)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
