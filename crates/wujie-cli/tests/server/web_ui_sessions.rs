@@ -5,9 +5,10 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::process::Stdio;
 
-use wujie_testkit::Env;
 use wujie_testkit::browser::Browser;
+use wujie_testkit::{Env, V1, msg, write_plugin};
 
 use super::web_ui_browser::Ui;
 
@@ -47,6 +48,19 @@ fn other_site(html: String) -> String {
 
 const LIVE: &str = "document.getElementById('issue').dataset.live === 'on'";
 
+/// An adapter that says one thing, then (once the file `go` exists) its final reply.
+fn waiting_plugin(env: &Env) {
+    let body = format!(
+        "echo '{}'\nwhile [ ! -e {go} ]; do sleep 0.05; done\necho '{}'",
+        msg("user_input", "Finish while the server is down", "1"),
+        msg("final", "Finished while the server was down", "2"),
+        go = env.work.path().join("go").display(),
+    );
+    let dir = env.work.path().join("waiter");
+    write_plugin(&dir, "waiter", V1, &body);
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+}
+
 #[test]
 fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
     let Some(chromium) = wujie_require::require("chromium") else {
@@ -54,21 +68,35 @@ fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
     };
     let env = Env::new();
     let key = env.create_issue("Survives a restart");
+    waiting_plugin(&env);
     let listen = format!("127.0.0.1:{}", free_port());
     let ui = Ui::start_on(&env, &listen);
     let mut b = Browser::start(&chromium);
     b.goto(&ui.login_url);
     b.wait_for("the issue list", "location.pathname === '/'");
-    let page = format!("{}/issues/{key}", ui.url);
-    b.goto(&page);
+    b.goto(&format!("{}/issues/{key}", ui.url));
     b.wait_for("the feed to be live", LIVE);
     b.eval("window.stillTheSamePage = true");
+    let mut run = env
+        .cmd()
+        .args(["run", &key, "--", "waiter"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("wujie run starts");
+    b.wait_for(
+        "the run, running",
+        "!!document.querySelector('.run-head .run-running')",
+    );
 
     drop(ui);
     b.wait_for(
         "the page to notice the server went",
         "document.getElementById('issue').dataset.live === 'off'",
     );
+    // The run ends and a comment is written while no server serves the page.
+    std::fs::write(env.work.path().join("go"), "").expect("go");
+    assert!(run.wait().expect("the run ends").success());
     env.ok(&[
         "issue",
         "comment",
@@ -83,17 +111,28 @@ fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
         "document.getElementById('comments').innerText.includes('written while the server was down') \
          && document.getElementById('comments').innerText.includes('written after the restart')",
     );
+    b.wait_for(
+        "the run's end and its final reply",
+        "!!document.querySelector('.run-head .run-succeeded') \
+         && document.querySelector('.transcript').innerText.includes('Finished while the server was down')",
+    );
     assert_eq!(b.path(), format!("/issues/{key}"));
     assert_eq!(
         b.eval("window.stillTheSamePage"),
         serde_json::json!(true),
         "the page was reloaded"
     );
-    // Each once.
-    assert_eq!(
-        b.eval("document.querySelectorAll('#comments > *').length"),
-        serde_json::json!(2)
-    );
+    // Nothing twice: the run's prompt and reply are comments too, then ours.
+    let comments =
+        b.eval("[...document.querySelectorAll('#comments > *')].map(c => c.innerText).join('\\n')");
+    let comments = comments.as_str().expect("text");
+    for once in [
+        "written while the server was down",
+        "written after the restart",
+        "Finished while the server was down",
+    ] {
+        assert_eq!(comments.matches(once).count(), 1, "{once}: {comments}");
+    }
     drop(b);
     drop(ui);
 }

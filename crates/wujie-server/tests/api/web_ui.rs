@@ -1,6 +1,8 @@
 //! The web UI over HTTP: login links, session cookies, CSRF and Origin checks, and agent text
 //! escaped in the served HTML. (The browser itself is in wujie-cli's web_ui_browser test.)
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use wujie_protocol::api::{IngestBatch, RunStatus};
@@ -452,42 +454,64 @@ async fn login_returns_to_the_page_asked_for_and_never_to_another_site() {
     h.stop().await;
 }
 
+/// An issue page's live feed, read until it is live.
+struct PageFeed {
+    feed: reqwest::Response,
+    read: String,
+}
+
+impl PageFeed {
+    async fn open(h: &Harness, key: &str, cookie: &str) -> PageFeed {
+        let feed = browser()
+            .get(format!("{}/issues/{key}/live", h.url()))
+            .header(COOKIE, cookie)
+            .send()
+            .await
+            .expect("the live feed");
+        assert_eq!(feed.status(), StatusCode::OK);
+        let mut page = PageFeed {
+            feed,
+            read: String::new(),
+        };
+        while !page.read.contains("event: live") {
+            let chunk = tokio::time::timeout(Duration::from_secs(30), page.feed.chunk())
+                .await
+                .expect("the feed goes live")
+                .expect("readable")
+                .expect("open");
+            page.read.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        page
+    }
+
+    /// Reads until the server ends the feed; what came after `live`.
+    async fn until_ended(mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(chunk) = self.feed.chunk().await.expect("readable") {
+                self.read.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .expect("the feed ends within 30 s");
+        let (_, after) = self.read.split_once("event: live").expect("live");
+        after.to_owned()
+    }
+}
+
 #[tokio::test]
 async fn a_pages_live_feed_ends_and_says_so_when_its_session_ends() {
     let h = Harness::start().await;
     let issue = h.issue("Watched from a browser").await;
     let minted = h.store.create_user_token("browser").await.unwrap();
     let cookie = cookie_of(&open_login_link(&h, &minted.token, "/").await);
-    let mut feed = browser()
-        .get(format!("{}/issues/{}/live", h.url(), issue.key))
-        .header(COOKIE, &cookie)
-        .send()
-        .await
-        .expect("the live feed");
-    assert_eq!(feed.status(), StatusCode::OK);
-    let mut read = String::new();
-    while !read.contains("event: live") {
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), feed.chunk())
-            .await
-            .expect("the feed goes live")
-            .expect("readable")
-            .expect("open");
-        read.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let feed = PageFeed::open(&h, &issue.key, &cookie).await;
     h.admin.revoke_token(&minted.id).await.expect("revoke");
-    tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        while let Some(chunk) = feed.chunk().await.expect("readable") {
-            read.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    })
-    .await
-    .expect("the feed ends within 30 s");
-    let ended = read.split("event: live").nth(1).expect("after live");
-    assert!(ended.contains("event: ended"), "{read}");
+    let ended = feed.until_ended().await;
+    assert!(ended.contains("event: ended"), "{ended}");
     // It says so, with a link that logs in again and comes back to the issue.
     assert!(
         ended.contains(&format!("/login?next=%2Fissues%2F{}", issue.key)),
-        "{read}"
+        "{ended}"
     );
     // A feed asked for without a session answers the same, rather than a login page that
     // the page's EventSource could not read.
@@ -499,5 +523,46 @@ async fn a_pages_live_feed_ends_and_says_so_when_its_session_ends() {
         .expect("the live feed");
     assert_eq!(without.status(), StatusCode::OK);
     assert!(without.text().await.unwrap().contains("event: ended"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn logging_out_ends_the_sessions_open_pages_and_no_other() {
+    let h = Harness::start().await;
+    let issue = h.issue("Open in two browsers").await;
+    let leaving = log_in(&h).await;
+    let staying = log_in(&h).await;
+    let leaving_feed = PageFeed::open(&h, &issue.key, &leaving).await;
+    let mut staying_feed = PageFeed::open(&h, &issue.key, &staying).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &leaving).await;
+    let out = post(
+        &h,
+        "/logout",
+        &leaving,
+        Some(&h.url()),
+        &[("csrf", &csrf_of(&html))],
+    )
+    .await;
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert!(leaving_feed.until_ended().await.contains("event: ended"));
+    assert_eq!(page(&h, "/", &leaving).await.0, StatusCode::SEE_OTHER);
+    // The other browser's page still follows the issue.
+    h.admin
+        .add_comment(
+            &issue.key,
+            &wujie_protocol::api::CreateComment {
+                body: "still followed".into(),
+            },
+        )
+        .await
+        .expect("comment");
+    while !staying_feed.read.contains("still followed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), staying_feed.feed.chunk())
+            .await
+            .expect("the comment within 30 s")
+            .expect("readable")
+            .expect("open");
+        staying_feed.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
     h.stop().await;
 }
