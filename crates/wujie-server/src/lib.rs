@@ -69,6 +69,7 @@ pub struct OpenFeeds(std::sync::Arc<FeedsState>);
 struct FeedsState {
     open: std::sync::atomic::AtomicUsize,
     closing: tokio::sync::watch::Sender<bool>,
+    access_changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for OpenFeeds {
@@ -76,6 +77,7 @@ impl Default for OpenFeeds {
         OpenFeeds(std::sync::Arc::new(FeedsState {
             open: std::sync::atomic::AtomicUsize::new(0),
             closing: tokio::sync::watch::channel(false).0,
+            access_changed: tokio::sync::watch::channel(0).0,
         }))
     }
 }
@@ -95,6 +97,19 @@ impl OpenFeeds {
 
     fn close_all(&self) {
         self.0.closing.send_replace(true);
+    }
+
+    /// Says that a token was revoked or a browser session closed through this server, so that
+    /// the feeds check now whether they may go on rather than at their next regular check.
+    pub(crate) fn access_changed(&self) {
+        self.0
+            .access_changed
+            .send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Changes whenever [`OpenFeeds::access_changed`] is called.
+    pub(crate) fn access_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.access_changed.subscribe()
     }
 
     /// Resolves once the server is shutting down.
@@ -144,8 +159,8 @@ impl Default for ServerConfig {
 pub(crate) struct AppState {
     pub(crate) store: Store,
     pub(crate) config: ServerConfig,
-    /// The web UI's login codes and browser sessions.
-    pub(crate) browser: web::BrowserAuth,
+    /// The web UI's unused login codes (its sessions are in the store).
+    pub(crate) login_codes: web::LoginCodes,
 }
 
 /// The whole API as a router (no sweeper; `serve` adds it).
@@ -153,7 +168,7 @@ pub fn router(store: Store, config: ServerConfig) -> Router {
     routes::router(AppState {
         store,
         config,
-        browser: web::BrowserAuth::default(),
+        login_codes: web::LoginCodes::default(),
     })
     .layer(axum::middleware::from_fn(request_log::log_request))
 }

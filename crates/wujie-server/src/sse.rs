@@ -6,7 +6,9 @@
 //! store's change signal when it has caught up. Event ids are that cursor, so a client that
 //! reconnects with `Last-Event-ID` replays exactly what it missed. What a client holds in the
 //! server is one bounded queue; a client that leaves it full for `slow_client_after` is dropped
-//! (it can reconnect and resume), so a slow reader never grows the server's memory.
+//! (it can reconnect and resume), so a slow reader never grows the server's memory. A feed
+//! lasts only while whoever opened it may read it: it ends once their token is revoked or
+//! expires, or their browser session ends.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,11 +26,16 @@ use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
-use crate::{AppState, OpenFeed};
+use crate::{AppState, OpenFeed, OpenFeeds};
 
 /// How often a caught-up feed re-reads the store without a change signal: writes by another
 /// process on the same database do not signal this one.
 const REREAD_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often an open feed checks that whoever opened it may still read it: a token revoked
+/// through another process, or one that expired, ends its feeds within this. (Revoking through
+/// this server ends them at once, see `OpenFeeds::access_changed`.)
+const ACCESS_RECHECK: Duration = Duration::from_secs(2);
 
 /// Where a feed is in the stored order: the last message and activity `seq` it sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,7 +119,10 @@ pub(crate) async fn issue_feed(
     let issue_id = state.store.resolve_issue(&key_or_id).await?;
     caller.require_issue_read(&issue_id, &key_or_id)?;
     let cursor = start_cursor(&headers, true)?;
-    Ok(feed(state, Some(issue_id), cursor, Json))
+    let format = Json {
+        token_id: caller.token_id().to_owned(),
+    };
+    Ok(feed(state, Some(issue_id), cursor, format))
 }
 
 #[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
@@ -133,7 +143,10 @@ pub(crate) async fn workspace_feed(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     caller.require_user("follow the workspace's changes")?;
     let cursor = start_cursor(&headers, false)?;
-    Ok(feed(state, None, cursor, Json))
+    let format = Json {
+        token_id: caller.token_id().to_owned(),
+    };
+    Ok(feed(state, None, cursor, format))
 }
 
 /// How a feed's items become events: the API sends them as JSON, the web page as HTML it can
@@ -141,12 +154,29 @@ pub(crate) async fn workspace_feed(
 pub(crate) trait FeedFormat: Send + Sync + 'static {
     fn message(&self, message: RunMessageEvent, id: String) -> impl Future<Output = Event> + Send;
     fn issue(&self, change: IssueEvent, id: String) -> impl Future<Output = Event> + Send;
+    /// Whether whoever opened the feed may still read it.
+    fn still_allowed(&self, store: &Store)
+    -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// The last event of a feed whose reader may no longer read it, if the format says so.
+    fn access_ended(&self) -> Option<Event>;
 }
 
-/// The API's format: `message` and `issue` events whose data is the JSON of the item.
-struct Json;
+/// The API's format: `message` and `issue` events whose data is the JSON of the item. The feed
+/// lasts while the token that opened it is neither revoked nor expired; then it just ends (a
+/// client that reconnects is told why).
+struct Json {
+    token_id: String,
+}
 
 impl FeedFormat for Json {
+    async fn still_allowed(&self, store: &Store) -> Result<bool, StoreError> {
+        store.token_active(&self.token_id).await
+    }
+
+    fn access_ended(&self) -> Option<Event> {
+        None
+    }
+
     async fn message(&self, message: RunMessageEvent, id: String) -> Event {
         event("message", &message, Some(id))
     }
@@ -235,6 +265,32 @@ async fn pump(
         }
         // The client reconnects (to this server once it is back) with its Last-Event-ID.
         () = counted.feeds().closing() => {}
+        () = access_ends(&store, &format, counted.feeds()) => {
+            if let Some(last) = format.access_ended() {
+                // Best effort: a client that does not read it is gone anyway.
+                let _ = send(&tx, last, slow_client_after).await;
+            }
+        }
+    }
+}
+
+/// Resolves once whoever opened the feed may no longer read it: checked every
+/// `ACCESS_RECHECK`, and at once when this server revoked a token or closed a session.
+async fn access_ends(store: &Store, format: &impl FeedFormat, feeds: &OpenFeeds) {
+    let mut changes = feeds.access_changes();
+    loop {
+        tokio::select! {
+            Ok(()) = changes.changed() => {}
+            () = tokio::time::sleep(ACCESS_RECHECK) => {}
+        }
+        match format.still_allowed(store).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            // A busy database does not end a feed; the next check decides.
+            Err(e) => {
+                tracing::debug!(error = %wujie_protocol::error_text::with_causes(&e), "could not check a live feed's access")
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! (discussion, source, source_key). Every write that spans several rows runs in one transaction.
 
 mod activity;
+mod browser_sessions;
 mod database;
 mod db_file;
 mod dialect;
@@ -41,6 +42,7 @@ use sqlx::{Any, AnyPool, ConnectOptions, Executor, Transaction};
 use tokio::sync::{Mutex, MutexGuard, watch};
 
 pub use activity::MAX_FEED_PAGE;
+pub use browser_sessions::MAX_BROWSER_SESSIONS;
 pub use database::Database;
 pub use db_file::EmptyDatabase;
 pub use error::StoreError;

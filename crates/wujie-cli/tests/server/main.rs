@@ -9,3 +9,4 @@ mod tokens;
 mod ui_command;
 mod urls;
 mod web_ui_browser;
+mod web_ui_sessions;

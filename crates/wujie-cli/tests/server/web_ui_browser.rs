@@ -13,17 +13,22 @@ use wujie_testkit::browser::Browser;
 use wujie_testkit::{Env, V1, V2, msg, signal_pid, write_plugin};
 
 /// `wujie ui` serving this test's profile; stopped (SIGTERM, then waited for) on drop.
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
-    url: String,
-    login_url: String,
+    pub(crate) url: String,
+    pub(crate) login_url: String,
 }
 
 impl Ui {
-    fn start(env: &Env) -> Ui {
+    pub(crate) fn start(env: &Env) -> Ui {
+        Ui::start_on(env, "127.0.0.1:0")
+    }
+
+    /// On `listen` (`127.0.0.1:PORT`), as a restart on the same address does.
+    pub(crate) fn start_on(env: &Env, listen: &str) -> Ui {
         let mut child = env
             .cmd()
-            .args(["--output", "json", "ui", "--no-browser"])
+            .args(["--output", "json", "ui", "--no-browser", "--listen", listen])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -19,15 +19,12 @@ pub(crate) async fn create_browser_login(
     caller: Caller,
 ) -> ApiResult<(StatusCode, Json<BrowserLogin>)> {
     caller.require_user("log a browser in")?;
-    let code = state
-        .browser
-        .mint_login_code(caller.token_id())
-        .ok_or_else(|| {
-            Failure::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many login links wait unused; use one of them, or wait a few minutes",
-            )
-        })?;
+    let code = state.login_codes.mint(caller.token_id()).ok_or_else(|| {
+        Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many login links wait unused; use one of them, or wait a few minutes",
+        )
+    })?;
     Ok((
         StatusCode::CREATED,
         Json(BrowserLogin {

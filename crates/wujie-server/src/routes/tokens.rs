@@ -53,6 +53,8 @@ pub(crate) async fn revoke_token(
 ) -> ApiResult<StatusCode> {
     caller.require_user("revoke tokens")?;
     state.store.revoke_token(&id).await?;
+    // Its open feeds and browser sessions end now, not at their next check.
+    state.config.open_feeds.access_changed();
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -64,5 +66,6 @@ pub(crate) async fn revoke_current(
     caller: Caller,
 ) -> ApiResult<StatusCode> {
     state.store.revoke_token(caller.token_id()).await?;
+    state.config.open_feeds.access_changed();
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,11 +1,13 @@
 //! Logging a browser in: a user token (pasted into the login form, or behind a one-time login
-//! link that `wujie ui` prints) opens a session held in this server's memory, named by an
-//! HttpOnly, SameSite=Strict cookie. Every state-changing request from a page must come from
-//! this server's own origin (`Origin` header) and carry the session's CSRF token in its form.
+//! link that `wujie ui` prints) opens a session kept in the database (so it outlives a restart
+//! of the server), named by an HttpOnly, SameSite=Lax cookie of this server's own. Every
+//! state-changing request from a page must come from this server's own origin (`Origin`
+//! header) and carry the session's CSRF token in its form.
 //!
-//! Only SHA-256 hashes of login codes and session ids are kept, so a memory dump of the
-//! server gives neither. A session remembers the id of the token that opened it and ends as
-//! soon as that token is revoked. The CSRF token is derived from the session id, never stored.
+//! Only SHA-256 hashes of login codes (in memory) and session ids (in the store) are kept, so
+//! neither a memory dump nor the database gives one. A session remembers the id of the token
+//! that opened it and ends as soon as that token is revoked or expires. The CSRF token is
+//! derived from the session id, never stored.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,37 +16,34 @@ use std::time::{Duration, Instant};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use rand::RngCore;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
+use wujie_store::{Store, StoreError};
 
 use super::WebError;
+use super::return_to::ReturnTo;
 use crate::AppState;
 
 /// A login link works once, for this long after `wujie ui` printed it.
 pub(crate) const LOGIN_CODE_TTL: Duration = Duration::from_secs(5 * 60);
-/// A browser stays logged in this long (or until its token is revoked, or the server stops).
+/// A browser stays logged in this long (or until its token is revoked or expires).
 const SESSION_TTL: Duration = Duration::from_secs(12 * 60 * 60);
-/// Bounds on what unauthenticated or forgotten browsers can make the server hold.
+/// Bound on what unauthenticated or forgotten browsers can make the server hold.
 const MAX_PENDING_CODES: usize = 256;
-const MAX_SESSIONS: usize = 4096;
 
+/// The session cookie's name, with the port the browser reached us at: cookies are kept per
+/// host, not per port, so two servers on one host would otherwise replace each other's.
 const SESSION_COOKIE: &str = "wujie_session";
 
-/// The server's login codes and browser sessions. Clones share them.
+/// The server's unused login codes. Clones share them. They live in memory only: a code is
+/// good for minutes, and `wujie ui` prints a new one when it starts again.
 #[derive(Clone, Default)]
-pub(crate) struct BrowserAuth(Arc<Mutex<Sessions>>);
+pub(crate) struct LoginCodes(Arc<Mutex<HashMap<String, Grant>>>);
 
-#[derive(Default)]
-struct Sessions {
-    /// hash of a login code → the token it logs in as, and until when.
-    codes: HashMap<String, Grant>,
-    /// hash of a session id → the token it speaks for, and until when.
-    sessions: HashMap<String, Grant>,
-}
-
+/// hash of a login code → the token it logs in as, and until when.
 struct Grant {
     token_id: String,
     expires: Instant,
@@ -69,24 +68,24 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
-impl BrowserAuth {
-    fn lock(&self) -> MutexGuard<'_, Sessions> {
-        // A panic while holding the lock leaves plain maps behind, still consistent.
+impl LoginCodes {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Grant>> {
+        // A panic while holding the lock leaves a plain map behind, still consistent.
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A one-time login code for `token_id`, or `None` when too many are waiting unused.
-    pub(crate) fn mint_login_code(&self, token_id: &str) -> Option<String> {
-        let mut state = self.lock();
+    pub(crate) fn mint(&self, token_id: &str) -> Option<String> {
+        let mut codes = self.lock();
         let now = Instant::now();
-        state.codes.retain(|_, g| g.expires > now);
-        if state.codes.len() >= MAX_PENDING_CODES {
+        codes.retain(|_, g| g.expires > now);
+        if codes.len() >= MAX_PENDING_CODES {
             return None;
         }
         let code = random_secret();
-        state.codes.insert(
+        codes.insert(
             hash(&code),
             Grant {
                 token_id: token_id.to_owned(),
@@ -98,56 +97,34 @@ impl BrowserAuth {
 
     /// Takes a login code: the token id it was minted for, once, while it has not expired.
     fn redeem(&self, code: &str) -> Option<String> {
-        let grant = self.lock().codes.remove(&hash(code))?;
+        let grant = self.lock().remove(&hash(code))?;
         (grant.expires > Instant::now()).then_some(grant.token_id)
     }
+}
 
-    /// Opens a session for `token_id`; returns its id (the cookie's value).
-    fn open_session(&self, token_id: &str) -> String {
-        let mut state = self.lock();
-        let now = Instant::now();
-        state.sessions.retain(|_, g| g.expires > now);
-        if state.sessions.len() >= MAX_SESSIONS {
-            // The session closest to its end goes first.
-            if let Some(oldest) = state
-                .sessions
-                .iter()
-                .min_by_key(|(_, g)| g.expires)
-                .map(|(k, _)| k.clone())
-            {
-                state.sessions.remove(&oldest);
-            }
-        }
-        let id = random_secret();
-        state.sessions.insert(
-            hash(&id),
-            Grant {
-                token_id: token_id.to_owned(),
-                expires: now + SESSION_TTL,
-            },
-        );
-        id
-    }
-
-    fn session_token(&self, session_id: &str) -> Option<String> {
-        let state = self.lock();
-        let grant = state.sessions.get(&hash(session_id))?;
-        (grant.expires > Instant::now()).then(|| grant.token_id.clone())
-    }
-
-    fn close_session(&self, session_id: &str) {
-        self.lock().sessions.remove(&hash(session_id));
+/// The session cookie's name for a request: suffixed with the port in its `Host`.
+fn cookie_name(headers: &HeaderMap) -> String {
+    let port = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|host| host.rsplit_once(':'))
+        .map(|(_, port)| port)
+        .filter(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    match port {
+        Some(port) => format!("{SESSION_COOKIE}_{port}"),
+        None => SESSION_COOKIE.to_owned(),
     }
 }
 
 fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    let name = cookie_name(headers);
     headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value)
         .filter(|v| !v.is_empty())
 }
@@ -167,11 +144,14 @@ fn cookie_header(value: &str, max_age: Duration, headers: &HeaderMap) -> HeaderV
     } else {
         ""
     };
+    // Lax: a link from another site opens the page logged in. What changes anything is a
+    // POST, which Lax keeps the cookie from, and which needs our Origin and the CSRF token.
     let cookie = format!(
-        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        cookie_name(headers),
         max_age.as_secs()
     );
-    // Hex digits and fixed ASCII only.
+    // Hex digits, a port's digits and fixed ASCII only.
     HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
@@ -213,21 +193,34 @@ impl Viewer {
     pub(crate) fn csrf_token(&self) -> String {
         hash(&format!("wujie-csrf:{}", self.session_id))
     }
+
+    /// False once the session has ended: logged out, expired, or its token revoked or expired.
+    pub(crate) async fn still_logged_in(&self, store: &Store) -> Result<bool, StoreError> {
+        Ok(store
+            .browser_session_token(&self.session_id)
+            .await?
+            .is_some())
+    }
 }
 
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = WebError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, WebError> {
-        let session_id = session_cookie(&parts.headers).ok_or(WebError::LoginNeeded)?;
+        // After logging in, back to the page asked for (a form's POST is not a page).
+        let login_needed = || WebError::LoginNeeded {
+            next: (parts.method == Method::GET)
+                .then(|| parts.uri.path_and_query())
+                .flatten()
+                .and_then(|pq| ReturnTo::parse(pq.as_str()))
+                .filter(|next| next.path() != "/"),
+        };
+        let session_id = session_cookie(&parts.headers).ok_or_else(login_needed)?;
         let token_id = state
-            .browser
-            .session_token(session_id)
-            .ok_or(WebError::LoginNeeded)?;
-        if !state.store.user_token_active(&token_id).await? {
-            state.browser.close_session(session_id);
-            return Err(WebError::LoginNeeded);
-        }
+            .store
+            .browser_session_token(session_id)
+            .await?
+            .ok_or_else(login_needed)?;
         Ok(Viewer {
             session_id: session_id.to_owned(),
             token_id,
@@ -279,60 +272,82 @@ pub(crate) mod handlers {
 
     use axum::extract::{Query, State};
     use axum::http::header::{LOCATION, SET_COOKIE};
-    use axum::http::{HeaderMap, StatusCode};
+    use axum::http::{HeaderMap, HeaderValue, StatusCode};
     use axum::response::{IntoResponse, Response};
     use serde::Deserialize;
     use wujie_store::Principal;
 
     use super::{CsrfForm, SESSION_TTL, check_origin, cookie_header, session_cookie};
     use crate::AppState;
+    use crate::web::return_to::ReturnTo;
     use crate::web::{WebError, html, read_form, view};
 
     #[derive(Deserialize)]
     pub(crate) struct LoginLink {
         code: Option<String>,
+        #[serde(default)]
+        next: String,
     }
 
     #[derive(Deserialize)]
     pub(crate) struct TokenForm {
         #[serde(default)]
         token: String,
+        #[serde(default)]
+        next: String,
     }
 
     #[derive(Deserialize)]
     pub(crate) struct Nothing {}
 
-    fn logged_in(state: &AppState, token_id: &str, headers: &HeaderMap) -> Response {
-        let session = state.browser.open_session(token_id);
-        (
+    async fn logged_in(
+        state: &AppState,
+        token_id: &str,
+        headers: &HeaderMap,
+        next: Option<ReturnTo>,
+    ) -> Result<Response, WebError> {
+        let session = state
+            .store
+            .open_browser_session(token_id, SESSION_TTL)
+            .await?;
+        let to = next.as_ref().map_or("/", ReturnTo::path);
+        // A path of ours is visible ASCII, which a header value takes.
+        let location = HeaderValue::from_str(to).unwrap_or(HeaderValue::from_static("/"));
+        Ok((
             StatusCode::SEE_OTHER,
             [
                 (SET_COOKIE, cookie_header(&session, SESSION_TTL, headers)),
-                (LOCATION, axum::http::HeaderValue::from_static("/")),
+                (LOCATION, location),
             ],
         )
-            .into_response()
+            .into_response())
     }
 
-    /// `GET /login`: the token form, or, with `?code=`, a one-time login link.
+    /// `GET /login`: the token form, or, with `?code=`, a one-time login link; `next` is the
+    /// page to go on to.
     pub(crate) async fn login_page(
         State(state): State<AppState>,
         Query(link): Query<LoginLink>,
         headers: HeaderMap,
-    ) -> Response {
+    ) -> Result<Response, WebError> {
+        let next = ReturnTo::parse(&link.next);
         let Some(code) = link.code else {
-            return html(view::login(None)).into_response();
+            return Ok(html(view::login(None, next.as_ref())).into_response());
         };
-        match state.browser.redeem(&code) {
-            Some(token_id) => logged_in(&state, &token_id, &headers),
-            None => (
+        match state.login_codes.redeem(&code) {
+            Some(token_id) => logged_in(&state, &token_id, &headers, next).await,
+            None => Ok((
                 StatusCode::BAD_REQUEST,
-                html(view::login(Some(
-                    "This login link was already used or has expired (links work once, for 5 \
-                     minutes). Run `wujie ui` again for a new one, or paste a token below.",
-                ))),
+                html(view::login(
+                    Some(
+                        "This login link was already used or has expired (links work once, \
+                         for 5 minutes). Run `wujie ui` again for a new one, or paste a token \
+                         below.",
+                    ),
+                    next.as_ref(),
+                )),
             )
-                .into_response(),
+                .into_response()),
         }
     }
 
@@ -344,11 +359,18 @@ pub(crate) mod handlers {
         check_origin(req.headers())?;
         let headers = req.headers().clone();
         let form: TokenForm = read_form(req, &state).await?;
+        let next = ReturnTo::parse(&form.next);
         let refused = |message: &str| {
-            Ok((StatusCode::UNAUTHORIZED, html(view::login(Some(message)))).into_response())
+            Ok((
+                StatusCode::UNAUTHORIZED,
+                html(view::login(Some(message), next.as_ref())),
+            )
+                .into_response())
         };
         match state.store.verify_token(form.token.trim()).await? {
-            Some(Principal::User { token_id }) => Ok(logged_in(&state, &token_id, &headers)),
+            Some(Principal::User { token_id }) => {
+                logged_in(&state, &token_id, &headers, next.clone()).await
+            }
             Some(_) => refused(
                 "That token belongs to one run or discussion; log in with a user token \
                  (`wujie token create`).",
@@ -367,21 +389,23 @@ pub(crate) mod handlers {
         CsrfForm {
             form: Nothing {}, ..
         }: CsrfForm<Nothing>,
-    ) -> Response {
+    ) -> Result<Response, WebError> {
         if let Some(session) = session_cookie(&headers) {
-            state.browser.close_session(session);
+            state.store.close_browser_session(session).await?;
+            // The session's open pages stop following their issues now, not at their next check.
+            state.config.open_feeds.access_changed();
         }
-        (
+        Ok((
             StatusCode::SEE_OTHER,
             [
                 (
                     SET_COOKIE,
                     cookie_header("", std::time::Duration::ZERO, &headers),
                 ),
-                (LOCATION, axum::http::HeaderValue::from_static("/login")),
+                (LOCATION, HeaderValue::from_static("/login")),
             ],
         )
-            .into_response()
+            .into_response())
     }
 }
 
@@ -391,55 +415,61 @@ mod tests {
 
     #[test]
     fn a_login_code_works_once() {
-        let auth = BrowserAuth::default();
-        let code = auth.mint_login_code("t1").expect("code");
-        assert_eq!(auth.redeem(&code).as_deref(), Some("t1"));
-        assert_eq!(auth.redeem(&code), None);
-        assert_eq!(auth.redeem("not-a-code"), None);
+        let codes = LoginCodes::default();
+        let code = codes.mint("t1").expect("code");
+        assert_eq!(codes.redeem(&code).as_deref(), Some("t1"));
+        assert_eq!(codes.redeem(&code), None);
+        assert_eq!(codes.redeem("not-a-code"), None);
     }
 
     #[test]
     fn only_hashes_are_kept() {
-        let auth = BrowserAuth::default();
-        let code = auth.mint_login_code("t1").expect("code");
-        let session = auth.open_session("t1");
-        let state = auth.lock();
-        assert!(!state.codes.contains_key(&code));
-        assert!(state.codes.contains_key(&hash(&code)));
-        assert!(!state.sessions.contains_key(&session));
-        assert!(state.sessions.contains_key(&hash(&session)));
+        let codes = LoginCodes::default();
+        let code = codes.mint("t1").expect("code");
+        let kept = codes.lock();
+        assert!(!kept.contains_key(&code));
+        assert!(kept.contains_key(&hash(&code)));
     }
 
     #[test]
     fn an_expired_code_is_refused() {
-        let auth = BrowserAuth::default();
-        let code = auth.mint_login_code("t1").expect("code");
-        auth.lock()
-            .codes
+        let codes = LoginCodes::default();
+        let code = codes.mint("t1").expect("code");
+        codes
+            .lock()
             .values_mut()
             .for_each(|g| g.expires = Instant::now());
-        assert_eq!(auth.redeem(&code), None);
+        assert_eq!(codes.redeem(&code), None);
     }
 
     #[test]
     fn unused_codes_are_bounded() {
-        let auth = BrowserAuth::default();
+        let codes = LoginCodes::default();
         for _ in 0..MAX_PENDING_CODES {
-            assert!(auth.mint_login_code("t").is_some());
+            assert!(codes.mint("t").is_some());
         }
-        assert!(auth.mint_login_code("t").is_none());
+        assert!(codes.mint("t").is_none());
     }
 
     #[test]
-    fn the_session_cookie_is_found_among_others() {
+    fn the_session_cookie_is_this_servers_own_found_among_others() {
         let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("127.0.0.1:7878"));
         headers.insert(
             COOKIE,
-            HeaderValue::from_static("a=1; wujie_session=abc; b=2"),
+            HeaderValue::from_static("a=1; wujie_session_7979=other; wujie_session_7878=abc; b=2"),
         );
         assert_eq!(session_cookie(&headers), Some("abc"));
-        headers.insert(COOKIE, HeaderValue::from_static("wujie_session="));
+        headers.insert(COOKIE, HeaderValue::from_static("wujie_session_7878="));
         assert_eq!(session_cookie(&headers), None);
+        // Without a port in Host (a proxy on 443), the plain name.
+        headers.insert(HOST, HeaderValue::from_static("wujie.example"));
+        headers.insert(COOKIE, HeaderValue::from_static("wujie_session=abc"));
+        assert_eq!(session_cookie(&headers), Some("abc"));
+        headers.insert(HOST, HeaderValue::from_static("[::1]"));
+        assert_eq!(cookie_name(&headers), "wujie_session");
+        headers.insert(HOST, HeaderValue::from_static("[::1]:8080"));
+        assert_eq!(cookie_name(&headers), "wujie_session_8080");
     }
 
     #[test]
@@ -456,11 +486,13 @@ mod tests {
     }
 
     #[test]
-    fn the_cookie_is_http_only_strict_and_secure_over_tls() {
+    fn the_cookie_is_http_only_lax_and_secure_over_tls() {
         let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("127.0.0.1:7878"));
         let plain = cookie_header("abc", SESSION_TTL, &headers);
         let plain = plain.to_str().expect("ascii");
-        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
+        assert!(plain.starts_with("wujie_session_7878=abc;"), "{plain}");
+        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Lax"));
         assert!(!plain.contains("Secure"));
         headers.insert("x-forwarded-proto", HeaderValue::from_static("https"));
         let tls = cookie_header("abc", SESSION_TTL, &headers);

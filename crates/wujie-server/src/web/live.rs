@@ -1,20 +1,24 @@
 //! The issue page's live updates: the issue's feed (`sse::feed`, the same cursor, replay and
 //! bounds as the API's) with each item rendered to the HTML the page inserts. The page starts
 //! the feed where its own rendering ended (`?after=`); a reconnect resumes from Last-Event-ID.
+//! When the browser's session has ended (logged out, expired, its token revoked or expired),
+//! the feed says so in an `ended` event, with a login link back to the page, and ends: a
+//! redirect to the login page would only make the page's EventSource give up without a word.
 
 use std::convert::Infallible;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
-use futures::Stream;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use wujie_protocol::api::{IssueChange, IssueEvent, RunMessageEvent};
 use wujie_protocol::pricing::PriceTable;
-use wujie_store::Store;
+use wujie_store::{Store, StoreError};
 
 use super::WebError;
 use super::auth::Viewer;
+use super::return_to::ReturnTo;
 use super::view;
 use crate::AppState;
 use crate::sse::{Cursor, FeedFormat, event, feed, start_cursor};
@@ -26,11 +30,23 @@ pub(crate) struct After {
 
 pub(crate) async fn issue_feed(
     State(state): State<AppState>,
-    viewer: Viewer,
+    viewer: Result<Viewer, WebError>,
     Path(key): Path<String>,
     Query(after): Query<After>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, WebError> {
+) -> Result<Response, WebError> {
+    let page = ReturnTo::parse(&format!("/issues/{key}"));
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(WebError::LoginNeeded { .. }) => {
+            let ended =
+                futures::stream::once(
+                    async move { Ok::<_, Infallible>(session_ended(page.as_ref())) },
+                );
+            return Ok(Sse::new(ended).into_response());
+        }
+        Err(e) => return Err(e),
+    };
     let issue_id = state.store.resolve_issue(&key).await?;
     let cursor = if headers.contains_key("last-event-id") {
         start_cursor(&headers, true)?
@@ -50,8 +66,22 @@ pub(crate) async fn issue_feed(
         prices: state.config.prices.clone(),
         viewer,
         issue_id: issue_id.clone(),
+        page,
     };
-    Ok(feed(state, Some(issue_id), cursor, format))
+    Ok(feed(state, Some(issue_id), cursor, format).into_response())
+}
+
+/// `ended`: the session ended; a login link back to `page`.
+#[derive(Serialize)]
+struct EndedHtml {
+    html: String,
+}
+
+fn session_ended(page: Option<&ReturnTo>) -> Event {
+    let data = EndedHtml {
+        html: view::session_ended(page).into_string(),
+    };
+    event("ended", &data, None)
 }
 
 struct HtmlFeed {
@@ -59,6 +89,8 @@ struct HtmlFeed {
     prices: PriceTable,
     viewer: Viewer,
     issue_id: String,
+    /// The issue's page, to come back to after logging in again.
+    page: Option<ReturnTo>,
 }
 
 /// `message`: one transcript entry for the run's list.
@@ -122,6 +154,14 @@ impl HtmlFeed {
 }
 
 impl FeedFormat for HtmlFeed {
+    async fn still_allowed(&self, store: &Store) -> Result<bool, StoreError> {
+        self.viewer.still_logged_in(store).await
+    }
+
+    fn access_ended(&self) -> Option<Event> {
+        Some(session_ended(self.page.as_ref()))
+    }
+
     async fn message(&self, m: RunMessageEvent, id: String) -> Event {
         let data = MessageHtml {
             run: &m.run_id,

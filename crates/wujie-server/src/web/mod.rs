@@ -11,6 +11,7 @@ mod auth;
 mod live;
 mod markdown;
 mod pages;
+mod return_to;
 mod time;
 mod view;
 
@@ -24,7 +25,7 @@ use axum::routing::{get, post};
 use serde::de::DeserializeOwned;
 use wujie_store::StoreError;
 
-pub(crate) use auth::{BrowserAuth, LOGIN_CODE_TTL};
+pub(crate) use auth::{LOGIN_CODE_TTL, LoginCodes};
 
 use crate::AppState;
 use crate::request_log::AnsweredError;
@@ -100,10 +101,11 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// An answer other than the page asked for: to the login page, or an error page.
+/// An answer other than the page asked for: to the login page (which then goes on to `next`),
+/// or an error page.
 #[derive(Debug)]
 pub(crate) enum WebError {
-    LoginNeeded,
+    LoginNeeded { next: Option<return_to::ReturnTo> },
     Page { status: StatusCode, message: String },
 }
 
@@ -133,11 +135,10 @@ impl From<crate::error::Failure> for WebError {
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
         match self {
-            WebError::LoginNeeded => (
-                StatusCode::SEE_OTHER,
-                [(LOCATION, HeaderValue::from_static("/login"))],
-            )
-                .into_response(),
+            WebError::LoginNeeded { next } => {
+                let login = next.map_or_else(|| "/login".to_owned(), |next| next.login_href());
+                see_other(&login)
+            }
             WebError::Page { status, message } => {
                 let mut response =
                     (status, html(view::error_page(status.as_u16(), &message))).into_response();

@@ -12,6 +12,7 @@ use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::Viewer;
 use super::markdown;
+use super::return_to::ReturnTo;
 use super::time::{duration_between, elapsed_since, short_time};
 
 fn markdown(source: &str) -> Markup {
@@ -65,7 +66,7 @@ pub(crate) fn error_page(status: u16, message: &str) -> Markup {
     )
 }
 
-pub(crate) fn login(problem: Option<&str>) -> Markup {
+pub(crate) fn login(problem: Option<&str>, next: Option<&ReturnTo>) -> Markup {
     layout(
         "Log in",
         None,
@@ -74,6 +75,7 @@ pub(crate) fn login(problem: Option<&str>) -> Markup {
             @if let Some(problem) = problem { p.error-text role="alert" { (problem) } }
             p { "Open the link " code { "wujie ui" } " prints, or paste a user token (" code { "wujie token create" } ")." }
             form.card method="post" action="/login" {
+                @if let Some(next) = next { input type="hidden" name="next" value=(next.path()); }
                 label for="token" { "Token" }
                 input #token type="password" name="token" autocomplete="off" required;
                 button type="submit" { "Log in" }
@@ -233,6 +235,20 @@ pub(crate) fn issue_page(
             }
         },
     )
+}
+
+/// What an open page shows once its browser's session has ended: why it stopped following the
+/// issue, and a login that comes back to `page`.
+pub(crate) fn session_ended(page: Option<&ReturnTo>) -> Markup {
+    let login = page.map_or_else(|| "/login".to_owned(), ReturnTo::login_href);
+    html! {
+        p.error-text #session-ended role="alert" {
+            "Your session ended (you logged out, or its token was revoked or expired), so this \
+             page no longer follows the issue. "
+            a href=(login) { "Log in again" }
+            " to come back to it."
+        }
+    }
 }
 
 pub(crate) fn comment_view(comment: &Comment) -> Markup {

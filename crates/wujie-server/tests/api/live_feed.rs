@@ -412,3 +412,44 @@ async fn a_client_that_stops_reading_is_dropped_and_resumes_without_gaps() {
     .await;
     h.stop().await;
 }
+
+/// Reads `feed` until the server ends it; fails the test if it is still open after 30 s.
+async fn until_ended(feed: &mut IssueFeed) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(event) = feed.next().await {
+            event.expect("a readable event");
+        }
+    })
+    .await
+    .expect("the feed ends within 30 s");
+}
+
+#[tokio::test]
+async fn a_feed_ends_when_its_token_is_revoked_or_expires() {
+    let h = Harness::start().await;
+    let issue = h.issue("watched by a token that goes").await;
+
+    let revoked = h.store.create_user_token("revoked").await.unwrap();
+    let mut feed = h
+        .client(&revoked.token)
+        .follow_issue(&issue.key, None)
+        .await
+        .expect("feed");
+    while next(&mut feed).await != FeedEvent::Live {}
+    h.admin.revoke_token(&revoked.id).await.expect("revoke");
+    until_ended(&mut feed).await;
+
+    let brief = h
+        .store
+        .create_team_token("brief", Some(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    let mut feed = h
+        .client(&brief.token)
+        .follow_issue(&issue.key, None)
+        .await
+        .expect("feed");
+    while next(&mut feed).await != FeedEvent::Live {}
+    until_ended(&mut feed).await;
+    h.stop().await;
+}

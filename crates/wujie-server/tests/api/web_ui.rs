@@ -1,6 +1,8 @@
 //! The web UI over HTTP: login links, session cookies, CSRF and Origin checks, and agent text
 //! escaped in the served HTML. (The browser itself is in wujie-cli's web_ui_browser test.)
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, ORIGIN, SET_COOKIE};
 use wujie_protocol::api::{IngestBatch, RunStatus};
@@ -72,6 +74,7 @@ async fn pages_need_a_login_and_a_login_link_works_once() {
     let anonymous = browser().get(format!("{}/", h.url())).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
     assert_eq!(anonymous.headers()[LOCATION], "/login");
+    let port = h.url().rsplit(':').next().expect("a port").to_owned();
 
     let login = h.admin.create_browser_login().await.expect("login link");
     assert!(
@@ -82,7 +85,13 @@ async fn pages_need_a_login_and_a_login_link_works_once() {
     let first = browser().get(&link).send().await.unwrap();
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
     let set_cookie = first.headers()[SET_COOKIE].to_str().unwrap().to_owned();
-    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+    // Each server its own cookie, so that two on one host do not log each other out; Lax, so
+    // that a link from another site opens the page logged in.
+    assert!(
+        set_cookie.starts_with(&format!("wujie_session_{port}=")),
+        "{set_cookie}"
+    );
+    for flag in ["HttpOnly", "SameSite=Lax", "Path=/"] {
         assert!(set_cookie.contains(flag), "{set_cookie}");
     }
     assert!(!set_cookie.contains("Secure"), "plain HTTP: {set_cookie}");
@@ -360,5 +369,200 @@ async fn a_discussion_promoted_from_its_page_keeps_the_link_to_it() {
     );
     // No agent goes on with it here: the promotion's run has ended.
     assert_eq!(issue.runs[0].status, RunStatus::Succeeded);
+    h.stop().await;
+}
+
+/// Logs in through a one-time link asked for with `token`, going to `next`; returns the answer.
+async fn open_login_link(h: &Harness, token: &str, next: &str) -> reqwest::Response {
+    let login = h
+        .client(token)
+        .create_browser_login()
+        .await
+        .expect("login link");
+    browser()
+        .get(format!("{}{}", h.url(), login.path))
+        .query(&[("next", next)])
+        .send()
+        .await
+        .expect("GET login link")
+}
+
+fn cookie_of(answer: &reqwest::Response) -> String {
+    let set_cookie = answer.headers()[SET_COOKIE].to_str().expect("ascii");
+    set_cookie.split(';').next().expect("name=value").to_owned()
+}
+
+#[tokio::test]
+async fn login_returns_to_the_page_asked_for_and_never_to_another_site() {
+    let h = Harness::start().await;
+    let issue = h.issue("Deep link").await;
+    let path = format!("/issues/{}", issue.key);
+    let anonymous = browser()
+        .get(format!("{}{path}?tab=runs", h.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        anonymous.headers()[LOCATION],
+        format!("/login?next=%2Fissues%2F{}%3Ftab%3Druns", issue.key).as_str()
+    );
+    // The login form carries where to go on.
+    let (_, form) = page(&h, &format!("/login?next={path}"), "").await;
+    assert!(
+        form.contains(&format!(r#"name="next" value="{path}""#)),
+        "{form}"
+    );
+
+    let back = open_login_link(&h, &h.admin_token, &path).await;
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    assert_eq!(back.headers()[LOCATION], path.as_str());
+    let pasted = browser()
+        .post(format!("{}/login", h.url()))
+        .header(ORIGIN, h.url())
+        .form(&[("token", h.admin_token.as_str()), ("next", path.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pasted.headers()[LOCATION], path.as_str());
+
+    // Anything that could leave this server goes to the issue list instead.
+    for elsewhere in [
+        "//evil.example/",
+        "https://evil.example/",
+        "/\\evil.example/",
+        "\\evil.example",
+        "/\tevil",
+        "evil",
+        "javascript:alert(1)",
+        "/issues/WUJ-1\r\nSet-Cookie: x=1",
+    ] {
+        let answer = open_login_link(&h, &h.admin_token, elsewhere).await;
+        assert_eq!(answer.status(), StatusCode::SEE_OTHER, "{elsewhere:?}");
+        assert_eq!(answer.headers()[LOCATION], "/", "{elsewhere:?}");
+        let form = browser()
+            .get(format!("{}/login", h.url()))
+            .query(&[("next", elsewhere)])
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!form.contains(r#"name="next""#), "{elsewhere:?}: {form}");
+    }
+    h.stop().await;
+}
+
+/// An issue page's live feed, read until it is live.
+struct PageFeed {
+    feed: reqwest::Response,
+    read: String,
+}
+
+impl PageFeed {
+    async fn open(h: &Harness, key: &str, cookie: &str) -> PageFeed {
+        let feed = browser()
+            .get(format!("{}/issues/{key}/live", h.url()))
+            .header(COOKIE, cookie)
+            .send()
+            .await
+            .expect("the live feed");
+        assert_eq!(feed.status(), StatusCode::OK);
+        let mut page = PageFeed {
+            feed,
+            read: String::new(),
+        };
+        while !page.read.contains("event: live") {
+            let chunk = tokio::time::timeout(Duration::from_secs(30), page.feed.chunk())
+                .await
+                .expect("the feed goes live")
+                .expect("readable")
+                .expect("open");
+            page.read.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        page
+    }
+
+    /// Reads until the server ends the feed; what came after `live`.
+    async fn until_ended(mut self) -> String {
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(chunk) = self.feed.chunk().await.expect("readable") {
+                self.read.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .expect("the feed ends within 30 s");
+        let (_, after) = self.read.split_once("event: live").expect("live");
+        after.to_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_pages_live_feed_ends_and_says_so_when_its_session_ends() {
+    let h = Harness::start().await;
+    let issue = h.issue("Watched from a browser").await;
+    let minted = h.store.create_user_token("browser").await.unwrap();
+    let cookie = cookie_of(&open_login_link(&h, &minted.token, "/").await);
+    let feed = PageFeed::open(&h, &issue.key, &cookie).await;
+    h.admin.revoke_token(&minted.id).await.expect("revoke");
+    let ended = feed.until_ended().await;
+    assert!(ended.contains("event: ended"), "{ended}");
+    // It says so, with a link that logs in again and comes back to the issue.
+    assert!(
+        ended.contains(&format!("/login?next=%2Fissues%2F{}", issue.key)),
+        "{ended}"
+    );
+    // A feed asked for without a session answers the same, rather than a login page that
+    // the page's EventSource could not read.
+    let without = browser()
+        .get(format!("{}/issues/{}/live", h.url(), issue.key))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("the live feed");
+    assert_eq!(without.status(), StatusCode::OK);
+    assert!(without.text().await.unwrap().contains("event: ended"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn logging_out_ends_the_sessions_open_pages_and_no_other() {
+    let h = Harness::start().await;
+    let issue = h.issue("Open in two browsers").await;
+    let leaving = log_in(&h).await;
+    let staying = log_in(&h).await;
+    let leaving_feed = PageFeed::open(&h, &issue.key, &leaving).await;
+    let mut staying_feed = PageFeed::open(&h, &issue.key, &staying).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &leaving).await;
+    let out = post(
+        &h,
+        "/logout",
+        &leaving,
+        Some(&h.url()),
+        &[("csrf", &csrf_of(&html))],
+    )
+    .await;
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert!(leaving_feed.until_ended().await.contains("event: ended"));
+    assert_eq!(page(&h, "/", &leaving).await.0, StatusCode::SEE_OTHER);
+    // The other browser's page still follows the issue.
+    h.admin
+        .add_comment(
+            &issue.key,
+            &wujie_protocol::api::CreateComment {
+                body: "still followed".into(),
+            },
+        )
+        .await
+        .expect("comment");
+    while !staying_feed.read.contains("still followed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), staying_feed.feed.chunk())
+            .await
+            .expect("the comment within 30 s")
+            .expect("readable")
+            .expect("open");
+        staying_feed.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
     h.stop().await;
 }

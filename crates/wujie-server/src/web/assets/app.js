@@ -49,9 +49,21 @@
   source.addEventListener('open', function () {
     state.textContent = 'Live';
   });
+  // A lost connection (the server restarting) is retried by the EventSource itself, which
+  // resumes after the last event it got; one it gave up on says so.
   source.addEventListener('error', function () {
+    if (issue.dataset.live === 'ended') return;
     issue.dataset.live = 'off';
-    state.textContent = 'Reconnecting…';
+    state.textContent = source.readyState === EventSource.CLOSED
+      ? 'Not live: reload the page to follow the issue again.'
+      : 'Reconnecting…';
+  });
+  // The browser's session ended: the server says why, with a login that comes back here.
+  source.addEventListener('ended', function (e) {
+    source.close();
+    issue.dataset.live = 'ended';
+    state.textContent = '';
+    state.insertAdjacentHTML('afterend', JSON.parse(e.data).html);
   });
   source.addEventListener('live', function () {
     issue.dataset.live = 'on';
