@@ -145,6 +145,13 @@ pub enum Command {
     /// Run a built-in provider's adapter (what `wujie run` starts; prints NDJSON events).
     #[command(hide = true)]
     Adapter(AdapterArgs),
+    /// Wait for the end of standard input, then end the processes that carry a mark of the
+    /// `wujie` that started this guard (what `wujie run` starts; see `wujie_process::marks`).
+    #[command(name = "process-guard", hide = true)]
+    ProcessGuard {
+        /// The marks' prefix of the guarded `wujie`.
+        prefix: String,
+    },
 }
 
 /// `NAME ARGS…` as one list: once the name is read, everything after it (even `--output`,

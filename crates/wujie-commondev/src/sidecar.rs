@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdin, ChildStdout, Command};
+use wujie_process::marks::{MARK_ENV, Mark};
 use wujie_protocol::sidecar::{
     self as rpc, CloseResult, Incoming, PingResult, PromptResult, Request, StateResult,
 };
@@ -120,7 +121,9 @@ impl Sidecar {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
-            // Its own process group, so that the whole tree can be killed at once.
+            // Its own process group, so that the whole tree can be killed at once; the mark
+            // finds what left the group, for `wujie`'s guard should `wujie` be SIGKILLed.
+            .env(MARK_ENV, Mark::new().value())
             .process_group(0)
             .kill_on_drop(true);
         if let Some(cwd) = &command.cwd {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use wujie_process::marks::{MARK_ENV, MARK_GRACE, Mark, MarkedStop, stop_mark};
 
 use wujie_term::TermSize;
 
@@ -45,6 +46,9 @@ pub struct SpawnSpec {
 #[derive(Debug)]
 pub struct Adapter {
     child: Child,
+    /// What the adapter and everything it starts carry, to find them however they left its
+    /// process group (`wujie_process::marks`).
+    mark: Mark,
     pub stdout: Option<ChildStdout>,
     pub stdin: Option<ChildStdin>,
 }
@@ -65,12 +69,15 @@ impl Adapter {
         for var in WUJIE_ENV_VARS {
             cmd.env_remove(var);
         }
-        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        let mark = Mark::new();
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .env(MARK_ENV, mark.value());
         let mut child = cmd.spawn().map_err(|e| spawn_failed(&spec.program, e))?;
         Ok(Adapter {
             stdout: child.stdout.take(),
             stdin: child.stdin.take(),
             child,
+            mark,
         })
     }
 
@@ -110,8 +117,10 @@ impl Adapter {
         for var in WUJIE_ENV_VARS {
             cmd = cmd.env_remove(var);
         }
+        let mark = Mark::new();
         let mut child = cmd
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .env(MARK_ENV, mark.value())
             .spawn(pts)
             .map_err(|e| match e {
                 pty_process::Error::Io(e) => spawn_failed(&spec.program, e),
@@ -121,13 +130,17 @@ impl Adapter {
             stdout: child.stdout.take(),
             stdin: None,
             child,
+            mark,
         };
         Ok((adapter, pty))
     }
 
-    /// Wait for the adapter to exit, stop what is left of its group, and reap it.
+    /// Wait for the adapter to exit, stop what is left of its group and every process it
+    /// started wherever that went, and reap it.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        wujie_process::reap_stopping_leftovers(&mut self.child).await
+        let status = wujie_process::reap_stopping_leftovers(&mut self.child).await?;
+        self.stop_marked().await;
+        Ok(status)
     }
 
     /// Signal the whole group; an already-gone group is not an error. Nothing is sent once the
@@ -139,7 +152,22 @@ impl Adapter {
     /// TERM the group, then KILL it if the adapter has not exited within `grace`; members that
     /// outlive the adapter are killed too.
     pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
-        wujie_process::stop_group(&mut self.child, grace).await
+        let status = wujie_process::stop_group(&mut self.child, grace).await?;
+        self.stop_marked().await;
+        Ok(status)
+    }
+
+    /// Ends what the adapter started outside its group (`setsid`, a double fork); says so when
+    /// something of it would not go.
+    async fn stop_marked(&self) {
+        if let MarkedStop::Done { left } = stop_mark(&self.mark, MARK_GRACE).await
+            && !left.is_empty()
+        {
+            wujie_process::stderr_line!(
+                "wujie: {} processes the adapter started are still running after SIGKILL (pids {left:?}).",
+                left.len()
+            );
+        }
     }
 }
 

@@ -279,6 +279,13 @@ pub fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
     pgid > 1 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal).is_ok()
 }
 
+/// Whether `pid` is a `wujie process-guard`, which a `wujie` that starts agents starts beside
+/// them (see `wujie_process::marks`): it is never the process a test looks for.
+pub fn is_process_guard(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).nth(1) == Some(&b"process-guard"[..]))
+}
+
 /// Waits up to 30 s for a running `wujie` process that `matches` (given its pid, its command
 /// line and its /proc stat line) and returns its pid.
 pub fn wait_for_wujie(what: &str, matches: impl Fn(i32, &str, &str) -> bool) -> i32 {
@@ -291,7 +298,10 @@ pub fn wait_for_wujie(what: &str, matches: impl Fn(i32, &str, &str) -> bool) -> 
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let cmdline = String::from_utf8_lossy(&cmdline);
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if cmdline.starts_with(WUJIE.path()) && matches(pid, &cmdline, &stat) {
+            if cmdline.starts_with(WUJIE.path())
+                && !is_process_guard(pid)
+                && matches(pid, &cmdline, &stat)
+            {
                 found = pid;
                 return true;
             }

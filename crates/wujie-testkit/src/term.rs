@@ -51,6 +51,8 @@ pub struct Term {
     pub child: std::process::Child,
     /// While set, the terminal takes no output (as a stalled ssh session or tmux client).
     paused: Arc<AtomicBool>,
+    /// Takes the program's output into `screen` until every writer of the terminal is gone.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Term {
@@ -105,7 +107,7 @@ impl Term {
         let (reader, model) = (pty.clone(), screen.clone());
         let paused = Arc::new(AtomicBool::new(false));
         let stalled = paused.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             let mut seen = Vec::new();
             // EIO once the program and everything it started closed the terminal.
@@ -143,6 +145,7 @@ impl Term {
             screen,
             child,
             paused,
+            reader,
         }
     }
 
@@ -275,6 +278,11 @@ impl Term {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // What the program wrote before it exited may still be in the PTY: the screen
+                // is whole once the reader met the end (EIO, every writer gone).
+                while !self.reader.is_finished() && start.elapsed() < DEADLINE {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             assert!(

@@ -51,6 +51,18 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
             }
             return Ok(0);
         }
+        Command::ProcessGuard { prefix } => {
+            wujie_process::marks::guard(prefix).await;
+            return Ok(0);
+        }
+        // What starts agents or sidecars has them ended with it, even when it is SIGKILLed.
+        Command::Run(_)
+        | Command::Discuss(_)
+        | Command::Demo
+        | Command::Branch(_)
+        | Command::Mcp => {
+            start_process_guard();
+        }
         _ => {}
     }
     // `profile` is the one command for which `--profile` (WUJIE_PROFILE) may name a profile
@@ -90,8 +102,19 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Adapter(args) => adapter::run(args).await,
         Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
         Command::Profile(cmd) => profile::run(&ctx, cmd).map(|()| 0),
-        Command::Completions { .. } | Command::Man { .. } => {
+        Command::Completions { .. } | Command::Man { .. } | Command::ProcessGuard { .. } => {
             unreachable!("answered before the profile is loaded")
         }
+    }
+}
+
+/// Starts this process's guard (`wujie process-guard`), or says what is at stake without it.
+fn start_process_guard() {
+    let started = std::env::current_exe()
+        .and_then(|program| wujie_process::marks::start_guard(&program, &["process-guard"]));
+    if let Err(e) = started {
+        wujie_process::stderr_line!(
+            "wujie: cannot start the process guard ({e}): should wujie be killed, what its agent started may run on."
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! What an adapter leaves behind: a descendant that left its process group and keeps stdout
 //! open, group members that outlive a normal exit, and an adapter whose `wujie` was SIGKILLed.
+//! On every path, nothing the adapter started is left running.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -61,6 +62,15 @@ fn a_descendant_that_left_the_group_with_stdout_does_not_hold_the_run() {
     let issue = env.issue(&key);
     assert_eq!(contents(&issue), ["done"]);
     assert_eq!(issue["runs"][0]["status"], "succeeded");
+    gone(&escaped, "the descendant that left the group");
+}
+
+/// Waits for the process whose pid is in `pid_file` to be gone.
+fn gone(pid_file: &Path, what: &str) {
+    let pid = pid_in(pid_file).unwrap_or_else(|| panic!("no pid in {}", pid_file.display()));
+    wait_until(15, &format!("{what} (pid {pid}) to be stopped"), || {
+        !pid_alive(pid)
+    });
 }
 
 #[test]
@@ -87,6 +97,32 @@ fn ctrl_c_ends_wujie_even_when_a_descendant_keeps_stdout_open() {
     assert_eq!(issue["runs"][0]["status"], "cancelled");
     let adapter = pid_in(&file(&env, "adapter.pid")).unwrap();
     assert!(!pid_alive(adapter), "the adapter was stopped");
+    gone(&escaped, "the descendant that left the group");
+}
+
+/// SIGTERM and SIGHUP (the terminal closed) end the run, the adapter and what left its group.
+#[test]
+fn sigterm_and_sighup_end_what_left_the_group() {
+    for signal in [Signal::SIGTERM, Signal::SIGHUP] {
+        let env = Env::new();
+        let escaped = file(&env, "escaped.pid");
+        let started = file(&env, "started");
+        let body = format!(
+            "{}\necho '{}'\ntouch {}\nwhile true; do sleep 0.1; done",
+            escaping_sleeper(&escaped),
+            msg("text", "working", "w"),
+            started.display()
+        );
+        let key = env.create_issue("stopped by a signal");
+        let mut run = start_run(&env, &key, &body, &["escaped.pid"]);
+        wait_until(60, "the adapter to start", || started.exists());
+        assert!(signal_pid(run.pid(), signal));
+        run.wait(30, "wujie to end after the signal");
+        gone(
+            &escaped,
+            &format!("the descendant that left the group, after {signal}"),
+        );
+    }
 }
 
 #[test]
@@ -118,13 +154,24 @@ fn group_members_that_outlive_a_normal_exit_are_stopped() {
 fn the_adapter_does_not_run_on_when_wujie_is_sigkilled() {
     let env = Env::new();
     let adapter_pid = file(&env, "adapter.pid");
+    let member = file(&env, "member.pid");
+    let escaped = file(&env, "escaped.pid");
+    // A member of the adapter's group (no parent-death signal of its own) and a process that
+    // left the group.
     let body = format!(
-        "echo $$ > {}\necho '{}'\nexec sleep 300",
+        "sleep 300 >/dev/null 2>&1 &\necho $! > {}\n{}\necho $$ > {}\necho '{}'\nexec sleep 300",
+        member.display(),
+        escaping_sleeper(&escaped),
         adapter_pid.display(),
         msg("text", "working", "w")
     );
     let key = env.create_issue("orphaned adapter");
-    let mut run = start_run(&env, &key, &body, &["adapter.pid"]);
+    let mut run = start_run(
+        &env,
+        &key,
+        &body,
+        &["adapter.pid", "member.pid", "escaped.pid"],
+    );
     wait_until(60, "the adapter to start", || {
         pid_in(&adapter_pid).is_some()
     });
@@ -134,4 +181,6 @@ fn the_adapter_does_not_run_on_when_wujie_is_sigkilled() {
     wait_until(10, "the adapter to end with its wujie", || {
         !pid_alive(adapter)
     });
+    gone(&member, "the member of the adapter's group");
+    gone(&escaped, "the descendant that left the group");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use wujie_testkit::term::*;
 use wujie_testkit::*;
 
-/// The processes whose parent is `pid`.
+/// The processes whose parent is `pid`, its process guard aside.
 fn children_of(pid: u32) -> Vec<i32> {
     let parent = pid.to_string();
     std::fs::read_dir("/proc")
@@ -20,6 +20,7 @@ fn children_of(pid: u32) -> Vec<i32> {
                 .next()
                 .and_then(|rest| rest.split_whitespace().nth(1))
                 == Some(parent.as_str())
+                && !is_process_guard(*child)
         })
         .collect()
 }
