@@ -887,7 +887,12 @@ async fn deliver_batch(
     let (result, next, settled) = tokio::join!(
         request,
         // A full batch: a shrunk one is only retried alone, never prefetched for.
-        outbox.pending_after(&target.id, last_sent, BATCH_MAX_ITEMS as i64),
+        outbox.pending_after(
+            &target.id,
+            last_sent,
+            BATCH_MAX_ITEMS as i64,
+            BATCH_MAX_BYTES
+        ),
         settle_previous
     );
     let next_step = NextStep::after(Request::Batch { rows: sent.len() }, &result);

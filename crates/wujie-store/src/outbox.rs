@@ -178,6 +178,9 @@ pub struct TargetLock {
     _lock: Flock<File>,
 }
 
+/// Most bytes of items one read of pending rows holds (past its first row), by default.
+pub const READ_MAX_BYTES: usize = 8 * 1024 * 1024;
+
 /// Rows per INSERT statement: one statement per row costs more than the row itself; three bound
 /// values a row stays far below SQLite's limit of 32,766.
 const INSERT_CHUNK: usize = 500;
@@ -417,13 +420,15 @@ impl Outbox {
         Ok(())
     }
 
-    /// The oldest undelivered, not-failed rows of a target, in read order.
+    /// The oldest undelivered, not-failed rows of a target, in read order: at most `limit`
+    /// rows, and past the first no more than [`READ_MAX_BYTES`] of items.
     pub async fn pending(
         &self,
         target_id: &str,
         limit: i64,
     ) -> Result<Vec<OutboxRow>, OutboxError> {
-        self.pending_after(target_id, 0, limit).await
+        self.pending_after(target_id, 0, limit, READ_MAX_BYTES)
+            .await
     }
 
     /// Like [`Outbox::pending`], but only rows after `after_seq`: the batch that follows one
@@ -433,24 +438,34 @@ impl Outbox {
         target_id: &str,
         after_seq: i64,
         limit: i64,
+        max_bytes: usize,
     ) -> Result<Vec<OutboxRow>, OutboxError> {
-        let rows = sqlx::query(
+        use futures::TryStreamExt;
+        // Read row by row, so that no more than `max_bytes` of items (and at least one row)
+        // are ever held: events may be megabytes each.
+        let mut rows = sqlx::query(
             "SELECT seq, item_json, read_at FROM items
              WHERE target_id = ? AND failed IS NULL AND seq > ? ORDER BY seq LIMIT ?",
         )
         .bind(target_id)
         .bind(after_seq)
         .bind(limit)
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| OutboxRow {
+        .fetch(&self.reader);
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        while let Some(r) = rows.try_next().await? {
+            let row = OutboxRow {
                 seq: r.get(0),
                 item_json: r.get(1),
                 read_at_ms: r.get(2),
-            })
-            .collect())
+            };
+            bytes += row.item_json.len();
+            if !out.is_empty() && bytes > max_bytes {
+                break;
+            }
+            out.push(row);
+        }
+        Ok(out)
     }
 
     /// Settle a delivered batch: acknowledged rows go, refused rows stay with the reason.

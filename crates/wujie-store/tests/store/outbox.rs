@@ -42,7 +42,10 @@ async fn appended_rows_come_back_in_order_across_insert_chunks() {
 
     // The batch after one still in flight starts right after its last row.
     let last = first.last().unwrap().seq;
-    let next = outbox.pending_after("run-1", last, 1_000).await.unwrap();
+    let next = outbox
+        .pending_after("run-1", last, 1_000, usize::MAX)
+        .await
+        .unwrap();
     assert_eq!(numbers(&next), (1_000..1_300).collect::<Vec<_>>());
 
     // Settling the first batch leaves exactly the second pending.
@@ -71,7 +74,7 @@ async fn refused_rows_are_kept_apart_with_their_reason_until_retried() {
     assert!(outbox.pending("run-1", 10).await.unwrap().is_empty());
     assert!(
         outbox
-            .pending_after("run-1", 0, 10)
+            .pending_after("run-1", 0, 10, usize::MAX)
             .await
             .unwrap()
             .is_empty()
@@ -110,7 +113,10 @@ async fn appends_and_settles_running_together_lose_and_keep_nothing_extra() {
     let mut seen = Vec::new();
     let mut after = 0;
     while seen.len() < BATCHES * PER_BATCH {
-        let rows = outbox.pending_after("run-1", after, 300).await.unwrap();
+        let rows = outbox
+            .pending_after("run-1", after, 300, usize::MAX)
+            .await
+            .unwrap();
         if rows.is_empty() {
             tokio::task::yield_now().await;
             continue;
@@ -123,4 +129,35 @@ async fn appends_and_settles_running_together_lose_and_keep_nothing_extra() {
     writer.await.unwrap();
     assert_eq!(seen, (0..(BATCHES * PER_BATCH) as i64).collect::<Vec<_>>());
     assert!(outbox.pending("run-1", 1).await.unwrap().is_empty());
+}
+
+/// Events may be megabytes each: a read of pending rows holds no more than its byte bound past
+/// its first row, whatever its row limit, and a row over the bound still comes alone.
+#[tokio::test]
+async fn a_read_of_pending_rows_is_bounded_in_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let outbox = outbox_with_target(&dir, "run-1").await;
+    let mib = 1024 * 1024;
+    let big: Vec<(String, i64)> = (0..5)
+        .map(|i| (format!("{{\"n\":\"{}\"}}", "x".repeat(3 * mib)), i))
+        .collect();
+    outbox.append("run-1", &big).await.unwrap();
+
+    let rows = outbox
+        .pending_after("run-1", 0, 1_000, 8 * mib)
+        .await
+        .unwrap();
+    assert_eq!(
+        numbers(&rows),
+        [0, 1],
+        "two rows of 3 MiB fit in 8 MiB, three do not"
+    );
+    let rows = outbox.pending_after("run-1", 0, 1_000, mib).await.unwrap();
+    assert_eq!(numbers(&rows), [0], "a row over the bound comes alone");
+    let rows = outbox.pending("run-1", 1_000).await.unwrap();
+    assert_eq!(
+        numbers(&rows),
+        [0, 1],
+        "pending() is bounded by READ_MAX_BYTES"
+    );
 }
