@@ -142,6 +142,9 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// The issues' worktrees that `wujie run --worktree` made in this repository.
+    #[command(subcommand)]
+    Worktree(WorktreeCommand),
     /// Run a built-in provider's adapter (what `wujie run` starts; prints NDJSON events).
     #[command(hide = true)]
     Adapter(AdapterArgs),
@@ -288,6 +291,31 @@ pub struct RunArgs {
     /// Write delivery statistics (JSON) to this file when done (used by benchmarks).
     #[arg(long, hide = true)]
     pub stats_file: Option<PathBuf>,
+    /// Run the agent in the issue's own git worktree, on branch `wujie/<key>` (made on the
+    /// first run, reused after), so that agents on other issues and your checkout are untouched.
+    #[arg(long)]
+    pub worktree: bool,
+    /// What a new worktree's branch starts from (default: the current branch).
+    #[arg(long, value_name = "REF", requires = "worktree")]
+    pub base: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// List the issue worktrees of the repository of the current directory.
+    List,
+    /// Remove an issue's worktree (refused while it holds uncommitted changes).
+    #[command(after_help = "Example: wujie worktree remove WUJ-12 --delete-branch")]
+    Remove {
+        /// The issue key (e.g. WUJ-12).
+        key: String,
+        /// Remove it even with uncommitted changes, which are lost.
+        #[arg(long)]
+        force: bool,
+        /// Delete its branch `wujie/<key>` too (kept by default: it holds the agent's commits).
+        #[arg(long)]
+        delete_branch: bool,
+    },
 }
 
 #[derive(Debug, Args)]

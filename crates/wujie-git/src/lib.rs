@@ -9,6 +9,8 @@
 //! - [`Repository::diff`]: what changed between two snapshots, per file, with patches kept
 //!   within [`PatchLimits`].
 //! - [`Repository::commits_since`]: the commits made on HEAD since a base commit.
+//! - [`Repository::issue_worktree`]: an issue's worktree on branch `wujie/<key>`, made or
+//!   reused, and what `wujie worktree list | remove` need.
 //!
 //! It knows nothing of runs, events or HTTP, and every call blocks on a `git` process: callers
 //! that must not wait (the path that reads an adapter's output) run it on a thread of its own.
@@ -20,12 +22,14 @@ mod commits;
 mod diff;
 mod info;
 mod snapshot;
+mod worktree;
 
 pub use command::GitError;
 pub use diff::{Diff, PatchLimits};
 pub use info::{RepoInfo, strip_credentials};
 // The shapes of what it finds are the wire's, so that they travel to the server unchanged.
 pub use snapshot::TreeId;
+pub use worktree::{IssueWorktree, WorktreeEntry, WorktreeError, issue_branch};
 pub use wujie_protocol::git::{Commit, FileChange, FileStatus, Patch, Remote};
 
 use command::Git;

@@ -233,6 +233,10 @@ pub struct Config {
     pub database: Option<String>,
     #[serde(default)]
     pub localrun_providers: BTreeMap<String, ProviderEntry>,
+    /// Where `wujie run --worktree` makes issue worktrees (`<dir>/<key>`); beside the
+    /// repository (`<repo>.wujie/<key>`) when absent. `WUJIE_WORKTREES_DIR` comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktrees_dir: Option<PathBuf>,
     #[serde(flatten)]
     pub other: serde_json::Map<String, serde_json::Value>,
 }

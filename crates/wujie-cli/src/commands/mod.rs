@@ -17,6 +17,7 @@ mod run;
 mod server;
 mod stop_signals;
 mod ui;
+mod worktree;
 
 use anyhow::Result;
 
@@ -101,6 +102,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
         Command::Adapter(args) => adapter::run(args).await,
         Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
+        Command::Worktree(cmd) => worktree::run(&ctx, cmd).await.map(|()| 0),
         Command::Profile(cmd) => profile::run(&ctx, cmd).map(|()| 0),
         Command::Completions { .. } | Command::Man { .. } | Command::ProcessGuard { .. } => {
             unreachable!("answered before the profile is loaded")

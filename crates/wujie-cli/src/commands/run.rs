@@ -87,8 +87,17 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
     let provider = ctx.registry()?.resolve(provider_arg)?;
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
-    let cwd = std::env::current_dir().context("reading the current directory")?;
     let conn = ctx.connect().await?;
+    let cwd = if args.worktree {
+        let key = if super::worktree::looks_like_key(&args.issue) {
+            args.issue.to_uppercase()
+        } else {
+            conn.client.get_issue(&args.issue).await?.key
+        };
+        super::worktree::prepare(ctx, &key, args.base.as_deref())?.path
+    } else {
+        std::env::current_dir().context("reading the current directory")?
+    };
     let outbox = ctx.outbox().await?;
     let notice = StderrNotice::new();
 

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use wujie_testkit::*;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .args(args)
@@ -24,7 +24,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A repository `project` in the test's work dir with one commit, or a skip without git.
-fn require_repository(env: &Env) -> Option<PathBuf> {
+pub(super) fn require_repository(env: &Env) -> Option<PathBuf> {
     wujie_require::require("git")?;
     let repo = env.work.path().join("project");
     std::fs::create_dir(&repo).expect("create repo dir");

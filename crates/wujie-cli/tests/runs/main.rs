@@ -18,3 +18,4 @@ mod reused_keys;
 mod run;
 mod sample_adapters;
 mod start_retry;
+mod worktrees;

@@ -1,0 +1,197 @@
+//! `wujie run KEY --worktree`: each issue's agent works in a worktree of its own on branch
+//! `wujie/<key>`, in parallel with others, without touching the user's checkout; `wujie worktree
+//! list | remove` look after them.
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use super::git_changes::{git, require_repository};
+use wujie_testkit::run_output::describe;
+use wujie_testkit::*;
+
+/// An agent that writes the issue's note in its working directory, commits it, leaves one more
+/// file uncommitted, and waits until both runs have started (so that they really run at once).
+fn agent(env: &Env) -> String {
+    let gate = env.work.path().join("gate");
+    format!(
+        r#"touch "{gate}.$WUJIE_RUN_ID"
+while [ "$(ls "{dir}" | grep -c '^gate\.')" -lt 2 ]; do sleep 0.05; done
+echo "worked on $WUJIE_RUN_ID" > note.txt
+git add note.txt && git commit -q -m "Note"
+echo draft > draft.txt
+echo '{}'"#,
+        msg("final", "done", "f"),
+        gate = gate.display(),
+        dir = env.work.path().display(),
+    )
+}
+
+fn wujie_in(env: &Env, dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = env.cmd();
+    cmd.current_dir(dir).args(args);
+    cmd
+}
+
+fn ok(out: Output) -> String {
+    assert!(out.status.success(), "{}", describe(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    let plugin = env.plugin("noter", V1, &agent(&env));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let (a, b) = (env.create_issue("first"), env.create_issue("second"));
+
+    let spawn = |key: &str| {
+        wujie_in(&env, &repo, &["run", key, "--worktree", "--", "noter"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (run_a, run_b) = (spawn(&a), spawn(&b));
+    let (out_a, out_b) = (
+        run_a.wait_with_output().unwrap(),
+        run_b.wait_with_output().unwrap(),
+    );
+    for (key, out) in [(&a, &out_a), (&b, &out_b)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let place = env
+            .work
+            .path()
+            .join("project.wujie")
+            .join(key.to_lowercase());
+        assert!(
+            stderr.contains(&format!(
+                "{key} works in {} (branch wujie/{}, new, from main)",
+                place.display(),
+                key.to_lowercase()
+            )),
+            "{stderr}"
+        );
+        // Each worktree holds its own issue's commit and draft, on its own branch.
+        let branch = format!("wujie/{}", key.to_lowercase());
+        assert_eq!(git(&place, &["branch", "--show-current"]), branch);
+        assert_eq!(git(&place, &["log", "-1", "--format=%s"]), "Note");
+        assert!(place.join("draft.txt").exists());
+    }
+    // The runs' notes differ: neither agent wrote into the other's worktree.
+    let note = |key: &str| {
+        std::fs::read_to_string(
+            env.work
+                .path()
+                .join("project.wujie")
+                .join(key.to_lowercase())
+                .join("note.txt"),
+        )
+        .unwrap()
+    };
+    assert_ne!(note(&a), note(&b));
+    // The user's checkout: still on main, at its commit, with nothing new.
+    assert_eq!(git(&repo, &["branch", "--show-current"]), "main");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "base");
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+
+    // Listed, with their uncommitted files and how far ahead of main they are.
+    let listed = ok(
+        wujie_in(&env, &repo, &["worktree", "list", "--output", "json"])
+            .output()
+            .unwrap(),
+    );
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let rows: Vec<(String, u64, u64, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["issue"].as_str().unwrap().to_owned(),
+                w["uncommitted_files"].as_u64().unwrap(),
+                w["ahead"].as_u64().unwrap(),
+                w["behind"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [(a.clone(), 1, 1, 0), (b.clone(), 1, 1, 0)]);
+
+    // A second run on an issue reuses its worktree.
+    let again = wujie_in(&env, &repo, &["run", &a, "--worktree", "--", "noter"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("(branch wujie/{}, reused)", a.to_lowercase())),
+        "{said}"
+    );
+
+    // Removing one with uncommitted work is refused, then forced; its branch is kept.
+    let refused = wujie_in(&env, &repo, &["worktree", "remove", &a])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("1 uncommitted files") && said.contains("--force"),
+        "{said}"
+    );
+    ok(
+        wujie_in(&env, &repo, &["worktree", "remove", &a, "--force"])
+            .output()
+            .unwrap(),
+    );
+    let branch_a = format!("wujie/{}", a.to_lowercase());
+    assert_eq!(
+        git(&repo, &["branch", "--list", &branch_a]).trim_start_matches("* "),
+        branch_a
+    );
+    // With --delete-branch the branch goes too.
+    git(
+        &env.work.path().join("project.wujie").join(b.to_lowercase()),
+        &["stash", "-u", "-q"],
+    );
+    ok(
+        wujie_in(&env, &repo, &["worktree", "remove", &b, "--delete-branch"])
+            .output()
+            .unwrap(),
+    );
+    let branch_b = format!("wujie/{}", b.to_lowercase());
+    assert_eq!(git(&repo, &["branch", "--list", &branch_b]), "");
+}
+
+#[test]
+fn a_worktree_switched_to_another_branch_by_hand_is_reported_not_lost() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    let plugin = env.plugin("quiet", V1, &format!("echo '{}'", msg("final", "ok", "f")));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.create_issue("switched");
+    let dirs = env.work.path().join("elsewhere");
+    let mut first = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "quiet"]);
+    first.env("WUJIE_WORKTREES_DIR", &dirs);
+    ok(first.output().unwrap());
+    let place = dirs.join(key.to_lowercase());
+    git(&place, &["switch", "-q", "-c", "mine"]);
+
+    let mut again = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "quiet"]);
+    again.env("WUJIE_WORKTREES_DIR", &dirs);
+    let out = again.output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("branch mine is checked out there now") && said.contains("git -C"),
+        "{said}"
+    );
+    let mut list = wujie_in(&env, &repo, &["worktree", "list"]);
+    list.env("WUJIE_WORKTREES_DIR", &dirs);
+    let table = ok(list.output().unwrap());
+    assert!(table.contains("mine (switched by hand)"), "{table}");
+}
