@@ -33,7 +33,13 @@ impl CodeWatch {
     /// Takes the start snapshot of the work tree `cwd` is in and records it for `target_id`.
     /// `None` outside a work tree (the run goes on as any other), and when git is missing or
     /// fails (said on stderr in one line).
-    pub(crate) async fn start(cwd: &Path, target_id: &str, recorder: Recorder) -> Option<Self> {
+    /// `worktree`: the issue worktree the run has to itself, when it has one.
+    pub(crate) async fn start(
+        cwd: &Path,
+        worktree: Option<&Path>,
+        target_id: &str,
+        recorder: Recorder,
+    ) -> Option<Self> {
         let cwd = cwd.to_path_buf();
         let started = tokio::task::spawn_blocking(move || start_snapshot(&cwd)).await;
         let start = match started {
@@ -58,6 +64,7 @@ impl CodeWatch {
         let mut snapshots = Snapshots {
             start,
             target_id: target_id.to_owned(),
+            worktree: worktree.map(|w| w.display().to_string()),
             recorder,
             taken: 0,
             last: None,
@@ -112,6 +119,8 @@ fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
 struct Snapshots {
     start: Start,
     target_id: String,
+    /// The issue worktree the run works in, for every snapshot it records.
+    worktree: Option<String>,
     recorder: Recorder,
     /// Snapshots recorded so far (the next one's place in the run).
     taken: u32,
@@ -132,6 +141,7 @@ impl Snapshots {
             head_commit: info.head_commit.clone(),
             commits: Vec::new(),
             files: Vec::new(),
+            worktree: self.worktree.clone(),
         }
     }
 
@@ -144,7 +154,14 @@ impl Snapshots {
             tokio::task::spawn_blocking(move || changes_since(&repository, &start, base, snapshot))
                 .await;
         match taken {
-            Ok(Ok(changes)) => self.record(changes).await,
+            Ok(Ok(changes)) => {
+                let worktree = self.worktree.clone();
+                self.record(GitChanges {
+                    worktree,
+                    ..changes
+                })
+                .await;
+            }
             Ok(Err(e)) => wujie_process::stderr_line!(
                 "wujie: cannot take a snapshot of the code after a turn: {}",
                 with_causes(&e)
@@ -201,5 +218,6 @@ fn changes_since(
         head_commit: info.head_commit,
         commits,
         files: diff.files,
+        worktree: None,
     })
 }

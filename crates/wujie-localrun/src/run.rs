@@ -30,6 +30,8 @@ pub struct RunRequest {
     pub provider_arg: String,
     pub args: Vec<String>,
     pub cwd: PathBuf,
+    /// The issue worktree `cwd` is, when the run has one to itself (`wujie run --worktree`).
+    pub worktree: Option<PathBuf>,
     /// Give up draining the outbox after this long without progress.
     pub drain_timeout: Duration,
 }
@@ -71,7 +73,9 @@ pub async fn run(
     let (open, spool_file) = open_run(conn, outbox, provider, &req, notice).await?;
     // Before the adapter starts, so that what it changes is measured from here.
     let code = match open.reporter.recorder() {
-        Ok(recorder) => CodeWatch::start(&req.cwd, &open.run_id, recorder).await,
+        Ok(recorder) => {
+            CodeWatch::start(&req.cwd, req.worktree.as_deref(), &open.run_id, recorder).await
+        }
         Err(_) => None,
     };
     let spec = spawn_spec(&open, conn, provider, &command, &req);

@@ -27,6 +27,10 @@ pub struct GitChanges {
     pub commits: Vec<Commit>,
     /// Files changed from the start snapshot to this one.
     pub files: Vec<FileChange>,
+    /// The issue worktree the run works in (`wujie run --worktree`); absent in the user's own
+    /// checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -163,7 +167,7 @@ impl GitChanges {
                     patch_omitted: f.patch.omitted_reason().map(str::to_owned),
                 })
                 .collect(),
-            worktree: None,
+            worktree: self.worktree.clone(),
         }
     }
 }

@@ -71,6 +71,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 provider_arg: "fake-provider".to_owned(),
                 args: Vec::new(),
                 cwd: std::env::current_dir()?,
+                worktree: None,
                 drain_timeout: Duration::from_secs(15),
             },
             StderrNotice::new(),

@@ -88,15 +88,19 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
     let conn = ctx.connect().await?;
-    let cwd = if args.worktree {
+    let worktree = if args.worktree {
         let key = if super::worktree::looks_like_key(&args.issue) {
             args.issue.to_uppercase()
         } else {
             conn.client.get_issue(&args.issue).await?.key
         };
-        super::worktree::prepare(ctx, &key, args.base.as_deref())?.path
+        Some(super::worktree::prepare(ctx, &key, args.base.as_deref())?.path)
     } else {
-        std::env::current_dir().context("reading the current directory")?
+        None
+    };
+    let cwd = match &worktree {
+        Some(path) => path.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
     };
     let outbox = ctx.outbox().await?;
     let notice = StderrNotice::new();
@@ -113,6 +117,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             provider_arg: provider_arg.clone(),
             args: adapter_args.to_vec(),
             cwd,
+            worktree,
             drain_timeout: Duration::from_secs(args.drain_timeout),
         },
         notice,

@@ -81,6 +81,20 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
         assert_eq!(git(&place, &["log", "-1", "--format=%s"]), "Note");
         assert!(place.join("draft.txt").exists());
     }
+    // Each run says where it worked.
+    for key in [&a, &b] {
+        let place = env
+            .work
+            .path()
+            .join("project.wujie")
+            .join(key.to_lowercase());
+        let run = &env.issue(key)["runs"][0];
+        assert_eq!(run["git"]["worktree"], place.display().to_string(), "{run}");
+        assert_eq!(
+            run["git"]["branch"],
+            format!("wujie/{}", key.to_lowercase())
+        );
+    }
     // The runs' notes differ: neither agent wrote into the other's worktree.
     let note = |key: &str| {
         std::fs::read_to_string(

@@ -108,7 +108,7 @@ async fn concurrent_duplicate_batches_store_each_item_once() {
 }
 
 #[tokio::test]
-async fn duplicate_keys_inside_one_batch_store_the_first() {
+async fn a_key_reused_inside_one_batch_keeps_the_first_event_and_refuses_the_other() {
     let h = Harness::start().await;
     let issue = h.issue("dup in batch").await;
     let run = h.run_on(&issue.key).await.run;
@@ -126,7 +126,8 @@ async fn duplicate_keys_inside_one_batch_store_the_first() {
         .await
         .expect("ingest");
     use IngestOutcome::*;
-    assert_eq!(outcomes(&r), [Stored, Duplicate, Stored, Duplicate]);
+    // Other content under a used key is another event: refused, never dropped as a duplicate.
+    assert_eq!(outcomes(&r), [Stored, Rejected, Stored, Rejected]);
     let stored = h.admin.get_run(&run.id).await.expect("run");
     assert_eq!(stored.messages.len(), 1);
     assert_eq!(stored.messages[0].content.as_deref(), Some("first"));

@@ -172,6 +172,7 @@ async fn a_runs_code_changes_are_served_to_users_and_to_run_tokens_of_the_issue(
         head_commit: None,
         commits: Vec::new(),
         files: Vec::new(),
+        worktree: None,
     };
     let item = IngestItem {
         source: "wujie-reporter".into(),

@@ -25,6 +25,7 @@ fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestIte
                 author: "Ada <ada@example.test>".into(),
             }],
             files,
+            worktree: None,
         }),
     }
 }
