@@ -262,14 +262,18 @@ pub async fn discuss(
         .abandoned
         .take()
         .map(|a| (a, flow.discussion_id.clone()));
+    let mut progress = wujie_process::stderr::Progress::new();
     let summary = reporter
         .close(req.drain_timeout, |left| {
-            wujie_process::stderr_line!("wujie: delivering discussion events… {left} left");
+            progress.show(format_args!(
+                "wujie: delivering discussion events… {left} left"
+            ));
         })
         .await
         .map_err(LocalRunError::reporter(
             "cannot deliver the discussion's events",
         ))?;
+    progress.done();
     let did_not_start = !resumed
         && attached.is_none()
         && promoted.is_none()

@@ -203,13 +203,15 @@ async fn close_run(
         .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
     // Every line the session handled is committed now.
     open.spool.end().await;
+    let mut progress = wujie_process::stderr::Progress::new();
     let summary = open
         .reporter
         .close(drain_timeout, |left| {
-            wujie_process::stderr_line!("wujie: delivering run events… {left} left");
+            progress.show(format_args!("wujie: delivering run events… {left} left"));
         })
         .await
         .map_err(LocalRunError::reporter("cannot deliver the run's events"))?;
+    progress.done();
     // The deliverer records the run as failed on the server too (see `counting_refusals`).
     let ending = if summary.failed > 0 && ending.status == RunStatus::Succeeded {
         Ending {

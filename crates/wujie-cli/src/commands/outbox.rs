@@ -1,6 +1,6 @@
 //! `wujie local-run sync | status`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -73,12 +73,11 @@ pub async fn sync(ctx: &Context, retry_failed: bool, idle_timeout: u64) -> Resul
             outbox.retry_failed(&t.id).await?;
         }
     }
-    let mut last = Instant::now();
     let json = ctx.json();
+    let mut shown = wujie_process::stderr::Progress::new();
     let mut progress = |label: &str, left: i64| {
-        if !json && last.elapsed() >= Duration::from_millis(500) {
-            last = Instant::now();
-            wujie_process::stderr_line!("wujie: {label}: {left} events left");
+        if !json {
+            shown.show(format_args!("wujie: {label}: {left} events left"));
         }
     };
     let targets = sync::sync(
@@ -88,7 +87,9 @@ pub async fn sync(ctx: &Context, retry_failed: bool, idle_timeout: u64) -> Resul
         Duration::from_secs(idle_timeout),
         &mut progress,
     )
-    .await?;
+    .await;
+    shown.done();
+    let targets = targets?;
     let report = SyncReport {
         delivered: targets.iter().map(|t| t.delivered).sum(),
         pending: targets.iter().map(|t| t.pending).sum(),
