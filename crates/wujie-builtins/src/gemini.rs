@@ -23,14 +23,16 @@
 //! | the first line `{sessionId, projectHash}` | `session` |
 //! | `user` message with text (not Gemini CLI's own `<session_context>`, not a tool response) | `user_input` |
 //! | `gemini` message `thoughts[]` (the pieces of its thinking) | `thinking`, one per message |
-//! | `gemini` message `content` | `text` when tool calls follow it, `final` when a user prompt or the end of the session does |
+//! | `gemini` message `content` | `text` when tool calls follow it, `final` when a user prompt, the user back at the input or the end of the session does |
 //! | `gemini` message `toolCalls[]` | `tool_use`, and `tool_result` once it has a result |
 //! | `gemini` message `tokens`, once per message | `usage` |
 //! | `error` message | `error` |
 //!
 //! Gemini CLI does not record where a turn ends: a reply is known to be the last of its turn
 //! only when the next prompt or the end of the session follows it (a reply that asked for
-//! tools gets them added later, after they ran). So the final reply of a turn is reported then.
+//! tools gets them added later, after they ran), or when `wujie` says the user is back at
+//! Gemini CLI's input (`/wujie` typed there: the turn on screen has ended). So the final reply
+//! of a turn is reported then.
 //! Usage: Gemini counts cached input inside `input` (`promptTokenCount`); the usage reported
 //! splits it out (input is the uncached part plus the tool-use prompt, cache read the cached
 //! part), and counts thinking tokens as output, as they are billed. Gemini CLI records no cache
@@ -318,6 +320,10 @@ impl LogMapper for GeminiMapper {
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
+        self.release_answer(MessageKind::Final, out);
+    }
+
+    fn turn_ended(&mut self, out: &mut Vec<Event>) {
         self.release_answer(MessageKind::Final, out);
     }
 }
@@ -663,6 +669,20 @@ mod tests {
             ]
         );
         assert_eq!(usages(&after), [(10, 1, "mock-model".to_owned())]);
+    }
+
+    #[test]
+    fn the_user_back_at_the_input_makes_the_held_reply_final_once() {
+        let (first, second) = FIXTURE.split_at(resume_cut());
+        let mut reader = LogReader::new(GeminiMapper::default());
+        let mut out = reader.feed(first);
+        let mut ended = Vec::new();
+        reader.mapper.turn_ended(&mut ended);
+        assert_eq!(summary(&ended), [(MessageKind::Final, "done".to_owned())]);
+        out.extend(ended);
+        out.extend(reader.feed(second));
+        out.extend(reader.finish());
+        assert_eq!(out, map_chunks([FIXTURE]), "the same events, nothing twice");
     }
 
     #[test]

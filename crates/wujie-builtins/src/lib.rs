@@ -108,6 +108,9 @@ fn builtin_names() -> String {
 
 /// Runs the adapter of the built-in provider `name` with `args`; its exit code.
 pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBuiltin> {
+    // `wujie` tells every built-in adapter when the user is back at the agent's input; one
+    // that has no use for it must not die of it (a signal's default action).
+    let _user_at_input = tui::user_at_input_signal();
     Ok(match name {
         "pi" => pi::run_pi_adapter(args).await,
         "acp" => acp::run_acp_adapter(args).await,

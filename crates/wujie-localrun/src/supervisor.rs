@@ -137,6 +137,12 @@ impl Adapter {
     }
 
     /// TERM the group, then KILL it if the adapter has not exited within `grace`; members that
+    /// Signal the adapter alone, not the agent it started (see
+    /// [`wujie_process::USER_AT_INPUT`]); nothing once it was reaped.
+    pub fn signal_alone(&self, signal: Signal) {
+        wujie_process::signal_child(&self.child, signal);
+    }
+
     /// outlive the adapter are killed too.
     pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
         wujie_process::stop_group(&mut self.child, grace).await

@@ -282,6 +282,53 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
     runtime.block_on(mock.shutdown());
 }
 
+/// `/wujie` right after a reply: Gemini CLI's log never says that a reply ended its turn, yet
+/// the card, the issue and the discussion hold the reply the user saw, and the run does not
+/// get it later.
+#[test]
+fn gemini_cli_reply_just_shown_is_in_the_issue_made_with_wujie() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Gemini, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = start(&env, &home, "gemini-discuss-reply", "discuss -- gemini");
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the answer", |s| s.contains("✦ pong"));
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    tui_agent::open_wujie_menu(&tmux);
+    tmux.keys(&["Enter"]);
+    let card = tmux.wait_text("Create the issue and continue in this context");
+    assert!(
+        card.contains("**Agent:** pong"),
+        "the card holds the reply:\n{card}"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("wujie: created WUJ-1");
+    tmux.wait_settled("the notice to close", |s| {
+        !s.contains("wujie: created") && s.contains(READY)
+    });
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let issue = env.issue("WUJ-1");
+    let description = issue["description"].as_str().unwrap_or_default();
+    assert!(description.contains("pong"), "{issue:#}");
+    assert_eq!(said(&issue["runs"][0]), [], "{issue:#}");
+    let discussions = env.json(&["discussion", "list"]);
+    let entries = env.json(&["discussion", "show", discussions[0]["id"].as_str().unwrap()]);
+    assert_eq!(
+        tui_agent::said(&entries["entries"]),
+        [
+            tui_agent::pair("user_input", "plan the storage layer"),
+            tui_agent::pair("final", "pong")
+        ],
+        "{entries:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
 #[test]
 fn gemini_is_built_in_as_an_interactive_provider() {
     let env = Env::new();
