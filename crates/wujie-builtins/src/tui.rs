@@ -29,6 +29,10 @@ pub const MAX_LOG_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// How often the session log is looked for and read while the agent runs.
 const POLL: Duration = Duration::from_millis(100);
 
+/// The variable naming the directory a provider keeps state in across runs (set by `wujie run`
+/// to a directory of the profile's state, created by the adapter when it needs it).
+pub const PROVIDER_STATE_DIR_VAR: &str = "WUJIE_LOCALRUN_PROVIDER_STATE_DIR";
+
 /// The longest issue context handed to an agent, in characters.
 pub const ISSUE_CONTEXT_LIMIT: usize = 16_000;
 

@@ -20,7 +20,7 @@ use crate::spawn_error::spawn_failed;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
 /// from inside another run never sees its parent's context.
-pub const WUJIE_ENV_VARS: [&str; 11] = [
+pub const WUJIE_ENV_VARS: [&str; 12] = [
     "WUJIE_RUN_ID",
     "WUJIE_ISSUE_ID",
     "WUJIE_LOCALRUN_SESSION_ID",
@@ -32,6 +32,7 @@ pub const WUJIE_ENV_VARS: [&str; 11] = [
     "WUJIE_LOCALRUN_PROVIDER_PROTOCOL",
     "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_COMMAND",
     "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_ARGS",
+    crate::session::PROVIDER_STATE_DIR_VAR,
 ];
 
 #[derive(Debug, Clone)]

@@ -105,6 +105,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             args: adapter_args.to_vec(),
             cwd,
             drain_timeout: Duration::from_secs(args.drain_timeout),
+            state_dir: ctx.profile.state_dir.clone(),
         },
         notice,
     )

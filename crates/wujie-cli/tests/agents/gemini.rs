@@ -36,9 +36,15 @@ fn start(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
 }
 
 /// Bound to an issue, Gemini CLI asks whether to trust the directory holding the issue's
-/// context file (added with `--include-directories`): "1. Yes", once the input box is back.
+/// context file (added with `--include-directories`): "2. Yes, and remember the directories
+/// as trusted", once the input box is back.
 fn trust_context(tmux: &Tmux) {
     tmux.wait_text("Do you trust the following folders being added");
+    tmux.keys(&["Down"]);
+    tmux.wait_for("the second choice", |s| {
+        s.lines()
+            .any(|l| l.contains('●') && l.contains("Yes, and remember"))
+    });
     tmux.keys(&["Enter"]);
     tmux.wait_settled("the input box", |s| {
         s.contains(READY) && !s.contains("Do you trust")
@@ -191,7 +197,9 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
     drop(tmux);
 
     // A resume of the same session: the earlier conversation is the baseline, nothing is
-    // reported twice; what is said now is.
+    // reported twice; what is said now is. The issue's context folder is the one trusted
+    // before: Gemini CLI does not ask again, and its listing of the workspace's directories
+    // is not the user speaking.
     let ids = session_ids(&home);
     assert_eq!(ids.len(), 1, "{ids:?}");
     let tmux = start(
@@ -200,9 +208,11 @@ fn gemini_cli_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issue
         "gemini-resume",
         &format!("run {key} -- gemini --resume {}", ids[0]),
     );
-    trust_context(&tmux);
     let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
+    assert!(
+        end.contains("EXIT=0") && !end.contains("Do you trust"),
+        "{end}"
+    );
     let issue = env.issue(&key);
     let resumed = tui_agent::other_run(&issue, run);
     assert_eq!(resumed["status"], "succeeded", "{resumed:#}");
