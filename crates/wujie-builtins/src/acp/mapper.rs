@@ -8,7 +8,7 @@
 //! | (the prompt sent) | `user_input` |
 //! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt |
 //! | `agent_thought_chunk` | `thinking` (joined per message) |
-//! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final` |
+//! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final`, unless the turn was cancelled |
 //! | `tool_call`, `tool_call_update` | `tool_use` once the call runs (with its latest `rawInput`), `tool_result` when completed or failed |
 //! | `plan` | `plan` (the latest plan of a turn, once, when the turn ends) |
 //! | anything else | nothing |
@@ -202,11 +202,16 @@ impl AcpMapper {
         out
     }
 
-    /// The events that end a turn: the held reply as `final`, the plan, an error, usage.
+    /// The events that end a turn: the held reply as `final` (as `text` when the user
+    /// cancelled the turn: it never got to its answer), the plan, an error, usage.
     pub fn end_turn(&mut self, end: &TurnEnd) -> Vec<Event> {
         let mut out = Vec::new();
+        let cancelled =
+            matches!(end, TurnEnd::Stopped { stop_reason, .. } if stop_reason == "cancelled");
         match self.open.take() {
-            Some(open) if open.kind == MessageKind::Text && !open.text.trim().is_empty() => {
+            Some(open)
+                if open.kind == MessageKind::Text && !open.text.trim().is_empty() && !cancelled =>
+            {
                 let key = format!("{}:final", self.turn_key());
                 out.push(content(
                     MessageKind::Final,
@@ -715,6 +720,19 @@ mod tests {
         .map(|(k, key, c)| (k, key.to_owned(), c.to_owned()))
         .to_vec();
         assert_eq!(summary(&out), want);
+    }
+
+    #[test]
+    fn a_cancelled_turns_reply_is_text_not_final() {
+        let mut m = mapper();
+        let mut out = feed(&mut m, &[text("agent_message_chunk", "waiting", None)]);
+        out.extend(m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "cancelled".to_owned(),
+            usage: None,
+            meta: None,
+        }));
+        let kinds: Vec<MessageKind> = summary(&out).into_iter().map(|(k, _, _)| k).collect();
+        assert_eq!(kinds, [MessageKind::Text], "{out:?}");
     }
 
     #[test]
