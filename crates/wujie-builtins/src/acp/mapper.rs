@@ -6,7 +6,7 @@
 //! | `sessionUpdate` | our events |
 //! |---|---|
 //! | (the prompt sent) | `user_input` |
-//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt |
+//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt or the issue's context sent with it |
 //! | `agent_thought_chunk` | `thinking` (joined per message) |
 //! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final`, unless the turn was cancelled |
 //! | `tool_call`, `tool_call_update` | `tool_use` once the call runs (with its latest `rawInput`), `tool_result` when completed or failed |
@@ -42,6 +42,9 @@ pub struct AcpMapper {
     plan: Option<String>,
     /// The prompt of the current turn, already reported: an agent's echo of it is skipped.
     prompt: String,
+    /// The issue's context, when it went with the current turn's prompt: an agent's echo of
+    /// it is not the user speaking either.
+    context: Option<String>,
     /// While `session/load` replays the history: its turns are counted, nothing is reported.
     replay: Option<Replay>,
 }
@@ -98,6 +101,7 @@ impl AcpMapper {
             tools: HashMap::new(),
             plan: None,
             prompt: String::new(),
+            context: None,
             replay: None,
         }
     }
@@ -167,11 +171,28 @@ impl AcpMapper {
         self.messages_in_turn = 0;
         self.plan = None;
         self.prompt = prompt.trim().to_owned();
+        self.context = None;
         if self.prompt.is_empty() {
             return Vec::new();
         }
         let key = format!("{}:user:prompt", self.turn_key());
         vec![content(MessageKind::UserInput, self.prompt.clone(), key)]
+    }
+
+    /// The issue's context went with this turn's prompt (see [`AcpMapper::context`]).
+    pub fn sent_context(&mut self, context: &str) {
+        self.context = Some(context.trim().to_owned());
+    }
+
+    /// Whether a user message only repeats what was sent: the prompt, the issue's context, or
+    /// both (an agent that echoes the whole prompt joins its blocks).
+    fn echoes_what_was_sent(&self, text: &str) -> bool {
+        let rest = match &self.context {
+            Some(context) if !context.is_empty() => text.replacen(context.as_str(), "", 1),
+            _ => text.to_owned(),
+        };
+        let rest = rest.trim();
+        rest.is_empty() || rest == self.prompt
     }
 
     /// The events of one `session/update` notification's params (`{sessionId, update}`).
@@ -349,7 +370,9 @@ impl AcpMapper {
 
     fn push_open(&self, open: OpenMessage, out: &mut Vec<Event>) {
         let text = open.text.trim();
-        if text.is_empty() || (open.kind == MessageKind::UserInput && text == self.prompt) {
+        if text.is_empty()
+            || (open.kind == MessageKind::UserInput && self.echoes_what_was_sent(text))
+        {
             return;
         }
         let what = match open.kind {
@@ -720,6 +743,47 @@ mod tests {
         .map(|(k, key, c)| (k, key.to_owned(), c.to_owned()))
         .to_vec();
         assert_eq!(summary(&out), want);
+    }
+
+    #[test]
+    fn an_echo_of_the_issues_context_is_not_the_user_speaking() {
+        let mut m = AcpMapper::new("s1", "fake-agent");
+        let mut out = m.start_turn("go");
+        m.sent_context("You are working on issue WUJ-1.");
+        out.extend(feed(
+            &mut m,
+            &[
+                text(
+                    "user_message_chunk",
+                    "You are working on issue WUJ-1.",
+                    Some("u1"),
+                ),
+                text("user_message_chunk", "go", Some("u1")),
+                text("user_message_chunk", "and more", Some("u2")),
+            ],
+        ));
+        out.extend(m.end_turn(&end_turn()));
+        let said: Vec<(MessageKind, String)> =
+            summary(&out).into_iter().map(|(k, _, c)| (k, c)).collect();
+        assert_eq!(
+            said,
+            [
+                (MessageKind::UserInput, "go".to_owned()),
+                (MessageKind::UserInput, "and more".to_owned())
+            ]
+        );
+        // The next turn's prompt goes alone.
+        let next = m.start_turn("again");
+        assert_eq!(summary(&next).len(), 1);
+        let echo = feed(
+            &mut m,
+            &[text(
+                "user_message_chunk",
+                "You are working on issue WUJ-1.",
+                Some("u3"),
+            )],
+        );
+        assert_eq!(summary(&m.end_turn(&end_turn())).len(), 1, "{echo:?}");
     }
 
     #[test]

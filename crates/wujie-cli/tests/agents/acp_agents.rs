@@ -112,6 +112,13 @@ fn require_run(agent: Agent) -> Option<Value> {
         calls >= 2,
         "the mock answered the tool call and the reply ({calls} requests)"
     );
+    // The issue reached the model with the prompt.
+    let title = format!("{} over ACP", agent.name());
+    let requests = at_mock.mock.model_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains(&title)),
+        "no model request held the issue {title:?}: {requests:#?}"
+    );
     let run = at_mock.runs().remove(0);
     at_mock.shutdown();
     check_run(&run);

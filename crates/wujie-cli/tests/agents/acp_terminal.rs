@@ -28,12 +28,15 @@ fn run_on_terminal(env: &Env, key: &str, mode: &str, options: &[&str]) -> (Term,
     (Term::spawn(env, WUJIE, &args), log)
 }
 
+/// What the user typed of each prompt: its last block (the first prompt also carries the
+/// issue, before it).
 fn prompts(received: &[Value]) -> Vec<String> {
     received
         .iter()
         .filter(|m| m["method"] == "session/prompt")
         .map(|m| {
-            m["params"]["prompt"][0]["text"]
+            let blocks = m["params"]["prompt"].as_array().expect("blocks");
+            blocks.last().expect("a block")["text"]
                 .as_str()
                 .unwrap()
                 .to_owned()
