@@ -47,6 +47,8 @@ pub struct AcpMapper {
     context: Option<String>,
     /// While `session/load` replays the history: its turns are counted, nothing is reported.
     replay: Option<Replay>,
+    /// The model the session said it uses, for usage that names none.
+    session_model: Option<String>,
 }
 
 /// The history `session/load` replays was reported when it happened: it is only counted, so
@@ -103,6 +105,7 @@ impl AcpMapper {
             prompt: String::new(),
             context: None,
             replay: None,
+            session_model: None,
         }
     }
 
@@ -177,6 +180,12 @@ impl AcpMapper {
         }
         let key = format!("{}:user:prompt", self.turn_key());
         vec![content(MessageKind::UserInput, self.prompt.clone(), key)]
+    }
+
+    /// The model the agent said the session uses ([`session_model`]): usage that names no
+    /// model is that model's.
+    pub fn set_session_model(&mut self, model: Option<String>) {
+        self.session_model = model;
     }
 
     /// The context went with this turn's prompt (see [`AcpMapper::context`]).
@@ -403,6 +412,7 @@ impl AcpMapper {
             provider: self.agent_name.clone(),
             model: model
                 .or_else(|| str_field(usage, "model"))
+                .or(self.session_model.as_deref())
                 .unwrap_or("unknown")
                 .to_owned(),
             input_tokens: count(&["inputTokens", "input_tokens", "promptTokens"]),
@@ -442,6 +452,29 @@ impl AcpMapper {
         }
         None
     }
+}
+
+/// The model a `session/new` or `session/load` response says the session uses: the current
+/// one of `models` (an older field Hermes sends; the entry's name, its id being prefixed with
+/// the provider), else the current value of the `model` config option (opencode:
+/// `provider/model`, the model's part).
+pub fn session_model(response: &Value) -> Option<String> {
+    let models = &response["models"];
+    if let Some(current) = models["currentModelId"].as_str() {
+        let name = models["availableModels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["modelId"] == current)
+            .and_then(|m| m["name"].as_str());
+        return Some(name.unwrap_or(current).to_owned());
+    }
+    response["configOptions"]
+        .as_array()?
+        .iter()
+        .find(|o| o["category"] == "model")?["currentValue"]
+        .as_str()
+        .map(|value| value.rsplit('/').next().unwrap_or(value).to_owned())
 }
 
 /// The first `model` or `modelId` string found breadth-first within three levels of `object`.
@@ -784,6 +817,30 @@ mod tests {
             )],
         );
         assert_eq!(summary(&m.end_turn(&end_turn())).len(), 1, "{echo:?}");
+    }
+
+    #[test]
+    fn the_sessions_model_names_usage_that_names_none() {
+        let hermes = json!({"sessionId": "s", "models": {"currentModelId": "custom:m1",
+            "availableModels": [{"modelId": "custom:m0", "name": "m0"}, {"modelId": "custom:m1", "name": "m1"}]}});
+        assert_eq!(session_model(&hermes).as_deref(), Some("m1"));
+        let opencode = json!({"sessionId": "s", "configOptions": [
+            {"id": "mode", "category": "mode", "currentValue": "build"},
+            {"id": "model", "category": "model", "currentValue": "mock/m2"}]});
+        assert_eq!(session_model(&opencode).as_deref(), Some("m2"));
+        assert_eq!(session_model(&json!({"sessionId": "s"})), None);
+
+        let mut m = mapper();
+        m.set_session_model(session_model(&opencode));
+        let usage = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: Some(json!({"inputTokens": 10, "outputTokens": 1})),
+            meta: None,
+        });
+        assert!(
+            matches!(&usage[..], [Event::Usage(u)] if u.model == "m2"),
+            "{usage:?}"
+        );
     }
 
     #[test]

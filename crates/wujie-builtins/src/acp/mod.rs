@@ -35,8 +35,8 @@
 //! |---|---|---|---|---|
 //! | Gemini CLI 0.61 (`gemini --acp`) | none (title only) | none | not echoed | `_meta.quota.token_count`, with the model |
 //! | Grok Build (`grok agent stdio`) | `rawInput` | text | echoed | `_meta.usage`, with the model; asks permission for shell commands |
-//! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model |
-//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only, no model |
+//! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model (the session's `models` name it) |
+//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only (nothing else counts the others), no model (the session's `model` config option names it) |
 
 pub mod console;
 pub mod mapper;
@@ -48,9 +48,10 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, TextContent, TextResourceContents,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
+    PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionId,
+    TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Agent, Client, Lines, Responder, UntypedMessage, V1};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -58,7 +59,7 @@ use tokio::sync::mpsc;
 use wujie_protocol::event::Event;
 
 use self::console::{Choice, Console, ConsoleOut, TurnInput, user_at_terminal};
-use self::mapper::{AcpMapper, TurnEnd};
+use self::mapper::{AcpMapper, TurnEnd, session_model};
 
 /// How the adapter was asked to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -586,11 +587,12 @@ impl Conversation {
                 self.load_session(&cx, id, cwd, &agent).await?
             }
             None => {
-                let session = cx
-                    .send_request(NewSessionRequest::new(cwd))
-                    .block_task()
-                    .await?;
-                let mapper = AcpMapper::new(&session.session_id.0, &agent);
+                let response =
+                    request_json(&cx, "session/new", NewSessionRequest::new(cwd)).await?;
+                let session: NewSessionResponse = serde_json::from_value(response.clone())
+                    .map_err(|e| agent_client_protocol::Error::parse_error().data(e.to_string()))?;
+                let mut mapper = AcpMapper::new(&session.session_id.0, &agent);
+                mapper.set_session_model(session_model(&response));
                 emit(vec![mapper.session_event()]);
                 self.state.set_mapper(mapper);
                 session.session_id
@@ -640,9 +642,14 @@ impl Conversation {
         let mapper = AcpMapper::resuming(&session_id.0, agent);
         emit(vec![mapper.session_event()]);
         self.state.set_mapper(mapper);
-        cx.send_request(LoadSessionRequest::new(session_id.clone(), cwd))
-            .block_task()
-            .await?;
+        let response = request_json(
+            cx,
+            "session/load",
+            LoadSessionRequest::new(session_id.clone(), cwd),
+        )
+        .await?;
+        self.state
+            .with_mapper(|m| m.set_session_model(session_model(&response)));
         self.state.updates_quiet().await;
         let earlier = self.state.with_mapper(AcpMapper::end_replay).unwrap_or(0);
         if let Some(console) = &self.console {
@@ -716,6 +723,18 @@ impl Conversation {
 struct TurnOutcome {
     ok: bool,
     connection_closed: bool,
+}
+
+/// Sends a request and returns its response as the agent sent it: the typed responses drop
+/// what the schema no longer has, such as the `models` Hermes names its model in.
+async fn request_json(
+    cx: &ConnectionTo<Agent>,
+    method: &str,
+    params: impl serde::Serialize,
+) -> Result<serde_json::Value, agent_client_protocol::Error> {
+    cx.send_request(UntypedMessage::new(method, params)?)
+        .block_task()
+        .await
 }
 
 /// How a turn ended, from the prompt's response.
