@@ -142,6 +142,40 @@ pub fn preflight(name: &str, args: &[String]) -> Result<(), BuiltinError> {
     }
 }
 
+/// The arguments that resume the agent's own session `native` (a discussion resumed by its id
+/// goes on in the session it recorded): `args` with the agent's resume added, or `args` as
+/// they are when they already name a session; `None` when the agent cannot resume one by id.
+pub fn resume_args(name: &str, args: &[String], native: &str) -> Option<Vec<String>> {
+    let names_session = |flags: &[&str]| flag_value(args, flags).is_some();
+    let owned = |words: &[&str]| -> Vec<String> { words.iter().map(|w| (*w).to_owned()).collect() };
+    let (before, after): (Vec<String>, Vec<String>) = match name {
+        "gemini" if !names_session(&["--resume", "-r", "--session-id"]) => {
+            (Vec::new(), owned(&["--resume", native]))
+        }
+        "claude" if !names_session(&["--resume", "-r", "--continue", "-c", "--session-id"]) => {
+            (Vec::new(), owned(&["--resume", native]))
+        }
+        // `codex resume ID [OPTIONS]`: a subcommand, first.
+        "codex" if !matches!(args.first().map(String::as_str), Some("resume" | "fork")) => {
+            (owned(&["resume", native]), Vec::new())
+        }
+        "opencode" if !names_session(&["--session", "-s", "--continue", "-c"]) => {
+            (Vec::new(), owned(&["--session", native]))
+        }
+        // The acp provider's own options come before `--` and the agent's command.
+        "acp" if !names_session(&["--resume"]) => (owned(&["--resume", native]), Vec::new()),
+        "gemini" | "claude" | "codex" | "opencode" | "acp" => (Vec::new(), Vec::new()),
+        _ => return None,
+    };
+    Some(
+        before
+            .into_iter()
+            .chain(args.iter().cloned())
+            .chain(after)
+            .collect(),
+    )
+}
+
 /// Why a built-in adapter could not start its agent.
 #[derive(Debug, thiserror::Error)]
 pub enum BuiltinError {
@@ -374,6 +408,32 @@ pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_discussion_resumed_by_id_resumes_the_agents_own_session() {
+        let args =
+            |words: &[&str]| -> Vec<String> { words.iter().map(|w| w.to_string()).collect() };
+        let resumed = |name, given: &[&str]| resume_args(name, &args(given), "N").unwrap();
+        assert_eq!(
+            resumed("gemini", &["-m", "x"]),
+            args(&["-m", "x", "--resume", "N"])
+        );
+        assert_eq!(resumed("gemini", &["--resume=O"]), args(&["--resume=O"]));
+        assert_eq!(resumed("claude", &[]), args(&["--resume", "N"]));
+        assert_eq!(resumed("claude", &["-c"]), args(&["-c"]));
+        assert_eq!(
+            resumed("codex", &["-m", "x"]),
+            args(&["resume", "N", "-m", "x"])
+        );
+        assert_eq!(resumed("codex", &["resume", "O"]), args(&["resume", "O"]));
+        assert_eq!(resumed("opencode", &[]), args(&["--session", "N"]));
+        assert_eq!(resumed("opencode", &["-s", "O"]), args(&["-s", "O"]));
+        assert_eq!(
+            resumed("acp", &["--", "hermes", "acp"]),
+            args(&["--resume", "N", "--", "hermes", "acp"])
+        );
+        assert_eq!(resume_args("pi", &args(&["-x"]), "N"), None);
+    }
 
     #[test]
     fn keys_name_the_session_or_say_it_is_not_known_yet() {

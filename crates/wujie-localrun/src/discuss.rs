@@ -88,6 +88,9 @@ pub struct PromotedRun {
     pub issue_key: String,
     pub run_id: String,
     pub status: RunStatus,
+    /// The provider's arguments that resume the agent's own session, which holds the
+    /// discussion and the work so far; `None` when the provider cannot say.
+    pub resume_args: Option<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -217,6 +220,15 @@ pub async fn discuss(
     provider.check_start(&req.args)?;
     let mut retry = StartRetry::new(START_PATIENCE);
     let (discussion, token, resumed) = find_or_create(conn, provider, &req, &mut retry).await?;
+    // Resumed by its id, the discussion goes on in the agent session it recorded last, so the
+    // agent has the earlier turns too.
+    let mut req = req;
+    if req.resume.is_some()
+        && let Some(native) = discussion.native_session_ids.last()
+        && let Some(args) = provider.resume_args(&req.args, native)
+    {
+        req.args = args;
+    }
     let workspace = retry
         .call("cannot read the workspace", || conn.client.workspace())
         .await?;
@@ -266,11 +278,17 @@ pub async fn discuss(
         input_ended: false,
         turn_open: false,
         card_wait: CardWait::Idle,
+        native_session: None,
     };
     let ending = session.run(&mut flow).await?;
     revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
-    let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
+    let resume_args = flow
+        .native_session
+        .take()
+        .and_then(|native| provider.resume_args(&req.args, &native));
+    let promoted =
+        finish_promoted_run(&reporter, flow.promoted.take(), &ending, resume_args).await?;
     reporter.flush().await.map_err(LocalRunError::reporter(
         "cannot record the adapter's events",
     ))?;
@@ -381,6 +399,7 @@ async fn finish_promoted_run(
     reporter: &Reporter,
     promoted: Option<(String, String)>,
     ending: &Ending,
+    resume_args: Option<Vec<String>>,
 ) -> Result<Option<PromotedRun>, LocalRunError> {
     let Some((issue_key, run_id)) = promoted else {
         return Ok(None);
@@ -398,6 +417,7 @@ async fn finish_promoted_run(
         issue_key,
         run_id,
         status: ending.status,
+        resume_args,
     }))
 }
 
@@ -464,6 +484,8 @@ struct Flow<'a> {
     /// A user prompt was reported and no final (or error) after it yet.
     turn_open: bool,
     card_wait: CardWait,
+    /// The agent's own session, as the adapter reported it last.
+    native_session: Option<String>,
 }
 
 impl SessionFlow for Flow<'_> {
@@ -595,7 +617,10 @@ impl Flow<'_> {
     /// handoff (refused once the session is stopping).
     async fn on_request(&mut self, event: &Event, stopping: bool) -> Result<(), LocalRunError> {
         match event {
-            Event::Session { session_id } => self.attach(session_id).await,
+            Event::Session { session_id } => {
+                self.native_session = Some(session_id.clone());
+                self.attach(session_id).await
+            }
             Event::HandoffReady { request_id, mode } if stopping => {
                 let error = "cancelled by the user".to_owned();
                 self.refuse(request_id, Some(*mode), error).await;

@@ -321,6 +321,11 @@ fn gemini_cli_reply_just_shown_is_in_the_issue_made_with_wujie() {
     });
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
+    // The hint goes on in the same Gemini CLI session.
+    let ids = session_ids(&home);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let hint = format!("`wujie run WUJ-1 -- gemini --resume {}`", ids[0]);
+    assert!(end.replace('\n', "").contains(&hint), "{hint} in:\n{end}");
 
     let issue = env.issue("WUJ-1");
     let description = issue["description"].as_str().unwrap_or_default();
@@ -332,6 +337,63 @@ fn gemini_cli_reply_just_shown_is_in_the_issue_made_with_wujie() {
         tui_agent::said(&entries["entries"]),
         [
             tui_agent::pair("user_input", "plan the storage layer"),
+            tui_agent::pair("final", "pong")
+        ],
+        "{entries:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
+/// `wujie discuss --resume <discussion> -- gemini`, as the hint says: Gemini CLI resumes the
+/// session the discussion recorded, so the model sees the earlier turns.
+#[test]
+fn gemini_cli_discussion_resumed_by_its_id_goes_on_in_the_same_gemini_session() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Gemini, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = start(&env, &home, "gemini-discuss-first", "discuss -- gemini");
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+    let discussions = env.json(&["discussion", "list"]);
+    let id = discussions[0]["id"].as_str().expect("an id").to_owned();
+
+    let tmux = start(
+        &env,
+        &home,
+        "gemini-discuss-again",
+        &format!("discuss --resume {id} -- gemini"),
+    );
+    say(&tmux, "go on");
+    tmux.wait_for("the second answer", |s| s.matches("✦ pong").count() >= 2);
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    assert_eq!(session_ids(&home).len(), 1, "one Gemini CLI session");
+    let last = mock
+        .model_requests()
+        .into_iter()
+        .rfind(|r| r.status == 200 && r.path.contains("/models/mock-model:"))
+        .expect("a request");
+    let body = last.body.to_string();
+    assert!(
+        body.contains("plan the storage layer") && body.contains("go on"),
+        "the model sees the earlier turn: {body}"
+    );
+    let entries = env.json(&["discussion", "show", &id]);
+    assert_eq!(
+        tui_agent::said(&entries["entries"]),
+        [
+            tui_agent::pair("user_input", "plan the storage layer"),
+            tui_agent::pair("final", "pong"),
+            tui_agent::pair("user_input", "go on"),
             tui_agent::pair("final", "pong")
         ],
         "{entries:#}"
