@@ -481,7 +481,7 @@ struct Flow<'a> {
     discussion_id: String,
     /// The user's input (on pipes) ended: nothing can confirm a handoff any more.
     input_ended: bool,
-    /// A user prompt was reported and no final (or error) after it yet.
+    /// A user prompt was reported and nothing that ends its turn after it yet.
     turn_open: bool,
     card_wait: CardWait,
     /// The agent's own session, as the adapter reported it last.
@@ -738,7 +738,12 @@ impl Flow<'_> {
             if let Event::Message(message) = event {
                 match message.kind {
                     MessageKind::UserInput => self.turn_open = true,
-                    MessageKind::Final | MessageKind::Error => self.turn_open = false,
+                    // What ends a turn: the answer, a question back to the user, the plan
+                    // (the card's content), or an error.
+                    MessageKind::Final
+                    | MessageKind::Question
+                    | MessageKind::Plan
+                    | MessageKind::Error => self.turn_open = false,
                     _ => {}
                 }
             }
@@ -764,12 +769,13 @@ impl Flow<'_> {
                 Handled::Kept
             }
             CardWait::GaveUp => {
+                self.show_create_card().await;
+                // After the card: the terminal host shows a notice once the card is closed.
                 let waited = TURN_REPORT_WAIT.as_secs();
                 self.say(format!(
-                    "the agent's reply to the last prompt was not reported within {waited} s; the issue holds the discussion without it"
+                    "the agent's reply to the last prompt was not reported within {waited} s; the card held the discussion without it"
                 ))
                 .await;
-                self.show_create_card().await;
                 Handled::Kept
             }
             CardWait::Idle if self.turn_open => {
