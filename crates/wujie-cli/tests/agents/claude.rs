@@ -264,3 +264,69 @@ fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_go
     assert_eq!(kinds, ["user_input", "final"]);
     runtime.block_on(mock.shutdown());
 }
+
+/// `wujie discuss --resume <discussion> -- claude`: Claude Code resumes the session the
+/// discussion recorded, so the model sees the earlier turn.
+#[test]
+fn claude_code_discussion_resumed_by_its_id_goes_on_in_the_same_claude_session() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss-first", "discuss -- claude");
+    wait_ready(&tmux);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("● pong"));
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+    let id = env.json(&["discussion", "list"])[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+
+    let tmux = tui_agent::start_wujie(
+        &env,
+        &home,
+        "claude-discuss-again",
+        &format!("discuss --resume {id} -- claude"),
+    );
+    wait_ready(&tmux);
+    say(&tmux, "go on");
+    tmux.wait_for("the answer to it", |s| {
+        s.split("go on")
+            .nth(1)
+            .is_some_and(|after| after.contains("● pong"))
+    });
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    assert_eq!(session_ids(&home).len(), 1, "one Claude Code session");
+    let requests = mock.model_requests();
+    let asked: Vec<String> = requests
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .filter(|m| m.contains("go on"))
+        .collect();
+    assert!(
+        !asked.is_empty() && asked.iter().all(|m| m.contains("plan the storage layer")),
+        "the model sees the earlier turn: {asked:#?}"
+    );
+    let entries = env.json(&["discussion", "show", &id]);
+    let kinds: Vec<&str> = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user_input", "final", "user_input", "final"],
+        "{entries:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
