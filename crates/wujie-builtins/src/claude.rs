@@ -15,7 +15,7 @@
 //! | record | events |
 //! |---|---|
 //! | any, first `sessionId` | `session` |
-//! | `user`, text content (not Claude Code's own `<tag>…</tag>` markup, not `isMeta`) | `user_input` |
+//! | `user`, text content (not Claude Code's own `<tag>…</tag>` markup, not `isMeta`, not its `[Request interrupted by user…]` marker) | `user_input` |
 //! | `user`, `tool_result` block | `tool_result` |
 //! | `assistant`, `thinking` block | `thinking` |
 //! | `assistant`, `text` block | `final` when the message ended the turn (`stop_reason` other than `tool_use`), else `text` |
@@ -219,6 +219,13 @@ impl LogMapper for ClaudeMapper {
     }
 }
 
+/// Whether a `user` record's text is the marker Claude Code writes when the user stops a
+/// response (Esc): `[Request interrupted by user]`, `… for tool use]`. The user said nothing.
+fn is_interruption_marker(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with("[Request interrupted by user") && text.ends_with(']') && !text.contains('\n')
+}
+
 impl ClaudeMapper {
     fn session_key(&self) -> String {
         crate::session_key(self.session_id.as_deref())
@@ -241,7 +248,7 @@ impl ClaudeMapper {
             _ => {}
         }
         let text = texts.join("\n");
-        if !text.trim().is_empty() && !is_agent_markup(&text) {
+        if !text.trim().is_empty() && !is_agent_markup(&text) && !is_interruption_marker(&text) {
             let key = format!("{}:user:{uuid}", self.session_key());
             out.push(content_message(SOURCE, MessageKind::UserInput, text, key));
         }
@@ -519,6 +526,9 @@ mod tests {
         noisy.extend_from_slice(FIXTURE);
         noisy.extend_from_slice(b"{\"type\":\"user\",\"isSidechain\":true,\"message\":{\"content\":\"a subagent's prompt\"}}\n");
         noisy.extend_from_slice(b"{\"type\":\"user\",\"message\":{\"content\":\"<command-name>/model</command-name>\"}}\n");
+        // What Claude Code writes when the user stops a response with Esc.
+        noisy.extend_from_slice(b"{\"type\":\"user\",\"uuid\":\"i1\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"[Request interrupted by user]\"}]}}\n");
+        noisy.extend_from_slice(b"{\"type\":\"user\",\"uuid\":\"i2\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"[Request interrupted by user for tool use]\"}]}}\n");
         assert_eq!(
             summary(&map_chunks([&noisy[..]])),
             summary(&map_chunks([FIXTURE]))

@@ -12,7 +12,11 @@
 //! (`GEMINI.md`, or the name the `context.fileName` setting gives) in a directory of its own,
 //! added with `--include-directories`, which Gemini CLI loads into its `<loaded_context>`;
 //! never as a user message. With folder trust on, Gemini CLI first asks whether to trust that
-//! directory; the context reaches the model once the user says yes.
+//! directory; the context reaches the model once the user says yes. The directory is the
+//! issue's own under the provider's state, the same on every run of the issue, so trust that
+//! the user asked Gemini CLI to remember holds for the next run too. Once trusted, Gemini CLI
+//! lists the workspace's directories to the model in a `user` record of its own (`- **Workspace
+//! Directories:**` …): that is not the user speaking.
 //!
 //! Gemini CLI appends a message again each time it changes (its tool calls and their results
 //! are added to the model message once they completed), so records are read by message id,
@@ -23,14 +27,16 @@
 //! | the first line `{sessionId, projectHash}` | `session` |
 //! | `user` message with text (not Gemini CLI's own `<session_context>`, not a tool response) | `user_input` |
 //! | `gemini` message `thoughts[]` (the pieces of its thinking) | `thinking`, one per message |
-//! | `gemini` message `content` | `text` when tool calls follow it, `final` when a user prompt or the end of the session does |
+//! | `gemini` message `content` | `text` when tool calls follow it, `final` when a user prompt, the user back at the input or the end of the session does |
 //! | `gemini` message `toolCalls[]` | `tool_use`, and `tool_result` once it has a result |
 //! | `gemini` message `tokens`, once per message | `usage` |
 //! | `error` message | `error` |
 //!
 //! Gemini CLI does not record where a turn ends: a reply is known to be the last of its turn
 //! only when the next prompt or the end of the session follows it (a reply that asked for
-//! tools gets them added later, after they ran). So the final reply of a turn is reported then.
+//! tools gets them added later, after they ran), or when `wujie` says the user is back at
+//! Gemini CLI's input (`/wujie` typed there: the turn on screen has ended). So the final reply
+//! of a turn is reported then.
 //! Usage: Gemini counts cached input inside `input` (`promptTokenCount`); the usage reported
 //! splits it out (input is the uncached part plus the tool-use prompt, cache read the cached
 //! part), and counts thinking tokens as output, as they are billed. Gemini CLI records no cache
@@ -43,7 +49,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log};
+use crate::tui::{
+    LogMapper, LogReader, PROVIDER_STATE_DIR_VAR, is_agent_markup, issue_context, run_with_log,
+};
 use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, str_field};
 
 /// The `source` of every message the gemini provider reports.
@@ -250,26 +258,45 @@ pub fn context_file_name(settings: &[Option<String>]) -> String {
         .unwrap_or_else(|| "GEMINI.md".to_owned())
 }
 
-/// The directory holding the issue's context file, removed when dropped.
-struct ContextDir(PathBuf);
-
-impl ContextDir {
-    fn create(name: &str, file_name: &str, text: &str) -> std::io::Result<ContextDir> {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        let dir = ContextDir(std::env::temp_dir().join(name));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir.0)?;
-        let file = dir.0.join(file_name);
-        std::fs::write(&file, text)?;
-        // Read-only: the issue is context, not a file for the agent to edit.
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))?;
-        Ok(dir)
+/// Writes the issue's context file as `file_name` into the issue's own directory under
+/// `state` (see the module comment) and returns that directory. What an earlier run wrote
+/// there goes first: the file is read-only, and its name may have changed since.
+pub fn write_context_dir(
+    state: &Path,
+    issue_id: &str,
+    file_name: &str,
+    text: &str,
+) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let name: String = issue_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let dir = state.join("issue-context").join(name);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    for entry in std::fs::read_dir(&dir)? {
+        std::fs::remove_file(entry?.path())?;
     }
+    let file = dir.join(file_name);
+    std::fs::write(&file, text)?;
+    // Read-only: the issue is context, not a file for the agent to edit.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))?;
+    Ok(dir)
 }
 
-impl Drop for ContextDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// Whether a `user` record's text is Gemini CLI's own listing of the workspace's directories,
+/// which it adds once directories were added to the workspace.
+fn is_workspace_listing(text: &str) -> bool {
+    text.starts_with("- **Workspace Directories:**\n")
 }
 
 /// Maps Gemini CLI chat-log records to events (see the module comment).
@@ -320,6 +347,10 @@ impl LogMapper for GeminiMapper {
     fn finish(&mut self, out: &mut Vec<Event>) {
         self.release_answer(MessageKind::Final, out);
     }
+
+    fn turn_ended(&mut self, out: &mut Vec<Event>) {
+        self.release_answer(MessageKind::Final, out);
+    }
 }
 
 impl GeminiMapper {
@@ -337,7 +368,11 @@ impl GeminiMapper {
             Some(shown) if !parts_text(Some(shown)).trim().is_empty() => parts_text(Some(shown)),
             _ => parts_text(record.get("content")),
         };
-        if text.trim().is_empty() || is_agent_markup(&text) || !self.reported.insert(key.clone()) {
+        if text.trim().is_empty()
+            || is_agent_markup(&text)
+            || is_workspace_listing(&text)
+            || !self.reported.insert(key.clone())
+        {
             return;
         }
         self.release_answer(MessageKind::Final, out);
@@ -504,19 +539,11 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
                 read(cwd.join(".gemini/settings.json")),
                 read(gemini.join("settings.json")),
             ]);
-            match ContextDir::create(&format!("wujie-gemini-{new_id}"), &file_name, &text) {
-                Ok(dir) => Some(dir),
-                Err(e) => {
-                    wujie_process::stderr_line!(
-                        "wujie adapter gemini: could not write the issue's context file ({e}); gemini starts without the issue's context"
-                    );
-                    None
-                }
-            }
+            context_dir(&file_name, &text)
         }
         None => None,
     };
-    let launch = plan_launch(&args, &new_id, context.as_ref().map(|dir| dir.0.as_path()))?;
+    let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let chat = launch.chat.clone();
     // `--resume latest` opens the newest log as it is now; fixed at the first look.
     let mut newest: Option<PathBuf> = None;
@@ -529,16 +556,35 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         }
         Chat::Session(id) => find_session_log(&gemini, id),
     };
-    let exit = run_with_log(
+    run_with_log(
         &GEMINI,
         &program,
         &launch.args,
         find,
         LogReader::new(GeminiMapper::default()),
     )
-    .await;
-    drop(context);
-    exit
+    .await
+}
+
+/// [`write_context_dir`] for the issue this run is bound to, under the state directory `wujie
+/// run` gives; `None` (said on stderr) when there is none or it cannot be written.
+fn context_dir(file_name: &str, text: &str) -> Option<PathBuf> {
+    let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+    let (Some(state), Some(issue_id)) = (env(PROVIDER_STATE_DIR_VAR), env("WUJIE_ISSUE_ID")) else {
+        wujie_process::stderr_line!(
+            "wujie adapter gemini: {PROVIDER_STATE_DIR_VAR} is not set, so there is no place for the issue's context file; gemini starts without the issue's context"
+        );
+        return None;
+    };
+    match write_context_dir(Path::new(&state), &issue_id, file_name, text) {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            wujie_process::stderr_line!(
+                "wujie adapter gemini: could not write the issue's context file under {state} ({e}); gemini starts without the issue's context"
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -663,6 +709,61 @@ mod tests {
             ]
         );
         assert_eq!(usages(&after), [(10, 1, "mock-model".to_owned())]);
+    }
+
+    #[test]
+    fn the_user_back_at_the_input_makes_the_held_reply_final_once() {
+        let (first, second) = FIXTURE.split_at(resume_cut());
+        let mut reader = LogReader::new(GeminiMapper::default());
+        let mut out = reader.feed(first);
+        let mut ended = Vec::new();
+        reader.mapper.turn_ended(&mut ended);
+        assert_eq!(summary(&ended), [(MessageKind::Final, "done".to_owned())]);
+        out.extend(ended);
+        out.extend(reader.feed(second));
+        out.extend(reader.finish());
+        assert_eq!(out, map_chunks([FIXTURE]), "the same events, nothing twice");
+    }
+
+    #[test]
+    fn gemini_clis_listing_of_added_directories_is_not_the_user_speaking() {
+        // What Gemini CLI records once the user trusted a directory added to the workspace.
+        let listing = serde_json::json!({"id": "l1", "type": "user", "content": [{"text":
+            "- **Workspace Directories:**\n  - /w\n  - /state/issue-context/i1\n- **Directory Structure:**\n\nShowing up to 200 items"}]});
+        let typed = serde_json::json!({"id": "u1", "type": "user", "content": [{"text":
+            "- **Workspace Directories:** are they all here?"}]});
+        let log = format!("{listing}\n{typed}\n");
+        assert_eq!(
+            summary(&map_chunks([log.as_bytes()])),
+            [(
+                MessageKind::UserInput,
+                "- **Workspace Directories:** are they all here?".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn the_issues_context_folder_is_the_same_on_every_run_and_holds_this_runs_text() {
+        let state = tempfile::tempdir().unwrap();
+        let first = write_context_dir(state.path(), "issue-1", "GEMINI.md", "one").unwrap();
+        let again = write_context_dir(state.path(), "issue-1", "AGENTS.md", "two").unwrap();
+        assert_eq!(first, again);
+        assert!(first.starts_with(state.path()));
+        let names: Vec<_> = std::fs::read_dir(&again)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["AGENTS.md"]);
+        assert_eq!(
+            std::fs::read_to_string(again.join("AGENTS.md")).unwrap(),
+            "two"
+        );
+        let other = write_context_dir(state.path(), "../issue-2", "GEMINI.md", "x").unwrap();
+        assert_ne!(other, first);
+        assert!(
+            other.starts_with(state.path().join("issue-context")),
+            "{other:?}"
+        );
     }
 
     #[test]

@@ -108,6 +108,9 @@ fn builtin_names() -> String {
 
 /// Runs the adapter of the built-in provider `name` with `args`; its exit code.
 pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBuiltin> {
+    // `wujie` tells every built-in adapter when the user is back at the agent's input; one
+    // that has no use for it must not die of it (a signal's default action).
+    let _user_at_input = tui::user_at_input_signal();
     Ok(match name {
         "pi" => pi::run_pi_adapter(args).await,
         "acp" => acp::run_acp_adapter(args).await,
@@ -137,6 +140,40 @@ pub fn preflight(name: &str, args: &[String]) -> Result<(), BuiltinError> {
         "opencode" => opencode::preflight(args).map(drop),
         _ => Ok(()),
     }
+}
+
+/// The arguments that resume the agent's own session `native` (a discussion resumed by its id
+/// goes on in the session it recorded): `args` with the agent's resume added, or `args` as
+/// they are when they already name a session; `None` when the agent cannot resume one by id.
+pub fn resume_args(name: &str, args: &[String], native: &str) -> Option<Vec<String>> {
+    let names_session = |flags: &[&str]| flag_value(args, flags).is_some();
+    let owned = |words: &[&str]| -> Vec<String> { words.iter().map(|w| (*w).to_owned()).collect() };
+    let (before, after): (Vec<String>, Vec<String>) = match name {
+        "gemini" if !names_session(&["--resume", "-r", "--session-id"]) => {
+            (Vec::new(), owned(&["--resume", native]))
+        }
+        "claude" if !names_session(&["--resume", "-r", "--continue", "-c", "--session-id"]) => {
+            (Vec::new(), owned(&["--resume", native]))
+        }
+        // `codex resume ID [OPTIONS]`: a subcommand, first.
+        "codex" if !matches!(args.first().map(String::as_str), Some("resume" | "fork")) => {
+            (owned(&["resume", native]), Vec::new())
+        }
+        "opencode" if !names_session(&["--session", "-s", "--continue", "-c"]) => {
+            (Vec::new(), owned(&["--session", native]))
+        }
+        // The acp provider's own options come before `--` and the agent's command.
+        "acp" if !names_session(&["--resume"]) => (owned(&["--resume", native]), Vec::new()),
+        "gemini" | "claude" | "codex" | "opencode" | "acp" => (Vec::new(), Vec::new()),
+        _ => return None,
+    };
+    Some(
+        before
+            .into_iter()
+            .chain(args.iter().cloned())
+            .chain(after)
+            .collect(),
+    )
 }
 
 /// Why a built-in adapter could not start its agent.
@@ -371,6 +408,32 @@ pub fn flag_value<'a>(args: &'a [String], names: &[&str]) -> Option<(usize, Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_discussion_resumed_by_id_resumes_the_agents_own_session() {
+        let args =
+            |words: &[&str]| -> Vec<String> { words.iter().map(|w| w.to_string()).collect() };
+        let resumed = |name, given: &[&str]| resume_args(name, &args(given), "N").unwrap();
+        assert_eq!(
+            resumed("gemini", &["-m", "x"]),
+            args(&["-m", "x", "--resume", "N"])
+        );
+        assert_eq!(resumed("gemini", &["--resume=O"]), args(&["--resume=O"]));
+        assert_eq!(resumed("claude", &[]), args(&["--resume", "N"]));
+        assert_eq!(resumed("claude", &["-c"]), args(&["-c"]));
+        assert_eq!(
+            resumed("codex", &["-m", "x"]),
+            args(&["resume", "N", "-m", "x"])
+        );
+        assert_eq!(resumed("codex", &["resume", "O"]), args(&["resume", "O"]));
+        assert_eq!(resumed("opencode", &[]), args(&["--session", "N"]));
+        assert_eq!(resumed("opencode", &["-s", "O"]), args(&["-s", "O"]));
+        assert_eq!(
+            resumed("acp", &["--", "hermes", "acp"]),
+            args(&["--resume", "N", "--", "hermes", "acp"])
+        );
+        assert_eq!(resume_args("pi", &args(&["-x"]), "N"), None);
+    }
 
     #[test]
     fn keys_name_the_session_or_say_it_is_not_known_yet() {

@@ -29,6 +29,10 @@ pub const MAX_LOG_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// How often the session log is looked for and read while the agent runs.
 const POLL: Duration = Duration::from_millis(100);
 
+/// The variable naming the directory a provider keeps state in across runs (set by `wujie run`
+/// to a directory of the profile's state, created by the adapter when it needs it).
+pub const PROVIDER_STATE_DIR_VAR: &str = "WUJIE_LOCALRUN_PROVIDER_STATE_DIR";
+
 /// The longest issue context handed to an agent, in characters.
 pub const ISSUE_CONTEXT_LIMIT: usize = 16_000;
 
@@ -43,6 +47,10 @@ pub trait LogMapper {
     /// The baseline is read: what the mapper still holds back from it was reported by the
     /// run that wrote it, so it must not be reported now.
     fn end_baseline(&mut self) {}
+
+    /// The user is back at the agent's input (see [`wujie_process::USER_AT_INPUT`]): the turn
+    /// read so far has ended, so a reply held back until that was known is its last.
+    fn turn_ended(&mut self, _out: &mut Vec<Event>) {}
 }
 
 /// Reads a session log incrementally: whole lines only, numbered from 1, JSON objects handed to
@@ -167,6 +175,12 @@ pub trait Observer {
 
     /// The agent has exited: what is still to be reported.
     fn finish(&mut self) -> impl Future<Output = Vec<Event>>;
+
+    /// The user is back at the agent's input, after a poll: what the end of the turn makes
+    /// known.
+    fn turn_ended(&mut self) -> Vec<Event> {
+        Vec::new()
+    }
 }
 
 /// Runs `program ARGS…` on our terminal until it exits, reporting its session log (found by
@@ -218,13 +232,19 @@ pub async fn run_hosted(
     // A stop signal reaches the agent too (same process group): stay alive to report what it
     // still writes while it winds down, and exit with its code.
     let _stop_signals = hold_stop_signals();
+    let mut user_at_input = user_at_input_signal();
     let mut events = EventWriter::new(program.name);
     let status = loop {
-        let exited = tokio::select! {
-            status = child.wait() => Some(status),
-            () = tokio::time::sleep(POLL) => None,
+        let (exited, turn_ended) = tokio::select! {
+            status = child.wait() => (Some(status), false),
+            () = tokio::time::sleep(POLL) => (None, false),
+            () = next_signal(&mut user_at_input) => (None, true),
         };
-        events.send(observer.poll(child.id()).await).await;
+        let mut new = observer.poll(child.id()).await;
+        if turn_ended {
+            new.extend(observer.turn_ended());
+        }
+        events.send(new).await;
         if let Some(status) = exited {
             break status.map_err(|source| BuiltinError::Read {
                 program: program.name,
@@ -269,6 +289,31 @@ impl<F: FindLog, M: LogMapper> Observer for LogTail<F, M> {
 
     async fn finish(&mut self) -> Vec<Event> {
         self.reader.finish()
+    }
+
+    fn turn_ended(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.reader.mapper.turn_ended(&mut out);
+        out
+    }
+}
+
+/// The listener of [`wujie_process::USER_AT_INPUT`]; installed by every built-in adapter
+/// (see [`crate::run_adapter`]), so the signal never ends one.
+pub(crate) fn user_at_input_signal() -> Option<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    signal(SignalKind::from_raw(wujie_process::USER_AT_INPUT as i32)).ok()
+}
+
+/// The next delivery of `signal`; never resolves without a listener.
+async fn next_signal(signal: &mut Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(signal) => {
+            if signal.recv().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
     }
 }
 

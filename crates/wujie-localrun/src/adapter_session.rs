@@ -21,7 +21,7 @@ use wujie_process::exit_code_of;
 use wujie_protocol::api::RunStatus;
 
 use crate::error::LocalRunError;
-use crate::registry::Provider;
+use crate::registry::{Origin, Provider};
 use crate::session::{QuietClose, StdoutEvents, StopSignals};
 use crate::spool::{ReadLines, SpoolFile};
 use crate::supervisor::{Adapter, AdapterLife, ExitWatch, STDOUT_ABANDONED, STOP_GRACE, SpawnSpec};
@@ -35,6 +35,9 @@ pub(crate) enum Handled {
     Kept,
     /// The user ended the session (cancelled a handoff): stop the adapter.
     Stop,
+    /// The user is back at the agent's input: tell an adapter that listens (see
+    /// [`wujie_process::USER_AT_INPUT`]), so it reports the turn on screen as ended.
+    UserAtInput,
 }
 
 /// What one flow does with what happens during a session.
@@ -129,6 +132,9 @@ pub(crate) struct AdapterSession {
     to_adapter: AdapterStdin,
     /// The adapter is on pipes: the session forwards the user's stdin itself.
     forward_input: bool,
+    /// The adapter is a built-in one, which takes [`wujie_process::USER_AT_INPUT`]; to any
+    /// other the signal would be fatal.
+    hears_user_at_input: bool,
 }
 
 impl AdapterSession {
@@ -158,6 +164,7 @@ impl AdapterSession {
             events,
             to_adapter,
             forward_input: host.is_none(),
+            hears_user_at_input: provider.origin == Origin::Builtin,
         };
         Ok((session, host))
     }
@@ -203,6 +210,12 @@ impl AdapterSession {
         }
     }
 
+    fn tell_user_at_input(&self) {
+        if self.hears_user_at_input {
+            self.adapter.signal_alone(wujie_process::USER_AT_INPUT);
+        }
+    }
+
     async fn pump(&mut self, flow: &mut impl SessionFlow) -> Result<PumpEnd, LocalRunError> {
         let mut life = ExitWatch::new(&self.adapter);
         let (mut stdout_open, mut exited) = (true, false);
@@ -229,16 +242,17 @@ impl AdapterSession {
                         life.on_output();
                     }
                 }
-                event = flow.host_event() => {
-                    if flow.on_host_event(event).await? == Handled::Stop {
-                        stop.begin(&self.adapter);
-                    }
-                }
+                event = flow.host_event() => match flow.on_host_event(event).await? {
+                    Handled::Stop => stop.begin(&self.adapter),
+                    Handled::UserAtInput => self.tell_user_at_input(),
+                    Handled::Forward(_) | Handled::Kept => {}
+                },
                 input = next_input(&mut from_user), if from_user.is_some() => match input {
                     Some(bytes) => match flow.on_input(bytes).await? {
                         Handled::Forward(bytes) => self.to_adapter.send(bytes).await,
                         Handled::Kept => {}
                         Handled::Stop => stop.begin(&self.adapter),
+                        Handled::UserAtInput => self.tell_user_at_input(),
                     },
                     // The end of the user's input closes the adapter's stdin too.
                     None => {

@@ -21,7 +21,7 @@ use wujie_protocol::api::{
     CreateDiscussion, Discussion, DiscussionStatus, FinishRun, PromoteDiscussion, RunStatus,
 };
 use wujie_protocol::control::HandoffDecision;
-use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode};
+use wujie_protocol::event::{Event, EventError, EventErrorKind, HandoffMode, MessageKind};
 use wujie_protocol::manifest::ProtocolVersion;
 use wujie_protocol::promotion::IssueDraft;
 use wujie_store::outbox::{NewTarget, Outbox, SpoolMark, TargetKind, TargetLock};
@@ -45,6 +45,23 @@ const INPUT_ENDED: &str = "the input ended, so nothing can confirm; pass --confi
 
 /// Between a cancelling decision frame and SIGTERM: time for the adapter to read the frame.
 const DECISION_READ_PAUSE: Duration = Duration::from_millis(200);
+
+/// How long `/wujiecreateissue` waits for the reply on screen to be reported before it shows
+/// the card without it (and says so).
+const TURN_REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// Where `/wujiecreateissue` stands with the turn on screen: the card must hold the reply the
+/// user saw, yet an agent's log may report a reply only once the next prompt shows that it
+/// ended its turn (Gemini CLI's does).
+enum CardWait {
+    /// No card asked for, or the card needs nothing more.
+    Idle,
+    /// The last prompt's reply is not reported yet: the card opens once it is, or when this
+    /// deadline passes.
+    ForTurn(std::pin::Pin<Box<tokio::time::Sleep>>),
+    /// The deadline passed without the reply; the card opens now, saying so.
+    GaveUp,
+}
 
 /// How a native handoff is confirmed when no terminal card is available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +88,9 @@ pub struct PromotedRun {
     pub issue_key: String,
     pub run_id: String,
     pub status: RunStatus,
+    /// The provider's arguments that resume the agent's own session, which holds the
+    /// discussion and the work so far; `None` when the provider cannot say.
+    pub resume_args: Option<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -200,6 +220,15 @@ pub async fn discuss(
     provider.check_start(&req.args)?;
     let mut retry = StartRetry::new(START_PATIENCE);
     let (discussion, token, resumed) = find_or_create(conn, provider, &req, &mut retry).await?;
+    // Resumed by its id, the discussion goes on in the agent session it recorded last, so the
+    // agent has the earlier turns too.
+    let mut req = req;
+    if req.resume.is_some()
+        && let Some(native) = discussion.native_session_ids.last()
+        && let Some(args) = provider.resume_args(&req.args, native)
+    {
+        req.args = args;
+    }
     let workspace = retry
         .call("cannot read the workspace", || conn.client.workspace())
         .await?;
@@ -247,11 +276,19 @@ pub async fn discuss(
         abandoned: None,
         discussion_id: discussion.id.clone(),
         input_ended: false,
+        turn_open: false,
+        card_wait: CardWait::Idle,
+        native_session: None,
     };
     let ending = session.run(&mut flow).await?;
     revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
-    let promoted = finish_promoted_run(&reporter, flow.promoted.take(), &ending).await?;
+    let resume_args = flow
+        .native_session
+        .take()
+        .and_then(|native| provider.resume_args(&req.args, &native));
+    let promoted =
+        finish_promoted_run(&reporter, flow.promoted.take(), &ending, resume_args).await?;
     reporter.flush().await.map_err(LocalRunError::reporter(
         "cannot record the adapter's events",
     ))?;
@@ -366,6 +403,7 @@ async fn finish_promoted_run(
     reporter: &Reporter,
     promoted: Option<(String, String)>,
     ending: &Ending,
+    resume_args: Option<Vec<String>>,
 ) -> Result<Option<PromotedRun>, LocalRunError> {
     let Some((issue_key, run_id)) = promoted else {
         return Ok(None);
@@ -383,6 +421,7 @@ async fn finish_promoted_run(
         issue_key,
         run_id,
         status: ending.status,
+        resume_args,
     }))
 }
 
@@ -446,6 +485,11 @@ struct Flow<'a> {
     discussion_id: String,
     /// The user's input (on pipes) ended: nothing can confirm a handoff any more.
     input_ended: bool,
+    /// A user prompt was reported and nothing that ends its turn after it yet.
+    turn_open: bool,
+    card_wait: CardWait,
+    /// The agent's own session, as the adapter reported it last.
+    native_session: Option<String>,
 }
 
 impl SessionFlow for Flow<'_> {
@@ -492,6 +536,7 @@ impl SessionFlow for Flow<'_> {
                 self.on_request(event, stopping).await?;
                 self.record(Vec::new(), before).await?;
             }
+            self.follow_turn(&line.events);
             let at = read.read_at_ms;
             items.extend(
                 items_for_line(&self.target.id, line)
@@ -500,6 +545,10 @@ impl SessionFlow for Flow<'_> {
             );
         }
         self.record(items, read.marks.all()).await?;
+        if matches!(self.card_wait, CardWait::ForTurn(_)) && !self.turn_open {
+            self.card_wait = CardWait::Idle;
+            self.show_create_card().await;
+        }
         Ok(None)
     }
 
@@ -525,15 +574,25 @@ impl SessionFlow for Flow<'_> {
         self.cancel_pending(INPUT_ENDED).await;
     }
 
+    /// The host's next event; a `/wujiecreateissue` that waited in vain for the turn on
+    /// screen comes back as one once the wait is over.
     async fn host_event(&mut self) -> HostEvent {
-        host_event(&mut self.host).await
+        let CardWait::ForTurn(deadline) = &mut self.card_wait else {
+            return host_event(&mut self.host).await;
+        };
+        tokio::select! {
+            event = host_event(&mut self.host) => event,
+            () = deadline.as_mut() => {
+                self.card_wait = CardWait::GaveUp;
+                HostEvent::Command(CREATE_ISSUE.to_owned())
+            }
+        }
     }
 
     async fn on_host_event(&mut self, event: HostEvent) -> Result<Handled, LocalRunError> {
         match event {
             HostEvent::Command(command) if command == CREATE_ISSUE => {
-                self.on_create_issue().await;
-                Ok(Handled::Kept)
+                Ok(self.on_create_issue().await)
             }
             HostEvent::Command(_) => Ok(Handled::Kept),
             HostEvent::Card(choice) if self.decide(choice).await? => Ok(Handled::Stop),
@@ -562,7 +621,10 @@ impl Flow<'_> {
     /// handoff (refused once the session is stopping).
     async fn on_request(&mut self, event: &Event, stopping: bool) -> Result<(), LocalRunError> {
         match event {
-            Event::Session { session_id } => self.attach(session_id).await,
+            Event::Session { session_id } => {
+                self.native_session = Some(session_id.clone());
+                self.attach(session_id).await
+            }
             Event::HandoffReady { request_id, mode } if stopping => {
                 let error = "cancelled by the user".to_owned();
                 self.refuse(request_id, Some(*mode), error).await;
@@ -671,16 +733,68 @@ impl Flow<'_> {
         }
     }
 
-    /// `/wujiecreateissue` from the menu: show the card for the discussion so far.
-    async fn on_create_issue(&mut self) {
+    /// Whether the turn on screen is still to be reported, from a line's events.
+    fn follow_turn(&mut self, events: &[Event]) {
+        if self.target.kind != TargetKind::Discussion {
+            return;
+        }
+        for event in events {
+            if let Event::Message(message) = event {
+                match message.kind {
+                    MessageKind::UserInput => self.turn_open = true,
+                    // What ends a turn: the answer, a question back to the user, the plan
+                    // (the card's content), or an error.
+                    MessageKind::Final
+                    | MessageKind::Question
+                    | MessageKind::Plan
+                    | MessageKind::Error => self.turn_open = false,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// `/wujiecreateissue` from the menu: show the card for the discussion so far, once the
+    /// reply to the last prompt is in it. The menu opened from the agent's input line, so
+    /// the turn on screen has ended: the adapter is told, and the card waits (at most
+    /// [`TURN_REPORT_WAIT`]) for the reply it held back.
+    async fn on_create_issue(&mut self) -> Handled {
         if let Some((key, _)) = &self.promoted {
             let message = format!("this discussion is already issue {key}");
             self.say(message).await;
-            return;
+            return Handled::Kept;
         }
         if self.pending.is_some() {
-            return;
+            return Handled::Kept;
         }
+        match std::mem::replace(&mut self.card_wait, CardWait::Idle) {
+            CardWait::ForTurn(deadline) => {
+                self.card_wait = CardWait::ForTurn(deadline);
+                Handled::Kept
+            }
+            CardWait::GaveUp => {
+                self.show_create_card().await;
+                // After the card: the terminal host shows a notice once the card is closed.
+                let waited = TURN_REPORT_WAIT.as_secs();
+                self.say(format!(
+                    "the agent's reply to the last prompt was not reported within {waited} s; the card held the discussion without it"
+                ))
+                .await;
+                Handled::Kept
+            }
+            CardWait::Idle if self.turn_open => {
+                self.card_wait = CardWait::ForTurn(Box::pin(tokio::time::sleep(TURN_REPORT_WAIT)));
+                Handled::UserAtInput
+            }
+            CardWait::Idle => {
+                self.show_create_card().await;
+                Handled::Kept
+            }
+        }
+    }
+
+    /// The `/wujiecreateissue` card for the discussion as delivered.
+    async fn show_create_card(&mut self) {
         match self.delivered_discussion().await {
             Ok(discussion) => self.ask(self.pending(None, &discussion)).await,
             Err(error) => {

@@ -60,6 +60,16 @@ impl Provider {
         })
     }
 
+    /// `args` resuming the agent's own session `native` when the provider is a built-in one
+    /// whose agent resumes a session by id (see [`wujie_builtins::resume_args`]); `None` for
+    /// any other (a plugin's arguments are its own).
+    pub fn resume_args(&self, args: &[String], native: &str) -> Option<Vec<String>> {
+        match self.origin {
+            Origin::Builtin => wujie_builtins::resume_args(&self.name, args, native),
+            Origin::Config | Origin::Installed => None,
+        }
+    }
+
     /// Resolve the manifest's `command`: with a path separator or a leading `.` it is relative
     /// to the manifest's directory; otherwise it is looked up on `PATH`.
     pub fn adapter_command(

@@ -34,6 +34,9 @@ pub struct RunRequest {
     pub worktree: Option<PathBuf>,
     /// Give up draining the outbox after this long without progress.
     pub drain_timeout: Duration,
+    /// The profile's state directory: the provider keeps what must outlive a run under it
+    /// (see [`crate::session::provider_state_dir`]).
+    pub state_dir: PathBuf,
 }
 
 #[derive(Debug)]
@@ -174,7 +177,7 @@ fn spawn_spec(
         issue_id: Some(open.issue.id.clone()),
         session_id: None,
     };
-    let env = adapter_env(
+    let mut env = adapter_env(
         &binding,
         &open.workspace_id,
         &conn.client,
@@ -183,6 +186,12 @@ fn spawn_spec(
         &req.provider_arg,
         &req.args,
     );
+    env.push((
+        session::PROVIDER_STATE_DIR_VAR.to_owned(),
+        session::provider_state_dir(&req.state_dir, &provider.name)
+            .to_string_lossy()
+            .into_owned(),
+    ));
     session::spawn_spec(command, &req.args, &req.cwd, env)
 }
 

@@ -3,7 +3,7 @@
 //! signals.
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -64,6 +64,17 @@ pub fn adapter_env(
         &serde_json::to_string(&original_args).expect("strings serialize"),
     );
     env
+}
+
+/// Where a run tells its adapter the directory it may keep state in across runs.
+pub use wujie_builtins::tui::PROVIDER_STATE_DIR_VAR;
+
+/// The directory provider `name` keeps state in across runs, under the profile's state
+/// directory (created by the adapter when it needs it): what an agent must find again on the
+/// next run of the same issue, such as the folder holding the issue's context, which the user
+/// may have told the agent to trust.
+pub fn provider_state_dir(state_dir: &Path, name: &str) -> PathBuf {
+    state_dir.join("provider-state").join(name)
 }
 
 /// How to start the adapter: its command with the user's arguments after its own, in `cwd`.

@@ -21,7 +21,7 @@ use crate::spawn_error::spawn_failed;
 
 /// Every variable Wujie sets for an adapter; inherited copies are removed first so a run started
 /// from inside another run never sees its parent's context.
-pub const WUJIE_ENV_VARS: [&str; 11] = [
+pub const WUJIE_ENV_VARS: [&str; 12] = [
     "WUJIE_RUN_ID",
     "WUJIE_ISSUE_ID",
     "WUJIE_LOCALRUN_SESSION_ID",
@@ -33,6 +33,7 @@ pub const WUJIE_ENV_VARS: [&str; 11] = [
     "WUJIE_LOCALRUN_PROVIDER_PROTOCOL",
     "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_COMMAND",
     "WUJIE_LOCALRUN_PROVIDER_ORIGINAL_ARGS",
+    crate::session::PROVIDER_STATE_DIR_VAR,
 ];
 
 #[derive(Debug, Clone)]
@@ -150,6 +151,12 @@ impl Adapter {
     }
 
     /// TERM the group, then KILL it if the adapter has not exited within `grace`; members that
+    /// Signal the adapter alone, not the agent it started (see
+    /// [`wujie_process::USER_AT_INPUT`]); nothing once it was reaped.
+    pub fn signal_alone(&self, signal: Signal) {
+        wujie_process::signal_child(&self.child, signal);
+    }
+
     /// outlive the adapter are killed too.
     pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
         let status = wujie_process::stop_group(&mut self.child, grace).await?;

@@ -38,6 +38,21 @@ pub fn signal_group(child: &Child, signal: Signal) -> bool {
     }
 }
 
+/// The signal a built-in adapter takes as "the user is back at the agent's input": the turn
+/// shown on the terminal has ended, so a reply it still holds back is that turn's last. It
+/// goes to the adapter alone ([`signal_child`]): the agent in its group would take it for its
+/// own (Node starts its inspector on SIGUSR1).
+pub const USER_AT_INPUT: Signal = Signal::SIGUSR1;
+
+/// Signal the child alone, not its group, if it has not been reaped yet. Returns whether a
+/// signal was sent.
+pub fn signal_child(child: &Child, signal: Signal) -> bool {
+    match child.id() {
+        Some(pid) => nix::sys::signal::kill(Pid::from_raw(pid as i32), signal).is_ok(),
+        None => false,
+    }
+}
+
 /// Wait until the leader has exited, leaving it a zombie (its pid stays reserved).
 async fn exited_unreaped(pid: u32) -> io::Result<()> {
     tokio::task::spawn_blocking(move || {

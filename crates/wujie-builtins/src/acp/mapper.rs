@@ -6,9 +6,9 @@
 //! | `sessionUpdate` | our events |
 //! |---|---|
 //! | (the prompt sent) | `user_input` |
-//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt |
+//! | `user_message_chunk` | `user_input` (chunks joined per message), unless it echoes the prompt or the issue's context sent with it |
 //! | `agent_thought_chunk` | `thinking` (joined per message) |
-//! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final` |
+//! | `agent_message_chunk` | `text` (joined per message); the last message of a turn is `final`, unless the turn was cancelled |
 //! | `tool_call`, `tool_call_update` | `tool_use` once the call runs (with its latest `rawInput`), `tool_result` when completed or failed |
 //! | `plan` | `plan` (the latest plan of a turn, once, when the turn ends) |
 //! | anything else | nothing |
@@ -42,8 +42,13 @@ pub struct AcpMapper {
     plan: Option<String>,
     /// The prompt of the current turn, already reported: an agent's echo of it is skipped.
     prompt: String,
+    /// The issue's context, when it went with the current turn's prompt: an agent's echo of
+    /// it is not the user speaking either.
+    context: Option<String>,
     /// While `session/load` replays the history: its turns are counted, nothing is reported.
     replay: Option<Replay>,
+    /// The model the session said it uses, for usage that names none.
+    session_model: Option<String>,
 }
 
 /// The history `session/load` replays was reported when it happened: it is only counted, so
@@ -98,7 +103,9 @@ impl AcpMapper {
             tools: HashMap::new(),
             plan: None,
             prompt: String::new(),
+            context: None,
             replay: None,
+            session_model: None,
         }
     }
 
@@ -167,11 +174,34 @@ impl AcpMapper {
         self.messages_in_turn = 0;
         self.plan = None;
         self.prompt = prompt.trim().to_owned();
+        self.context = None;
         if self.prompt.is_empty() {
             return Vec::new();
         }
         let key = format!("{}:user:prompt", self.turn_key());
         vec![content(MessageKind::UserInput, self.prompt.clone(), key)]
+    }
+
+    /// The model the agent said the session uses ([`session_model`]): usage that names no
+    /// model is that model's.
+    pub fn set_session_model(&mut self, model: Option<String>) {
+        self.session_model = model;
+    }
+
+    /// The issue's context went with this turn's prompt (see [`AcpMapper::context`]).
+    pub fn sent_context(&mut self, context: &str) {
+        self.context = Some(context.trim().to_owned());
+    }
+
+    /// Whether a user message only repeats what was sent: the prompt, the issue's context, or
+    /// both (an agent that echoes the whole prompt joins its blocks).
+    fn echoes_what_was_sent(&self, text: &str) -> bool {
+        let rest = match &self.context {
+            Some(context) if !context.is_empty() => text.replacen(context.as_str(), "", 1),
+            _ => text.to_owned(),
+        };
+        let rest = rest.trim();
+        rest.is_empty() || rest == self.prompt
     }
 
     /// The events of one `session/update` notification's params (`{sessionId, update}`).
@@ -202,11 +232,16 @@ impl AcpMapper {
         out
     }
 
-    /// The events that end a turn: the held reply as `final`, the plan, an error, usage.
+    /// The events that end a turn: the held reply as `final` (as `text` when the user
+    /// cancelled the turn: it never got to its answer), the plan, an error, usage.
     pub fn end_turn(&mut self, end: &TurnEnd) -> Vec<Event> {
         let mut out = Vec::new();
+        let cancelled =
+            matches!(end, TurnEnd::Stopped { stop_reason, .. } if stop_reason == "cancelled");
         match self.open.take() {
-            Some(open) if open.kind == MessageKind::Text && !open.text.trim().is_empty() => {
+            Some(open)
+                if open.kind == MessageKind::Text && !open.text.trim().is_empty() && !cancelled =>
+            {
                 let key = format!("{}:final", self.turn_key());
                 out.push(content(
                     MessageKind::Final,
@@ -344,7 +379,9 @@ impl AcpMapper {
 
     fn push_open(&self, open: OpenMessage, out: &mut Vec<Event>) {
         let text = open.text.trim();
-        if text.is_empty() || (open.kind == MessageKind::UserInput && text == self.prompt) {
+        if text.is_empty()
+            || (open.kind == MessageKind::UserInput && self.echoes_what_was_sent(text))
+        {
             return;
         }
         let what = match open.kind {
@@ -375,6 +412,7 @@ impl AcpMapper {
             provider: self.agent_name.clone(),
             model: model
                 .or_else(|| str_field(usage, "model"))
+                .or(self.session_model.as_deref())
                 .unwrap_or("unknown")
                 .to_owned(),
             input_tokens: count(&["inputTokens", "input_tokens", "promptTokens"]),
@@ -414,6 +452,29 @@ impl AcpMapper {
         }
         None
     }
+}
+
+/// The model a `session/new` or `session/load` response says the session uses: the current
+/// one of `models` (an older field Hermes sends; the entry's name, its id being prefixed with
+/// the provider), else the current value of the `model` config option (opencode:
+/// `provider/model`, the model's part).
+pub fn session_model(response: &Value) -> Option<String> {
+    let models = &response["models"];
+    if let Some(current) = models["currentModelId"].as_str() {
+        let name = models["availableModels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["modelId"] == current)
+            .and_then(|m| m["name"].as_str());
+        return Some(name.unwrap_or(current).to_owned());
+    }
+    response["configOptions"]
+        .as_array()?
+        .iter()
+        .find(|o| o["category"] == "model")?["currentValue"]
+        .as_str()
+        .map(|value| value.rsplit('/').next().unwrap_or(value).to_owned())
 }
 
 /// The first `model` or `modelId` string found breadth-first within three levels of `object`.
@@ -715,6 +776,84 @@ mod tests {
         .map(|(k, key, c)| (k, key.to_owned(), c.to_owned()))
         .to_vec();
         assert_eq!(summary(&out), want);
+    }
+
+    #[test]
+    fn an_echo_of_the_issues_context_is_not_the_user_speaking() {
+        let mut m = AcpMapper::new("s1", "fake-agent");
+        let mut out = m.start_turn("go");
+        m.sent_context("You are working on issue WUJ-1.");
+        out.extend(feed(
+            &mut m,
+            &[
+                text(
+                    "user_message_chunk",
+                    "You are working on issue WUJ-1.",
+                    Some("u1"),
+                ),
+                text("user_message_chunk", "go", Some("u1")),
+                text("user_message_chunk", "and more", Some("u2")),
+            ],
+        ));
+        out.extend(m.end_turn(&end_turn()));
+        let said: Vec<(MessageKind, String)> =
+            summary(&out).into_iter().map(|(k, _, c)| (k, c)).collect();
+        assert_eq!(
+            said,
+            [
+                (MessageKind::UserInput, "go".to_owned()),
+                (MessageKind::UserInput, "and more".to_owned())
+            ]
+        );
+        // The next turn's prompt goes alone.
+        let next = m.start_turn("again");
+        assert_eq!(summary(&next).len(), 1);
+        let echo = feed(
+            &mut m,
+            &[text(
+                "user_message_chunk",
+                "You are working on issue WUJ-1.",
+                Some("u3"),
+            )],
+        );
+        assert_eq!(summary(&m.end_turn(&end_turn())).len(), 1, "{echo:?}");
+    }
+
+    #[test]
+    fn the_sessions_model_names_usage_that_names_none() {
+        let hermes = json!({"sessionId": "s", "models": {"currentModelId": "custom:m1",
+            "availableModels": [{"modelId": "custom:m0", "name": "m0"}, {"modelId": "custom:m1", "name": "m1"}]}});
+        assert_eq!(session_model(&hermes).as_deref(), Some("m1"));
+        let opencode = json!({"sessionId": "s", "configOptions": [
+            {"id": "mode", "category": "mode", "currentValue": "build"},
+            {"id": "model", "category": "model", "currentValue": "mock/m2"}]});
+        assert_eq!(session_model(&opencode).as_deref(), Some("m2"));
+        assert_eq!(session_model(&json!({"sessionId": "s"})), None);
+
+        let mut m = mapper();
+        m.set_session_model(session_model(&opencode));
+        let usage = m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "end_turn".to_owned(),
+            usage: Some(json!({"inputTokens": 10, "outputTokens": 1})),
+            meta: None,
+        });
+        assert!(
+            matches!(&usage[..], [Event::Usage(u)] if u.model == "m2"),
+            "{usage:?}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_turns_reply_is_text_not_final() {
+        let mut m = mapper();
+        let mut out = feed(&mut m, &[text("agent_message_chunk", "waiting", None)]);
+        out.extend(m.end_turn(&TurnEnd::Stopped {
+            stop_reason: "cancelled".to_owned(),
+            usage: None,
+            meta: None,
+        }));
+        let kinds: Vec<MessageKind> = summary(&out).into_iter().map(|(k, _, _)| k).collect();
+        assert_eq!(kinds, [MessageKind::Text], "{out:?}");
     }
 
     #[test]

@@ -13,6 +13,13 @@
 //! terminal (`wujie run` with its input piped) the request is rejected, and the adapter says so.
 //! The client advertises no file-system and no terminal capability: it implements neither.
 //!
+//! The issue: bound to one (`wujie run KEY -- acp …`), the first prompt of a new session (a
+//! loaded one had it with its own first prompt) carries the issue as
+//! read-only context before what the user typed: an embedded `resource` (`wujie://issues/<id>`)
+//! for an agent whose `initialize` says it takes embedded context, else a text block of its
+//! own. The `user_input` reported is what the user typed; an agent's echo of the context is
+//! not reported.
+//!
 //! Resume: `--resume ID` loads the agent's session with `session/load` when `initialize` says
 //! the agent offers it (else a clear error). The agent replays the history as updates; they were
 //! reported when they happened, so they are counted in turns, not reported again, and the next
@@ -28,8 +35,8 @@
 //! |---|---|---|---|---|
 //! | Gemini CLI 0.61 (`gemini --acp`) | none (title only) | none | not echoed | `_meta.quota.token_count`, with the model |
 //! | Grok Build (`grok agent stdio`) | `rawInput` | text | echoed | `_meta.usage`, with the model; asks permission for shell commands |
-//! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model |
-//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only, no model |
+//! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model (the session's `models` name it) |
+//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only (nothing else counts the others), no model (the session's `model` config option names it) |
 
 pub mod console;
 pub mod mapper;
@@ -40,10 +47,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
     PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionId,
-    TextContent,
+    TextContent, TextResourceContents,
 };
 use agent_client_protocol::{Agent, Client, Lines, Responder, UntypedMessage, V1};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -51,7 +59,7 @@ use tokio::sync::mpsc;
 use wujie_protocol::event::Event;
 
 use self::console::{Choice, Console, ConsoleOut, TurnInput, user_at_terminal};
-use self::mapper::{AcpMapper, TurnEnd};
+use self::mapper::{AcpMapper, TurnEnd, session_model};
 
 /// How the adapter was asked to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -241,6 +249,9 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| failed(format!("the current directory is unreadable: {e}")))?;
+    // Fetched before the agent starts: a run bound to an issue gives it to the agent with the
+    // first prompt.
+    let issue = IssueContext::fetch().await;
     let (mut child, stdin, stdout) = spawn_agent(&args.command)?;
     let console = match terminal {
         true => Some(Console::open().map_err(|e| {
@@ -262,6 +273,8 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
         state: state.clone(),
         console,
         asks,
+        issue,
+        embedded_context: false,
     };
     let result = Client
         .v1()
@@ -497,6 +510,53 @@ struct Conversation {
     state: Shared,
     console: Option<Console>,
     asks: mpsc::UnboundedReceiver<PermissionAsk>,
+    /// The issue the run is bound to, until it went with the first prompt.
+    issue: Option<IssueContext>,
+    /// The agent takes embedded resources in a prompt (`promptCapabilities.embeddedContext`).
+    embedded_context: bool,
+}
+
+/// The issue a run is bound to, as read-only context for the agent (the same text the
+/// built-in terminal providers give theirs, `tui::context_text`).
+struct IssueContext {
+    uri: String,
+    text: String,
+}
+
+impl IssueContext {
+    /// The run's issue; `None` for a discussion, or when it cannot be fetched (said on stderr).
+    async fn fetch() -> Option<IssueContext> {
+        let text = crate::tui::issue_context("acp").await?;
+        let id = std::env::var("WUJIE_ISSUE_ID").unwrap_or_default();
+        Some(IssueContext {
+            uri: format!("wujie://issues/{id}"),
+            text,
+        })
+    }
+}
+
+/// A prompt's blocks: the issue's context first when it goes with this prompt — an embedded
+/// resource for an agent that takes them, the ACP way to give context that is not the user's
+/// message; else a text block of its own (the text says it is read-only context) — then what
+/// the user typed.
+fn prompt_blocks(
+    prompt: &str,
+    issue: Option<&IssueContext>,
+    embedded_context: bool,
+) -> Vec<ContentBlock> {
+    let context = issue.map(|issue| match embedded_context {
+        true => ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(
+                TextResourceContents::new(issue.text.clone(), issue.uri.clone())
+                    .mime_type("text/markdown".to_owned()),
+            ),
+        )),
+        false => ContentBlock::Text(TextContent::new(issue.text.clone())),
+    });
+    context
+        .into_iter()
+        .chain([ContentBlock::Text(TextContent::new(prompt.to_owned()))])
+        .collect()
 }
 
 impl Conversation {
@@ -511,6 +571,7 @@ impl Conversation {
             .send_request(InitializeRequest::new(ProtocolVersion::V1))
             .block_task()
             .await?;
+        self.embedded_context = init.agent_capabilities.prompt_capabilities.embedded_context;
         let agent = init
             .agent_info
             .as_ref()
@@ -520,13 +581,18 @@ impl Conversation {
             Some(_) if !init.agent_capabilities.load_session => {
                 return Ok(Ended::CannotResume { agent });
             }
-            Some(id) => self.load_session(&cx, id, cwd, &agent).await?,
+            Some(id) => {
+                // The session got the issue with its own first prompt; the agent replays it.
+                self.issue = None;
+                self.load_session(&cx, id, cwd, &agent).await?
+            }
             None => {
-                let session = cx
-                    .send_request(NewSessionRequest::new(cwd))
-                    .block_task()
-                    .await?;
-                let mapper = AcpMapper::new(&session.session_id.0, &agent);
+                let response =
+                    request_json(&cx, "session/new", NewSessionRequest::new(cwd)).await?;
+                let session: NewSessionResponse = serde_json::from_value(response.clone())
+                    .map_err(|e| agent_client_protocol::Error::parse_error().data(e.to_string()))?;
+                let mut mapper = AcpMapper::new(&session.session_id.0, &agent);
+                mapper.set_session_model(session_model(&response));
                 emit(vec![mapper.session_event()]);
                 self.state.set_mapper(mapper);
                 session.session_id
@@ -576,9 +642,14 @@ impl Conversation {
         let mapper = AcpMapper::resuming(&session_id.0, agent);
         emit(vec![mapper.session_event()]);
         self.state.set_mapper(mapper);
-        cx.send_request(LoadSessionRequest::new(session_id.clone(), cwd))
-            .block_task()
-            .await?;
+        let response = request_json(
+            cx,
+            "session/load",
+            LoadSessionRequest::new(session_id.clone(), cwd),
+        )
+        .await?;
+        self.state
+            .with_mapper(|m| m.set_session_model(session_model(&response)));
         self.state.updates_quiet().await;
         let earlier = self.state.with_mapper(AcpMapper::end_replay).unwrap_or(0);
         if let Some(console) = &self.console {
@@ -598,15 +669,19 @@ impl Conversation {
         prompt: String,
         input_open: &mut bool,
     ) -> Result<TurnOutcome, agent_client_protocol::Error> {
-        if let Some(events) = self.state.with_mapper(|m| m.start_turn(&prompt)) {
-            emit(events);
-        }
+        let issue = self.issue.take();
+        let events = self.state.with_mapper(|m| {
+            let events = m.start_turn(&prompt);
+            if let Some(issue) = &issue {
+                m.sent_context(&issue.text);
+            }
+            events
+        });
+        emit(events.unwrap_or_default());
         self.state.set_turn_open(true);
+        let blocks = prompt_blocks(&prompt, issue.as_ref(), self.embedded_context);
         let request = cx
-            .send_request(PromptRequest::new(
-                session_id.clone(),
-                vec![ContentBlock::Text(TextContent::new(prompt))],
-            ))
+            .send_request(PromptRequest::new(session_id.clone(), blocks))
             .block_task();
         tokio::pin!(request);
         let response = loop {
@@ -648,6 +723,18 @@ impl Conversation {
 struct TurnOutcome {
     ok: bool,
     connection_closed: bool,
+}
+
+/// Sends a request and returns its response as the agent sent it: the typed responses drop
+/// what the schema no longer has, such as the `models` Hermes names its model in.
+async fn request_json(
+    cx: &ConnectionTo<Agent>,
+    method: &str,
+    params: impl serde::Serialize,
+) -> Result<serde_json::Value, agent_client_protocol::Error> {
+    cx.send_request(UntypedMessage::new(method, params)?)
+        .block_task()
+        .await
 }
 
 /// How a turn ended, from the prompt's response.
@@ -762,5 +849,38 @@ async fn stop_agent(child: &mut tokio::process::Child) {
     if tokio::time::timeout(grace, child.wait()).await.is_err() {
         let _ = child.start_kill();
         let _ = child.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_goes_first_as_a_resource_or_else_as_text_of_its_own() {
+        let issue = IssueContext {
+            uri: "wujie://issues/i1".to_owned(),
+            text: "You are working on issue WUJ-1".to_owned(),
+        };
+        let json = |blocks: Vec<ContentBlock>| serde_json::to_value(blocks).unwrap();
+        assert_eq!(
+            json(prompt_blocks("go", Some(&issue), true)),
+            serde_json::json!([
+                {"type": "resource", "resource": {"uri": "wujie://issues/i1",
+                 "mimeType": "text/markdown", "text": "You are working on issue WUJ-1"}},
+                {"type": "text", "text": "go"}
+            ])
+        );
+        assert_eq!(
+            json(prompt_blocks("go", Some(&issue), false)),
+            serde_json::json!([
+                {"type": "text", "text": "You are working on issue WUJ-1"},
+                {"type": "text", "text": "go"}
+            ])
+        );
+        assert_eq!(
+            json(prompt_blocks("go", None, true)),
+            serde_json::json!([{"type": "text", "text": "go"}])
+        );
     }
 }

@@ -73,6 +73,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 cwd: std::env::current_dir()?,
                 worktree: None,
                 drain_timeout: Duration::from_secs(15),
+                state_dir: ctx.profile.state_dir.clone(),
             },
             StderrNotice::new(),
         )

@@ -81,12 +81,13 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
                 o.exit_code
             ),
             Some(p) => wujie_process::stderr_line!(
-                "wujie: discussion {} became {}; its run {} {}. See `wujie issue show {}`.",
+                "wujie: discussion {} became {}; its run {} {}. See `wujie issue show {}`{}.",
                 o.discussion_id,
                 p.issue_key,
                 p.run_id,
                 p.status.as_str(),
-                p.issue_key
+                p.issue_key,
+                go_on_hint(&p.issue_key, &o.provider, p.resume_args.as_deref())
             ),
             None => wujie_process::stderr_line!(
                 "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
@@ -104,6 +105,20 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
         );
     }
     Ok(o.exit_code)
+}
+
+/// How to go on in the agent's own session on the issue, when the provider can resume it.
+fn go_on_hint(issue_key: &str, provider: &str, resume_args: Option<&[String]>) -> String {
+    let Some(args) = resume_args else {
+        return String::new();
+    };
+    let command: Vec<&str> = std::iter::once(provider)
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    format!(
+        "; go on in the same agent session with `wujie run {issue_key} -- {}`",
+        inline(&command.join(" "))
+    )
 }
 
 pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {

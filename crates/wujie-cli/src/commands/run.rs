@@ -119,6 +119,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             cwd,
             worktree,
             drain_timeout: Duration::from_secs(args.drain_timeout),
+            state_dir: ctx.profile.state_dir.clone(),
         },
         notice,
     )

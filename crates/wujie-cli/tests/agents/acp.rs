@@ -12,6 +12,7 @@ use wujie_testkit::Env;
 use wujie_testkit::run_output::{describe, messages_of, one};
 
 const PROMPT: &str = "Run echo hello, then say done.";
+const CONTEXT_MARKER: &str = "the-storage-layer-needs-sqlite";
 
 fn fake_agent() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_acp_agent.py")
@@ -50,7 +51,7 @@ fn permission_answer(received: &[Value]) -> Value {
 #[test]
 fn a_scripted_turn_lands_on_the_issue_with_keys_from_the_protocol_ids() {
     let env = Env::new();
-    let key = env.create_issue("acp says hello");
+    let key = wujie_testkit::tui_agent::create_marked_issue(&env, CONTEXT_MARKER);
     let (out, received) = run_fake(&env, &key, "ok", &["--allow", "once", "-p", PROMPT]);
     assert!(out.status.success(), "{}", describe(&out));
 
@@ -73,7 +74,24 @@ fn a_scripted_turn_lands_on_the_issue_with_keys_from_the_protocol_ids() {
     assert_eq!(init["clientCapabilities"]["terminal"], false, "{init:#}");
     let cwd = received[1]["params"]["cwd"].as_str().expect("cwd");
     assert!(Path::new(cwd).is_absolute(), "{cwd}");
-    assert_eq!(received[2]["params"]["prompt"][0]["text"], PROMPT);
+    // The issue goes with the prompt as read-only context, the ACP way for an agent that takes
+    // embedded context: a resource of its own, before what the user typed.
+    let prompt = received[2]["params"]["prompt"].as_array().expect("blocks");
+    assert_eq!(prompt.len(), 2, "{prompt:#?}");
+    assert_eq!(prompt[0]["type"], "resource", "{prompt:#?}");
+    let context = &prompt[0]["resource"];
+    assert!(
+        context["uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("wujie:")),
+        "{context:#}"
+    );
+    let text = context["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(&key) && text.contains("echo something") && text.contains(CONTEXT_MARKER),
+        "{text}"
+    );
+    assert_eq!(prompt[1]["text"], PROMPT);
     assert_eq!(
         permission_answer(&received),
         serde_json::json!({"outcome": "selected", "optionId": "yes-once"})

@@ -112,6 +112,13 @@ fn require_run(agent: Agent) -> Option<Value> {
         calls >= 2,
         "the mock answered the tool call and the reply ({calls} requests)"
     );
+    // The issue reached the model with the prompt.
+    let title = format!("{} over ACP", agent.name());
+    let requests = at_mock.mock.model_requests();
+    assert!(
+        requests.iter().any(|r| r.body.to_string().contains(&title)),
+        "no model request held the issue {title:?}: {requests:#?}"
+    );
     let run = at_mock.runs().remove(0);
     at_mock.shutdown();
     check_run(&run);
@@ -252,8 +259,9 @@ fn hermes_over_acp_runs_a_tool_and_replies() {
         .as_str()
         .unwrap_or_default();
     assert!(output.contains("hello"), "{run:#}");
-    // The prompt response's draft `usage` field; Hermes names no model there.
-    assert_eq!(usage(&run), [("unknown".to_owned(), 20, 2)]);
+    // The prompt response's draft `usage` field; Hermes names no model there, its
+    // `session/new` answer does.
+    assert_eq!(usage(&run), [("mock-model".to_owned(), 20, 2)]);
 }
 
 #[test]
@@ -269,8 +277,9 @@ fn opencode_over_acp_runs_a_tool_and_replies() {
         Some("hello"),
         "{run:#}"
     );
-    // opencode's `usage` counts only the turn's last model request.
-    assert_eq!(usage(&run), [("unknown".to_owned(), 10, 1)]);
+    // opencode's `usage` counts only the turn's last model request (it sends nothing else of
+    // the other); the model is the session's `model` config option.
+    assert_eq!(usage(&run), [("mock-model".to_owned(), 10, 1)]);
 }
 
 #[test]

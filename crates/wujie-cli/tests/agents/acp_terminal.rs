@@ -28,12 +28,15 @@ fn run_on_terminal(env: &Env, key: &str, mode: &str, options: &[&str]) -> (Term,
     (Term::spawn(env, WUJIE, &args), log)
 }
 
+/// What the user typed of each prompt: its last block (the first prompt also carries the
+/// issue, before it).
 fn prompts(received: &[Value]) -> Vec<String> {
     received
         .iter()
         .filter(|m| m["method"] == "session/prompt")
         .map(|m| {
-            m["params"]["prompt"][0]["text"]
+            let blocks = m["params"]["prompt"].as_array().expect("blocks");
+            blocks.last().expect("a block")["text"]
                 .as_str()
                 .unwrap()
                 .to_owned()
@@ -133,10 +136,11 @@ fn a_conversation_in_the_line_editor_streams_replies_and_cancels_with_ctrl_c() {
             "you said: hello there",
             "you said 2 lines: line one | line two",
             "you said: hello there",
-            "waiting for a cancel",
             "you said: bye"
         ]
     );
+    // What the cancelled turn had said is text: the turn never ended with it.
+    assert_eq!(contents_of(run, "text"), ["waiting for a cancel"]);
     assert!(messages_of(run, "error").is_empty(), "{run:#}");
 }
 

@@ -148,6 +148,50 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
     runtime.block_on(mock.shutdown());
 }
 
+/// Esc while a command runs: Claude Code records `[Request interrupted by user…]` as a user
+/// message of its own; the user said nothing, so no user comment.
+#[test]
+fn claude_code_interrupted_by_the_user_reports_no_invented_prompt() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let script = Script::from_json(
+        r#"{"turns":[{"when":{"user_contains":"wait a while"},"reply":{"text":"Waiting.","tool_calls":[{"tool":["Bash"],"arguments":{"command":"timeout 120 cat","description":"Wait"}}]}}]}"#,
+    )
+    .expect("the script parses");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, script) else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("interrupted");
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-esc", &format!("run {key} -- claude"));
+    wait_ready(&tmux);
+    say(&tmux, "wait a while");
+    tmux.wait_for("the command", |s| s.contains("timeout 120 cat"));
+    // Esc until Claude Code says it stopped (the first may only close a permission prompt).
+    let interrupted = (0..5).any(|_| {
+        tmux.keys(&["Escape"]);
+        tmux.poll_for(std::time::Duration::from_secs(5), |s| {
+            s.contains("Interrupted")
+        })
+        .is_some()
+    });
+    assert!(interrupted, "{}", tmux.screen());
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "claude");
+    let prompts: Vec<(String, String)> = said(run)
+        .into_iter()
+        .filter(|(kind, _)| kind == "user_input")
+        .collect();
+    assert_eq!(
+        prompts,
+        [tui_agent::pair("user_input", "wait a while")],
+        "{run:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
 #[test]
 fn claude_is_built_in_as_an_interactive_provider() {
     let env = Env::new();
@@ -218,5 +262,71 @@ fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_go
         .collect();
     // The discussion keeps what was said before the issue existed.
     assert_eq!(kinds, ["user_input", "final"]);
+    runtime.block_on(mock.shutdown());
+}
+
+/// `wujie discuss --resume <discussion> -- claude`: Claude Code resumes the session the
+/// discussion recorded, so the model sees the earlier turn.
+#[test]
+fn claude_code_discussion_resumed_by_its_id_goes_on_in_the_same_claude_session() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss-first", "discuss -- claude");
+    wait_ready(&tmux);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("● pong"));
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    drop(tmux);
+    let id = env.json(&["discussion", "list"])[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+
+    let tmux = tui_agent::start_wujie(
+        &env,
+        &home,
+        "claude-discuss-again",
+        &format!("discuss --resume {id} -- claude"),
+    );
+    wait_ready(&tmux);
+    say(&tmux, "go on");
+    tmux.wait_for("the answer to it", |s| {
+        s.split("go on")
+            .nth(1)
+            .is_some_and(|after| after.contains("● pong"))
+    });
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+
+    assert_eq!(session_ids(&home).len(), 1, "one Claude Code session");
+    let requests = mock.model_requests();
+    let asked: Vec<String> = requests
+        .iter()
+        .map(|r| r.body["messages"].to_string())
+        .filter(|m| m.contains("go on"))
+        .collect();
+    assert!(
+        !asked.is_empty() && asked.iter().all(|m| m.contains("plan the storage layer")),
+        "the model sees the earlier turn: {asked:#?}"
+    );
+    let entries = env.json(&["discussion", "show", &id]);
+    let kinds: Vec<&str> = entries["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user_input", "final", "user_input", "final"],
+        "{entries:#}"
+    );
     runtime.block_on(mock.shutdown());
 }

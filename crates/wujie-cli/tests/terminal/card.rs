@@ -1,5 +1,7 @@
 //! The `/wujiecreateissue` card in the terminal host "can still go back to the discussion":
-//! Cancel, Esc and Ctrl+C close it, the adapter keeps running, and nothing is created.
+//! Cancel, Esc and Ctrl+C close it, the adapter keeps running, and nothing is created. A card
+//! asked for while the reply on screen is not reported yet waits for it, boundedly, and says
+//! when it gave up.
 
 use wujie_testkit::term::*;
 use wujie_testkit::*;
@@ -43,4 +45,22 @@ fn esc_on_the_card_goes_back_to_the_discussion() {
 #[test]
 fn choosing_cancel_on_the_card_goes_back_to_the_discussion() {
     the_card_closes_and_the_discussion_goes_on(b"\x1b[B\x1b[B\r");
+}
+
+#[test]
+fn a_card_waiting_in_vain_for_the_reply_on_screen_opens_and_says_so() {
+    let env = Env::new();
+    env.install_example("fake-tui-v2");
+    let mut term = Term::discuss(&env, &["--unreported"]);
+    term.wait_text("Ctrl+D quit");
+    term.say("plan storage", "agent: SQLite or PostgreSQL?");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue");
+    term.send(b"\r");
+    term.wait_text("  Cancel");
+    term.send(b"\x1b");
+    term.wait_text("reply to the last prompt was not reported within 2 s");
+    term.send(b"\x04");
+    let status = term.wait_exit();
+    assert!(status.success(), "{status:?}\n{}", term.contents());
 }
