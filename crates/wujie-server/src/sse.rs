@@ -122,7 +122,14 @@ pub(crate) async fn issue_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(state, Some(issue_id), cursor, format))
+    Ok(feed(
+        state,
+        vec![Follow {
+            issue_id: Some(issue_id),
+            cursor,
+            format,
+        }],
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
@@ -146,7 +153,14 @@ pub(crate) async fn workspace_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(state, None, cursor, format))
+    Ok(feed(
+        state,
+        vec![Follow {
+            issue_id: None,
+            cursor,
+            format,
+        }],
+    ))
 }
 
 /// How a feed's items become events: the API sends them as JSON, the web page as HTML it can
@@ -154,6 +168,8 @@ pub(crate) async fn workspace_feed(
 pub(crate) trait FeedFormat: Send + Sync + 'static {
     fn message(&self, message: RunMessageEvent, id: String) -> impl Future<Output = Event> + Send;
     fn issue(&self, change: IssueEvent, id: String) -> impl Future<Output = Event> + Send;
+    /// Sent once, when the replay has caught up with the store.
+    fn live(&self) -> Event;
     /// Whether whoever opened the feed may still read it.
     fn still_allowed(&self, store: &Store)
     -> impl Future<Output = Result<bool, StoreError>> + Send;
@@ -184,23 +200,33 @@ impl FeedFormat for Json {
     async fn issue(&self, change: IssueEvent, id: String) -> Event {
         event("issue", &change, Some(id))
     }
+
+    fn live(&self) -> Event {
+        event("live", &serde_json::json!({}), None)
+    }
 }
 
-/// Starts the task that reads the feed from the store into the client's bounded queue.
+/// One feed within a connection: an issue's (or, without `issue_id`, the workspace's) items
+/// after `cursor`, as `format` renders them.
+pub(crate) struct Follow<F> {
+    pub(crate) issue_id: Option<String>,
+    pub(crate) cursor: Cursor,
+    pub(crate) format: F,
+}
+
+/// Starts the task that reads the feeds from the store into the client's one bounded queue.
+/// A connection may carry several feeds (a browser's issue pages share one, see `web::live`);
+/// they all share that queue, whoever opened them, and end together.
 pub(crate) fn feed(
     state: AppState,
-    issue_id: Option<String>,
-    cursor: Cursor,
-    format: impl FeedFormat,
+    follows: Vec<Follow<impl FeedFormat>>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
     let counted = state.config.open_feeds.open();
     tokio::spawn(pump(
         counted,
         state.store,
-        issue_id,
-        cursor,
-        format,
+        follows,
         tx,
         state.config.slow_client_after,
     ));
@@ -247,28 +273,46 @@ pub(crate) fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Ev
         .unwrap_or_else(|_| Event::default().event(name).data("{}"))
 }
 
-/// Runs a feed until it stops or the server shuts down; `counted` counts it meanwhile.
-async fn pump(
+/// Runs a connection's feeds until one stops (the client then reconnects to all of them) or
+/// the server shuts down; `counted` counts the connection meanwhile.
+async fn pump<F: FeedFormat>(
     counted: OpenFeed,
     store: Store,
-    issue_id: Option<String>,
-    cursor: Cursor,
-    format: impl FeedFormat,
+    follows: Vec<Follow<F>>,
     tx: mpsc::Sender<Event>,
     slow_client_after: Duration,
 ) {
+    let all = futures::future::try_join_all(follows.iter().map(|f| {
+        follow(
+            &store,
+            f.issue_id.clone(),
+            f.cursor,
+            &f.format,
+            &tx,
+            slow_client_after,
+        )
+    }));
+    // Every feed of a connection was opened by the same caller: the first speaks for all.
+    let access = async {
+        match follows.first() {
+            Some(first) => access_ends(&store, &first.format, counted.feeds()).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
-        stopped = follow(&store, issue_id, cursor, &format, &tx, slow_client_after) => {
+        stopped = all => {
             if let Err(Stop::Store(e)) = stopped {
                 tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "a live feed stopped on a store error");
             }
         }
         // The client reconnects (to this server once it is back) with its Last-Event-ID.
         () = counted.feeds().closing() => {}
-        () = access_ends(&store, &format, counted.feeds()) => {
-            if let Some(last) = format.access_ended() {
+        () = access => {
+            for last in follows.iter().filter_map(|f| f.format.access_ended()) {
                 // Best effort: a client that does not read it is gone anyway.
-                let _ = send(&tx, last, slow_client_after).await;
+                if send(&tx, last, slow_client_after).await.is_err() {
+                    break;
+                }
             }
         }
     }
@@ -353,12 +397,7 @@ async fn follow(
         }
         if !live {
             live = true;
-            send(
-                tx,
-                event("live", &serde_json::json!({}), None),
-                slow_client_after,
-            )
-            .await?;
+            send(tx, format.live(), slow_client_after).await?;
         }
         tokio::select! {
             changed = changes.changed() => {

@@ -461,9 +461,11 @@ struct PageFeed {
 }
 
 impl PageFeed {
-    async fn open(h: &Harness, key: &str, cookie: &str) -> PageFeed {
+    /// `issues` as the page's feed worker asks for them: `KEY[@POSITION],…`.
+    async fn open(h: &Harness, issues: &str, cookie: &str) -> PageFeed {
         let feed = browser()
-            .get(format!("{}/issues/{key}/live", h.url()))
+            .get(format!("{}/live", h.url()))
+            .query(&[("issues", issues)])
             .header(COOKIE, cookie)
             .send()
             .await
@@ -473,7 +475,8 @@ impl PageFeed {
             feed,
             read: String::new(),
         };
-        while !page.read.contains("event: live") {
+        let wanted = issues.split(',').count();
+        while page.read.matches("event: live").count() < wanted {
             let chunk = tokio::time::timeout(Duration::from_secs(30), page.feed.chunk())
                 .await
                 .expect("the feed goes live")
@@ -516,7 +519,7 @@ async fn a_pages_live_feed_ends_and_says_so_when_its_session_ends() {
     // A feed asked for without a session answers the same, rather than a login page that
     // the page's EventSource could not read.
     let without = browser()
-        .get(format!("{}/issues/{}/live", h.url(), issue.key))
+        .get(format!("{}/live?issues={}", h.url(), issue.key))
         .header(COOKIE, &cookie)
         .send()
         .await
@@ -563,6 +566,89 @@ async fn logging_out_ends_the_sessions_open_pages_and_no_other() {
             .expect("readable")
             .expect("open");
         staying_feed.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn one_connection_follows_every_open_issue_page_and_says_whose_each_event_is() {
+    let h = Harness::start().await;
+    let first = h.issue("First tab").await;
+    let second = h.issue("Second tab").await;
+    let cookie = log_in(&h).await;
+    let mut feed = PageFeed::open(&h, &format!("{},{}", first.key, second.key), &cookie).await;
+    for (key, body) in [(&second.key, "on the second"), (&first.key, "on the first")] {
+        h.admin
+            .add_comment(
+                key,
+                &wujie_protocol::api::CreateComment { body: body.into() },
+            )
+            .await
+            .expect("comment");
+    }
+    while !(feed.read.contains("on the second") && feed.read.contains("on the first")) {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), feed.feed.chunk())
+            .await
+            .expect("both comments within 30 s")
+            .expect("readable")
+            .expect("open");
+        feed.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let comments: Vec<serde_json::Value> = feed
+        .read
+        .split("\n\n")
+        .filter(|e| e.starts_with("event: comment"))
+        .map(|e| {
+            let data = e
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .expect("data");
+            serde_json::from_str(data).expect("JSON")
+        })
+        .collect();
+    assert_eq!(comments.len(), 2, "{}", feed.read);
+    assert_eq!(comments[0]["issue"], second.key.as_str());
+    assert!(
+        comments[0]["html"]
+            .as_str()
+            .unwrap()
+            .contains("on the second")
+    );
+    assert_eq!(comments[1]["issue"], first.key.as_str());
+    // Each event's position reopens that issue's feed after it: nothing again, nothing missed.
+    let at = comments[1]["at"].as_str().expect("a position");
+    let mut again = PageFeed::open(&h, &format!("{}@{at}", first.key), &cookie).await;
+    h.admin
+        .add_comment(
+            &first.key,
+            &wujie_protocol::api::CreateComment {
+                body: "after".into(),
+            },
+        )
+        .await
+        .expect("comment");
+    while !again.read.contains("after") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), again.feed.chunk())
+            .await
+            .expect("the comment within 30 s")
+            .expect("readable")
+            .expect("open");
+        again.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(!again.read.contains("on the first"), "{}", again.read);
+
+    for (issues, says) in [
+        ("", "name at least one issue"),
+        (&*format!("{}@x", first.key), "not a position"),
+        (
+            &*vec![first.key.as_str(); 201].join(","),
+            "at most 200 issues",
+        ),
+    ] {
+        // Keys, `@`, `.` and `,` need no escaping in a query.
+        let (status, html) = page(&h, &format!("/live?issues={issues}"), &cookie).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{issues}");
+        assert!(html.contains(says), "{issues}: {html}");
     }
     h.stop().await;
 }
