@@ -28,6 +28,7 @@ use super::auth::Viewer;
 use super::return_to::ReturnTo;
 use super::view;
 use crate::AppState;
+use crate::fanout::Entry;
 use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
 
 /// The most issues one connection follows: bounds what one request makes the server hold.
@@ -229,7 +230,19 @@ impl FeedFormat for HtmlFeed {
         self.event("live", serde_json::json!({}), None)
     }
 
-    async fn message(&self, m: RunMessageEvent, id: String) -> Event {
+    /// Every page of the issue gets the same HTML, but for the close/reopen buttons (each
+    /// page's own form token).
+    fn shared_encoding(&self, entry: &Entry) -> Option<String> {
+        match entry {
+            Entry::Activity(IssueEvent {
+                change: IssueChange::Status { .. },
+                ..
+            }) => None,
+            _ => Some(format!("html:{}", self.key)),
+        }
+    }
+
+    async fn message(&self, m: &RunMessageEvent, id: String) -> Event {
         let data = MessageHtml {
             run: &m.run_id,
             key: format!("{}/{}", m.message.source, m.message.source_key),
@@ -238,7 +251,7 @@ impl FeedFormat for HtmlFeed {
         self.event("message", data, Some(id))
     }
 
-    async fn issue(&self, change: IssueEvent, id: String) -> Event {
+    async fn issue(&self, change: &IssueEvent, id: String) -> Event {
         match &change.change {
             IssueChange::Comment { comment } => {
                 let data = CommentHtml {
