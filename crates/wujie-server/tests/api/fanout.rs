@@ -1,5 +1,5 @@
 //! Fan-out: however many feeds follow an issue live, each event is read from the store and
-//! encoded once for all of them.
+//! encoded once for all of them; a feed left far behind by its issue's relay misses nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,10 +8,12 @@ use std::time::Duration;
 use axum::response::IntoResponse;
 use axum::response::sse::Event;
 use futures::StreamExt;
-use wujie_protocol::api::{CreateComment, IssueEvent, RunMessageEvent};
+use wujie_client::FeedEvent;
+use wujie_protocol::api::{CreateComment, IngestBatch, IssueEvent, RunMessageEvent};
+use wujie_protocol::event::MessageKind;
 use wujie_store::{Store, StoreError};
 
-use super::harness::Harness;
+use super::harness::{Harness, message};
 use crate::fanout::Entry;
 use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
 
@@ -106,4 +108,50 @@ async fn read_until(body: &mut axum::body::BodyDataStream, what: &str, times: us
             .expect("readable");
         read.push_str(&String::from_utf8_lossy(&chunk));
     }
+}
+
+#[tokio::test]
+async fn a_feed_left_far_behind_by_the_relay_reads_the_store_and_misses_nothing() {
+    const MESSAGES: usize = 3000;
+    let h = Harness::start().await;
+    let issue = h.issue("Read slowly").await;
+    let run = h.run_on(&issue.key).await;
+    let mut eager = h.admin.follow_issue(&issue.key, None).await.expect("feed");
+    let mut slow = h.admin.follow_issue(&issue.key, None).await.expect("feed");
+    for feed in [&mut eager, &mut slow] {
+        while next(feed).await != FeedEvent::Live {}
+    }
+    // 20 KB each: more than the relay keeps, and than the sockets and the slow feed's queue
+    // hold, so the slow feed is left behind while it does not read.
+    let pad = "x".repeat(20_000);
+    for batch in (0..MESSAGES).collect::<Vec<_>>().chunks(50) {
+        let items = batch
+            .iter()
+            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
+            .collect();
+        h.admin
+            .ingest_run_events(&run.run.id, &IngestBatch { items })
+            .await
+            .expect("ingest");
+    }
+    for feed in [&mut eager, &mut slow] {
+        let mut got = Vec::with_capacity(MESSAGES);
+        while got.len() < MESSAGES {
+            if let FeedEvent::Message { event, .. } = next(feed).await {
+                let content = event.message.content.unwrap_or_default();
+                let n: usize = content.split(' ').next().unwrap().parse().unwrap();
+                got.push(n);
+            }
+        }
+        assert_eq!(got, (0..MESSAGES).collect::<Vec<_>>());
+    }
+    h.stop().await;
+}
+
+async fn next(feed: &mut wujie_client::IssueFeed) -> FeedEvent {
+    tokio::time::timeout(Duration::from_secs(30), feed.next())
+        .await
+        .expect("an event within 30 s")
+        .expect("the feed is open")
+        .expect("a readable event")
 }
