@@ -325,6 +325,38 @@ fn pretty_json(input: &serde_json::Map<String, serde_json::Value>) -> String {
     serde_json::to_string_pretty(input).unwrap_or_default()
 }
 
+/// The input fields that say what a tool call ran, in the order looked for.
+const GIST_FIELDS: [&str; 7] = [
+    "command",
+    "cmd",
+    "file_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+];
+
+/// Longest gist on a folded tool row, in characters.
+const GIST_CHARS: usize = 80;
+
+/// What a tool call ran (its command, its file…), cut to one short line, so that a folded row
+/// says it without being opened.
+fn tool_gist(input: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let value = GIST_FIELDS
+        .iter()
+        .find_map(|field| input.get(*field)?.as_str())?;
+    let line = value.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        return None;
+    }
+    let cut = value.trim().len() > line.len() || line.chars().count() > GIST_CHARS;
+    let mut gist: String = line.chars().take(GIST_CHARS).collect();
+    if cut {
+        gist.push('…');
+    }
+    Some(gist)
+}
+
 /// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
 /// updates skip an entry the page already shows.
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
@@ -356,6 +388,9 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                             @if message.kind == MessageKind::ToolResult { "Result of " }
                             @else { "Tool " }
                             code { (message.tool.as_deref().unwrap_or("tool")) }
+                            @if let Some(gist) = message.input.as_ref().and_then(tool_gist) {
+                                " " code.gist { (gist) }
+                            }
                         }
                         @if let Some(input) = &message.input {
                             div.label { "Input" }

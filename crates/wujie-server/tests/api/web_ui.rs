@@ -652,3 +652,71 @@ async fn one_connection_follows_every_open_issue_page_and_says_whose_each_event_
     }
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_tool_rows_folded_line_says_what_ran() {
+    let h = Harness::start().await;
+    let issue = h.issue("Tools at a glance").await;
+    let run = h.run_on(&issue.key).await;
+    let tool = |key: &str, name: &str, input: serde_json::Value| {
+        let mut item = message(MessageKind::ToolUse, key, "");
+        if let wujie_protocol::event::Event::Message(m) = &mut item.event {
+            m.content = None;
+            m.tool = Some(name.into());
+            m.input = input.as_object().cloned();
+        }
+        item
+    };
+    let long = format!("grep -rn needle {}", "src/ ".repeat(40));
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    tool(
+                        "1",
+                        "Bash",
+                        serde_json::json!({"command": "cargo test -p core"}),
+                    ),
+                    tool(
+                        "2",
+                        "Read",
+                        serde_json::json!({"file_path": "src/<main>.rs"}),
+                    ),
+                    tool("3", "Bash", serde_json::json!({"command": long})),
+                    tool("4", "Think", serde_json::json!({"depth": 3})),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let summaries: Vec<&str> = html
+        .split("<summary>")
+        .skip(1)
+        .filter_map(|s| s.split_once("</summary>").map(|(summary, _)| summary))
+        .collect();
+    assert_eq!(summaries.len(), 4, "{html}");
+    assert!(
+        summaries[0].contains("cargo test -p core"),
+        "{}",
+        summaries[0]
+    );
+    // Escaped like every other value.
+    assert!(
+        summaries[1].contains("src/&lt;main&gt;.rs"),
+        "{}",
+        summaries[1]
+    );
+    // A long command is cut on the folded line (the whole of it is inside).
+    assert!(summaries[2].contains("grep -rn needle"), "{}", summaries[2]);
+    assert!(
+        summaries[2].contains('…') && summaries[2].len() < 300,
+        "{}",
+        summaries[2]
+    );
+    // No command or file: the tool's name alone.
+    assert!(!summaries[3].contains("depth"), "{}", summaries[3]);
+    h.stop().await;
+}
