@@ -357,6 +357,38 @@ fn tool_gist(input: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
     Some(gist)
 }
 
+/// Lines of a long tool text shown before "show more".
+const SHOWN_LINES: usize = 40;
+/// Bytes shown before "show more", for few but long lines.
+const SHOWN_BYTES: usize = 4000;
+
+/// A tool's text: its start, and the rest folded behind "show more" (the page works without
+/// JavaScript, so the rest is in the page, not fetched).
+fn capped(text: &str) -> Markup {
+    let mut end = text
+        .match_indices('\n')
+        .nth(SHOWN_LINES - 1)
+        .map_or(text.len(), |(i, _)| i + 1);
+    if end > SHOWN_BYTES {
+        end = (0..=SHOWN_BYTES)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+    }
+    let (shown, rest) = text.split_at(end);
+    if rest.trim().is_empty() {
+        return html! { pre { (text) } };
+    }
+    let more_lines = rest.lines().count();
+    html! {
+        pre { (shown) }
+        details.more {
+            summary { "show more (" (more_lines) @if more_lines == 1 { " more line)" } @else { " more lines)" } }
+            pre { (rest) }
+        }
+    }
+}
+
 /// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
 /// updates skip an entry the page already shows.
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
@@ -396,10 +428,10 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                             div.label { "Input" }
                             pre { (pretty_json(input)) }
                         }
-                        @if !content.is_empty() { pre { (content) } }
+                        @if !content.is_empty() { (capped(content)) }
                         @if let Some(output) = &message.output {
                             div.label { "Output" }
-                            pre { (output) }
+                            (capped(output))
                         }
                     }
                 }

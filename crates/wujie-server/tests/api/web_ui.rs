@@ -720,3 +720,38 @@ async fn a_tool_rows_folded_line_says_what_ran() {
     assert!(!summaries[3].contains("depth"), "{}", summaries[3]);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_tool_output_shows_its_start_and_the_rest_on_asking() {
+    let h = Harness::start().await;
+    let issue = h.issue("Long output").await;
+    let run = h.run_on(&issue.key).await;
+    let output: String = (1..=500).map(|n| format!("line {n}\n")).collect();
+    let mut item = message(MessageKind::ToolResult, "1", "");
+    if let wujie_protocol::event::Event::Message(m) = &mut item.event {
+        m.content = None;
+        m.tool = Some("Bash".into());
+        m.output = Some(output);
+    }
+    h.admin
+        .ingest_run_events(&run.run.id, &IngestBatch { items: vec![item] })
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let (shown, rest) = html
+        .split_once("show more")
+        .unwrap_or_else(|| panic!("no \"show more\": {html}"));
+    assert!(
+        shown.contains("line 1\n") && shown.contains("line 40\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("line 41\n"), "{shown}");
+    // Nothing is lost: the rest is there, folded.
+    assert!(rest.contains("460 more lines"), "{rest}");
+    assert!(
+        rest.contains("line 41\n") && rest.contains("line 500\n"),
+        "{rest}"
+    );
+    h.stop().await;
+}
