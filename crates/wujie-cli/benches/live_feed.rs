@@ -1,17 +1,21 @@
-//! Live-feed latency, end to end: an adapter prints messages (each carrying the wall-clock
-//! time it printed it), `wujie --server URL run` reads and delivers them to a standalone
-//! `wujie server`, and SSE clients on the issue's feed (`GET /issues/KEY/events`, the real
-//! client's parser) take the time each message arrives. Printed: p50/p99/max of arrival −
-//! print, per scenario, and the server's RSS (VmHWM and VmRSS from /proc).
+//! Live-feed latency and fan-out cost, end to end: an adapter prints messages (each carrying
+//! the wall-clock time it printed it), `wujie --server URL run` reads and delivers them to a
+//! standalone `wujie server`, and viewers of the issue take the time each message arrives:
+//! API clients on `GET /issues/KEY/events` (the real client's parser) or browser pages'
+//! feeds on `GET /live?issues=KEY` (logged in with a one-time link, the message's HTML). Printed
+//! per scenario: p50/p99/max of arrival − print, the server's CPU time (utime + stime from
+//! /proc) per delivered event, and its RSS (VmRSS before, peak sampled every 100 ms).
 //!
 //!   cargo bench -p wujie-cli --bench live_feed                       # release build
-//!   WUJIE_BENCH_CLIENTS=100 WUJIE_BENCH_STREAM=10000 WUJIE_BENCH_BURST=100000 cargo bench …
+//!   WUJIE_BENCH_VIEWERS=1,10,50,100 WUJIE_BENCH_FEEDS=api,web WUJIE_BENCH_STREAM=5000 \
+//!     WUJIE_BENCH_BURST=0 cargo bench -p wujie-cli --bench live_feed
 //!
-//! Scenarios: a stream of 1,000 events/s to 1 client and to CLIENTS clients, and a burst of
-//! BURST events (printed as fast as the adapter can) to 1 and to CLIENTS clients. Each uses a
-//! fresh issue, so the clients replay nothing. The adapter's print time is taken just before
-//! the line is written, so the figures include the pipe to `wujie` (the "line read" is a few
-//! microseconds later).
+//! Scenarios: for each kind of feed and each number of viewers, a stream of STREAM events at
+//! 1,000/s, then (unless BURST is 0) a burst of BURST events printed as fast as the adapter
+//! can. Each uses a fresh issue, so the viewers replay nothing. The adapter's print time is
+//! taken just before the line is written, so the figures include the pipe to `wujie` (the
+//! "line read" is a few microseconds later). The server's CPU includes taking the events in
+//! (the run's delivery and storing); the 1-viewer row says how much that is.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -105,9 +109,126 @@ struct Scenario {
     count: usize,
     rate: usize,
     clients: usize,
+    feed: Feed,
 }
 
-fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Scenario) {
+/// Which feed the viewers follow.
+#[derive(Clone, Copy, PartialEq)]
+enum Feed {
+    Api,
+    /// A browser page's, with this session cookie.
+    Web,
+}
+
+/// The server's CPU time so far (user + system), in clock ticks of 10 ms.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name in parentheses: fields 14 and 15 are utime and stime.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(11) + field(12)
+}
+
+/// The print time in a message of the page's feed: the first long number in its HTML.
+fn printed_in_html(html: &str) -> Option<u128> {
+    html.split(|c: char| !c.is_ascii_digit())
+        .find(|digits| digits.len() >= 18)
+        .and_then(|digits| digits.parse().ok())
+}
+
+/// A browser page's feed of `key`: the time each message arrives, after signalling `live`.
+async fn web_viewer(
+    http: reqwest::Client,
+    url: String,
+    cookie: String,
+    key: String,
+    count: usize,
+    live_tx: tokio::sync::mpsc::Sender<()>,
+) -> Vec<u64> {
+    let mut response = http
+        .get(format!("{url}/live"))
+        .query(&[("issues", &key)])
+        .header(reqwest::header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("page feed");
+    assert!(
+        response.status().is_success(),
+        "page feed: {}",
+        response.status()
+    );
+    let mut seen = Vec::with_capacity(count);
+    let mut buffer = String::new();
+    while let Some(chunk) = response.chunk().await.expect("page feed chunk") {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let name = block.lines().find_map(|l| l.strip_prefix("event: "));
+            match name {
+                Some("live") => {
+                    let _ = live_tx.send(()).await;
+                }
+                Some("message") => {
+                    let arrived = now_ns();
+                    let data = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("data: "))
+                        .expect("event data");
+                    let doc: serde_json::Value = serde_json::from_str(data).expect("JSON");
+                    let printed = printed_in_html(doc["html"].as_str().expect("html"))
+                        .expect("timestamped message");
+                    seen.push(arrived.saturating_sub(printed) as u64);
+                    if seen.len() == count {
+                        return seen;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    seen
+}
+
+/// Logs a browser in with a one-time link; its session cookie (`name=value`).
+fn browser_cookie(url: &str, client: &Client) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let login = rt
+        .block_on(client.create_browser_login())
+        .expect("browser login");
+    let http = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let answer = http
+        .get(format!("{url}{}", login.path))
+        .send()
+        .expect("login link");
+    let set = answer
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .expect("a session cookie")
+        .to_str()
+        .expect("ASCII cookie");
+    set.split(';').next().expect("name=value").to_owned()
+}
+
+fn run_scenario(
+    home: &Path,
+    url: &str,
+    client: &Client,
+    cookie: &str,
+    server_pid: u32,
+    s: &Scenario,
+) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -119,10 +240,22 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
     .expect("issue JSON");
     let key = issue["key"].as_str().expect("key").to_owned();
     let (rss_before, _) = rss_kib(server_pid);
-    let (latencies, rss_during) = rt.block_on(async {
+    let (latencies, rss_during, cpu_ticks) = rt.block_on(async {
         let (live_tx, mut live_rx) = tokio::sync::mpsc::channel::<()>(s.clients);
         let mut tasks = Vec::new();
+        let http = reqwest::Client::new();
         for _ in 0..s.clients {
+            if s.feed == Feed::Web {
+                tasks.push(tokio::spawn(web_viewer(
+                    http.clone(),
+                    url.to_owned(),
+                    cookie.to_owned(),
+                    key.clone(),
+                    s.count,
+                    live_tx.clone(),
+                )));
+                continue;
+            }
             let client = client.clone();
             let key = key.clone();
             let live_tx = live_tx.clone();
@@ -159,6 +292,7 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
         for _ in 0..s.clients {
             live_rx.recv().await.expect("every client live");
         }
+        let cpu_before = cpu_ticks(server_pid);
         let mut run = wujie(home)
             .args(["--server", url, "run", &key, "--", "gen"])
             .env("BENCH_COUNT", s.count.to_string())
@@ -180,21 +314,27 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
             all.push(task.await.expect("client task"));
         }
         sampler.abort();
+        let cpu = cpu_ticks(server_pid) - cpu_before;
         let peak = peak.load(std::sync::atomic::Ordering::Relaxed);
         let status = run.wait().expect("run ends");
         assert!(status.success(), "the run failed");
-        (all, peak)
+        (all, peak, cpu)
     });
     let mut sorted: Vec<u64> = latencies.into_iter().flatten().collect();
     sorted.sort_unstable();
+    // Clock ticks are 10 ms; per delivered event, in microseconds.
+    let cpu_per_event_us = cpu_ticks as f64 * 10_000.0 / sorted.len().max(1) as f64;
     println!(
-        "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.1} | {:.1} |",
         s.name,
+        if s.feed == Feed::Web { "web" } else { "api" },
         s.clients,
         sorted.len(),
         percentile(&sorted, 0.5),
         percentile(&sorted, 0.99),
         percentile(&sorted, 1.0),
+        cpu_ticks as f64 / 100.0,
+        cpu_per_event_us,
         rss_before as f64 / 1024.0,
         rss_during as f64 / 1024.0,
     );
@@ -202,7 +342,6 @@ fn run_scenario(home: &Path, url: &str, client: &Client, server_pid: u32, s: &Sc
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not used.
-    let clients = env_number("WUJIE_BENCH_CLIENTS", 100);
     let stream = env_number("WUJIE_BENCH_STREAM", 10_000);
     let burst = env_number("WUJIE_BENCH_BURST", 100_000);
     let home = tempfile::tempdir().expect("home");
@@ -244,25 +383,43 @@ fn main() {
     .expect("creds JSON");
     let token = creds["local_token"].as_str().expect("token").to_owned();
     let client = Client::new(&url, Token::new(token)).expect("client");
+    let cookie = browser_cookie(&url, &client);
+    let viewers: Vec<usize> = std::env::var("WUJIE_BENCH_VIEWERS")
+        .unwrap_or_else(|_| "1,100".to_owned())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let feeds: Vec<Feed> = std::env::var("WUJIE_BENCH_FEEDS")
+        .unwrap_or_else(|_| "api".to_owned())
+        .split(',')
+        .filter_map(|f| match f.trim() {
+            "api" => Some(Feed::Api),
+            "web" => Some(Feed::Web),
+            _ => None,
+        })
+        .collect();
     let started = Instant::now();
     println!(
-        "| scenario | clients | samples | p50 ms | p99 ms | max ms | server RSS before MiB | server RSS peak MiB |"
+        "| scenario | feed | viewers | samples | p50 ms | p99 ms | max ms | server CPU s | server CPU per delivered event µs | server RSS before MiB | server RSS peak MiB |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    // A stream at 1,000 events/s and a burst (rate 0), each to one client and to `clients`.
-    let kinds = [
-        (format!("stream {stream} at 1000/s"), stream, 1000),
-        (format!("burst {burst}"), burst, 0),
-    ];
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    // A stream at 1,000 events/s and a burst (rate 0), each to every number of viewers.
+    let mut kinds = vec![(format!("stream {stream} at 1000/s"), stream, 1000)];
+    if burst > 0 {
+        kinds.push((format!("burst {burst}"), burst, 0));
+    }
     for (name, count, rate) in kinds {
-        for clients in [1, clients] {
-            let s = Scenario {
-                name: name.clone(),
-                count,
-                rate,
-                clients,
-            };
-            run_scenario(home.path(), &url, &client, server.id(), &s);
+        for &feed in &feeds {
+            for &clients in &viewers {
+                let s = Scenario {
+                    name: name.clone(),
+                    count,
+                    rate,
+                    clients,
+                    feed,
+                };
+                run_scenario(home.path(), &url, &client, &cookie, server.id(), &s);
+            }
         }
     }
     let (rss, hwm) = rss_kib(server.id());

@@ -3,6 +3,7 @@
 
 mod auth;
 mod error;
+mod fanout;
 mod openapi;
 mod request_log;
 mod routes;
@@ -161,6 +162,8 @@ pub(crate) struct AppState {
     pub(crate) config: ServerConfig,
     /// The web UI's unused login codes (its sessions are in the store).
     pub(crate) login_codes: web::LoginCodes,
+    /// The relays of the issues followed live.
+    pub(crate) fanout: fanout::Fanout,
 }
 
 /// The whole API as a router (no sweeper; `serve` adds it).
@@ -169,6 +172,7 @@ pub fn router(store: Store, config: ServerConfig) -> Router {
         store,
         config,
         login_codes: web::LoginCodes::default(),
+        fanout: fanout::Fanout::default(),
     })
     .layer(axum::middleware::from_fn(request_log::log_request))
 }

@@ -1,13 +1,14 @@
 //! Live feeds over server-sent events: one issue's changes and its runs' messages, and every
 //! issue's changes across the workspace.
 //!
-//! A feed is read from the store, never from an in-memory fan-out: each client has a cursor
-//! into the stored order (message `seq`, activity `seq`), reads pages after it, and waits for the
-//! store's change signal when it has caught up. Event ids are that cursor, so a client that
-//! reconnects with `Last-Event-ID` replays exactly what it missed. What a client holds in the
-//! server is one bounded queue; a client that leaves it full for `slow_client_after` is dropped
-//! (it can reconnect and resume), so a slow reader never grows the server's memory. A feed
-//! lasts only while whoever opened it may read it: it ends once their token is revoked or
+//! A feed follows the stored order: each client has a cursor into it (message `seq`, activity
+//! `seq`), replays pages from the store after it, and, once caught up, takes an issue's new
+//! entries from that issue's relay (`fanout`: read and encoded once for every feed), or waits
+//! for the store's change signal (the workspace feed). Event ids are that cursor, so a client
+//! that reconnects with `Last-Event-ID` replays exactly what it missed. What a client holds in
+//! the server is one bounded queue; a client that leaves it full for `slow_client_after` is
+//! dropped (it can reconnect and resume), so a slow reader never grows the server's memory. A
+//! feed lasts only while whoever opened it may read it: it ends once their token is revoked or
 //! expires, or their browser session ends.
 
 use std::convert::Infallible;
@@ -19,18 +20,19 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Serialize;
-use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::SendTimeoutError;
+use tokio::sync::{broadcast, mpsc};
 use wujie_protocol::api::{ApiError, IssueEvent, RunMessageEvent};
-use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
+use wujie_store::{Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
+use crate::fanout::{Entry, Fanout, Item, read_after};
 use crate::{AppState, OpenFeed, OpenFeeds};
 
 /// How often a caught-up feed re-reads the store without a change signal: writes by another
 /// process on the same database do not signal this one.
-const REREAD_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const REREAD_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often an open feed checks that whoever opened it may still read it: a token revoked
 /// through another process, or one that expired, ends its feeds within this. (Revoking through
@@ -122,7 +124,14 @@ pub(crate) async fn issue_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(state, Some(issue_id), cursor, format))
+    Ok(feed(
+        state,
+        vec![Follow {
+            issue_id: Some(issue_id),
+            cursor,
+            format,
+        }],
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
@@ -146,14 +155,26 @@ pub(crate) async fn workspace_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(state, None, cursor, format))
+    Ok(feed(
+        state,
+        vec![Follow {
+            issue_id: None,
+            cursor,
+            format,
+        }],
+    ))
 }
 
 /// How a feed's items become events: the API sends them as JSON, the web page as HTML it can
 /// insert (`web::live`). `id` is the cursor to resume after the item.
 pub(crate) trait FeedFormat: Send + Sync + 'static {
-    fn message(&self, message: RunMessageEvent, id: String) -> impl Future<Output = Event> + Send;
-    fn issue(&self, change: IssueEvent, id: String) -> impl Future<Output = Event> + Send;
+    fn message(&self, message: &RunMessageEvent, id: String) -> impl Future<Output = Event> + Send;
+    fn issue(&self, change: &IssueEvent, id: String) -> impl Future<Output = Event> + Send;
+    /// For an entry whose event depends only on the entry, its id and this key: the key, so
+    /// that every feed with the same key sends one encoding of it (`fanout::Item::event`).
+    fn shared_encoding(&self, entry: &Entry) -> Option<String>;
+    /// Sent once, when the replay has caught up with the store.
+    fn live(&self) -> Event;
     /// Whether whoever opened the feed may still read it.
     fn still_allowed(&self, store: &Store)
     -> impl Future<Output = Result<bool, StoreError>> + Send;
@@ -177,30 +198,45 @@ impl FeedFormat for Json {
         None
     }
 
-    async fn message(&self, message: RunMessageEvent, id: String) -> Event {
-        event("message", &message, Some(id))
+    async fn message(&self, message: &RunMessageEvent, id: String) -> Event {
+        event("message", message, Some(id))
     }
 
-    async fn issue(&self, change: IssueEvent, id: String) -> Event {
-        event("issue", &change, Some(id))
+    async fn issue(&self, change: &IssueEvent, id: String) -> Event {
+        event("issue", change, Some(id))
+    }
+
+    fn shared_encoding(&self, _: &Entry) -> Option<String> {
+        Some("json".to_owned())
+    }
+
+    fn live(&self) -> Event {
+        event("live", &serde_json::json!({}), None)
     }
 }
 
-/// Starts the task that reads the feed from the store into the client's bounded queue.
+/// One feed within a connection: an issue's (or, without `issue_id`, the workspace's) items
+/// after `cursor`, as `format` renders them.
+pub(crate) struct Follow<F> {
+    pub(crate) issue_id: Option<String>,
+    pub(crate) cursor: Cursor,
+    pub(crate) format: F,
+}
+
+/// Starts the task that reads the feeds from the store into the client's one bounded queue.
+/// A connection may carry several feeds (a browser's issue pages share one, see `web::live`);
+/// they all share that queue, whoever opened them, and end together.
 pub(crate) fn feed(
     state: AppState,
-    issue_id: Option<String>,
-    cursor: Cursor,
-    format: impl FeedFormat,
+    follows: Vec<Follow<impl FeedFormat>>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
     let counted = state.config.open_feeds.open();
     tokio::spawn(pump(
         counted,
         state.store,
-        issue_id,
-        cursor,
-        format,
+        state.fanout,
+        follows,
         tx,
         state.config.slow_client_after,
     ));
@@ -247,28 +283,48 @@ pub(crate) fn event(name: &str, data: &impl Serialize, id: Option<String>) -> Ev
         .unwrap_or_else(|_| Event::default().event(name).data("{}"))
 }
 
-/// Runs a feed until it stops or the server shuts down; `counted` counts it meanwhile.
-async fn pump(
+/// Runs a connection's feeds until one stops (the client then reconnects to all of them) or
+/// the server shuts down; `counted` counts the connection meanwhile.
+async fn pump<F: FeedFormat>(
     counted: OpenFeed,
     store: Store,
-    issue_id: Option<String>,
-    cursor: Cursor,
-    format: impl FeedFormat,
+    fanout: Fanout,
+    follows: Vec<Follow<F>>,
     tx: mpsc::Sender<Event>,
     slow_client_after: Duration,
 ) {
+    let all = futures::future::try_join_all(follows.iter().map(|f| {
+        follow(
+            &store,
+            &fanout,
+            f.issue_id.clone(),
+            f.cursor,
+            &f.format,
+            &tx,
+            slow_client_after,
+        )
+    }));
+    // Every feed of a connection was opened by the same caller: the first speaks for all.
+    let access = async {
+        match follows.first() {
+            Some(first) => access_ends(&store, &first.format, counted.feeds()).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
-        stopped = follow(&store, issue_id, cursor, &format, &tx, slow_client_after) => {
+        stopped = all => {
             if let Err(Stop::Store(e)) = stopped {
                 tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "a live feed stopped on a store error");
             }
         }
         // The client reconnects (to this server once it is back) with its Last-Event-ID.
         () = counted.feeds().closing() => {}
-        () = access_ends(&store, &format, counted.feeds()) => {
-            if let Some(last) = format.access_ended() {
+        () = access => {
+            for last in follows.iter().filter_map(|f| f.format.access_ended()) {
                 // Best effort: a client that does not read it is gone anyway.
-                let _ = send(&tx, last, slow_client_after).await;
+                if send(&tx, last, slow_client_after).await.is_err() {
+                    break;
+                }
             }
         }
     }
@@ -294,8 +350,11 @@ async fn access_ends(store: &Store, format: &impl FeedFormat, feeds: &OpenFeeds)
     }
 }
 
+/// Sends a feed: replayed from the store until caught up, then (an issue's) from its relay,
+/// back to the store whenever the relay left it behind.
 async fn follow(
     store: &Store,
+    fanout: &Fanout,
     issue_id: Option<String>,
     mut cursor: Cursor,
     format: &impl FeedFormat,
@@ -305,47 +364,20 @@ async fn follow(
     let with_messages = issue_id.is_some();
     let mut changes = store.changes();
     let mut live = false;
+    let mut relay = None;
     loop {
+        // Subscribed before reading, so what the relay hands out after the read is not missed.
+        if let (None, Some(id)) = (&relay, &issue_id) {
+            relay = Some(fanout.subscribe(store, id).await.map_err(Stop::Store)?);
+        }
         // Marked seen before reading, so a write committed during the read wakes the next wait.
         changes.borrow_and_update();
-        let messages = match &issue_id {
-            Some(id) => store
-                .issue_messages_after(id, cursor.message, MAX_FEED_PAGE)
-                .await
-                .map_err(Stop::Store)?,
-            None => Vec::new(),
-        };
-        let activity = store
-            .issue_activity_after(issue_id.as_deref(), cursor.activity, MAX_FEED_PAGE)
+        let (entries, more) = read_after(store, issue_id.as_deref(), cursor)
             .await
             .map_err(Stop::Store)?;
-        let more =
-            messages.len() == MAX_FEED_PAGE as usize || activity.len() == MAX_FEED_PAGE as usize;
-        // Both logs are in stored order; interleave them by time, messages first on a tie.
-        let mut messages = messages.into_iter().peekable();
-        let mut activity = activity.into_iter().peekable();
-        loop {
-            let take_message = match (messages.peek(), activity.peek()) {
-                (Some(m), Some(a)) => m.message.created_at <= a.created_at,
-                (m, _) => m.is_some(),
-            };
-            let next = if take_message {
-                match messages.next() {
-                    Some(m) => {
-                        cursor.message = m.seq;
-                        format.message(m, cursor.id(with_messages)).await
-                    }
-                    None => break,
-                }
-            } else {
-                match activity.next() {
-                    Some(a) => {
-                        cursor.activity = a.seq;
-                        format.issue(a, cursor.id(with_messages)).await
-                    }
-                    None => break,
-                }
-            };
+        for (entry, after) in entries {
+            cursor = after;
+            let next = entry.event(format, cursor.id(with_messages)).await;
             send(tx, next, slow_client_after).await?;
         }
         if more {
@@ -353,12 +385,12 @@ async fn follow(
         }
         if !live {
             live = true;
-            send(
-                tx,
-                event("live", &serde_json::json!({}), None),
-                slow_client_after,
-            )
-            .await?;
+            send(tx, format.live(), slow_client_after).await?;
+        }
+        if let Some(followed) = relay.as_mut() {
+            from_relay(followed, &mut cursor, format, tx, slow_client_after).await?;
+            relay = None;
+            continue;
         }
         tokio::select! {
             changed = changes.changed() => {
@@ -369,6 +401,42 @@ async fn follow(
             () = tokio::time::sleep(REREAD_INTERVAL) => {}
             () = tx.closed() => return Err(Stop::Client),
         }
+    }
+}
+
+/// Sends what the issue's relay hands out after `cursor`, until the relay leaves this feed
+/// behind or ends (then the feed reads the store again from `cursor`).
+async fn from_relay(
+    followed: &mut broadcast::Receiver<std::sync::Arc<Item>>,
+    cursor: &mut Cursor,
+    format: &impl FeedFormat,
+    tx: &mpsc::Sender<Event>,
+    slow_client_after: Duration,
+) -> Result<(), Stop> {
+    loop {
+        let item = tokio::select! {
+            item = followed.recv() => item,
+            () = tx.closed() => return Err(Stop::Client),
+        };
+        let Ok(item) = item else {
+            return Ok(());
+        };
+        if item.entry.sent_by(*cursor) {
+            continue;
+        }
+        // Everything up to the relay's cursor after this item has reached this feed: what the
+        // relay handed out before the feed subscribed was in the store the feed read since.
+        let next = Cursor {
+            message: cursor.message.max(item.after.message),
+            activity: cursor.activity.max(item.after.activity),
+        };
+        let event = if next == item.after {
+            item.event(format).await
+        } else {
+            item.entry.event(format, next.id(true)).await
+        };
+        *cursor = next;
+        send(tx, event, slow_client_after).await?;
     }
 }
 

@@ -17,7 +17,10 @@ pub struct Browser {
     child: Child,
     _profile: TempDir,
     socket: WebSocket<TcpStream>,
+    /// The DevTools session of the tab commands go to.
     session: String,
+    /// Every tab's session, in the order they were opened; the first is the start page's.
+    tabs: Vec<String>,
     next_id: u64,
 }
 
@@ -72,18 +75,34 @@ impl Browser {
             _profile: profile,
             socket,
             session: String::new(),
+            tabs: Vec::new(),
             next_id: 0,
         };
-        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}));
+        browser.open_tab();
+        browser
+    }
+
+    /// Opens another tab (blank) and sends the commands that follow to it; returns its index
+    /// for `use_tab`. The tabs before it stay open, with whatever they had loaded.
+    pub fn open_tab(&mut self) -> usize {
+        // Target commands go to the browser, not to a tab.
+        self.session.clear();
+        let target = self.call("Target.createTarget", json!({"url": "about:blank"}));
         let target_id = target["targetId"].as_str().expect("target id").to_owned();
-        let attached = browser.call(
+        let attached = self.call(
             "Target.attachToTarget",
             json!({"targetId": target_id, "flatten": true}),
         );
-        browser.session = attached["sessionId"].as_str().expect("session").to_owned();
-        browser.call("Page.enable", json!({}));
-        browser.call("Runtime.enable", json!({}));
-        browser
+        self.session = attached["sessionId"].as_str().expect("session").to_owned();
+        self.call("Page.enable", json!({}));
+        self.call("Runtime.enable", json!({}));
+        self.tabs.push(self.session.clone());
+        self.tabs.len() - 1
+    }
+
+    /// Sends the commands that follow to the tab `open_tab` returned `index` for.
+    pub fn use_tab(&mut self, index: usize) {
+        self.session = self.tabs[index].clone();
     }
 
     /// Sends one command (to the page once attached) and returns its result; events that

@@ -10,3 +10,4 @@ mod ui_command;
 mod urls;
 mod web_ui_browser;
 mod web_ui_sessions;
+mod web_ui_tabs;

@@ -181,6 +181,7 @@ fn check_origin(headers: &HeaderMap) -> Result<(), WebError> {
 }
 
 /// The logged-in browser behind a request.
+#[derive(Clone)]
 pub(crate) struct Viewer {
     session_id: String,
     /// The user token that logged the browser in.

@@ -1,14 +1,21 @@
-//! The issue page's live updates: the issue's feed (`sse::feed`, the same cursor, replay and
-//! bounds as the API's) with each item rendered to the HTML the page inserts. The page starts
-//! the feed where its own rendering ended (`?after=`); a reconnect resumes from Last-Event-ID.
-//! When the browser's session has ended (logged out, expired, its token revoked or expired),
-//! the feed says so in an `ended` event, with a login link back to the page, and ends: a
-//! redirect to the login page would only make the page's EventSource give up without a word.
+//! The issue pages' live updates: each issue's feed (`sse::feed`, the same cursor, replay and
+//! bounds as the API's) with each item rendered to the HTML the page inserts.
+//!
+//! A browser opens at most six HTTP/1.1 connections to a host, and a feed holds one for as
+//! long as it is open: a feed per tab would leave the seventh tab, and every other page of the
+//! server, waiting. So one connection carries the feeds of every issue a browser has open
+//! (`/live?issues=KEY@POSITION,…`), followed by one shared worker (`assets/feed.js`) that hands
+//! each page its issue's events. Every event says which issue it is of and its position
+//! (`at`), from which the worker reopens the connection when a page joins or leaves, or the
+//! connection drops. When the browser's session has ended (logged out, expired, its token
+//! revoked or expired), each issue's feed says so in an `ended` event, with a login link back
+//! to its page, and ends: a redirect to the login page would only make the EventSource give
+//! up without a word.
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -21,54 +28,94 @@ use super::auth::Viewer;
 use super::return_to::ReturnTo;
 use super::view;
 use crate::AppState;
-use crate::sse::{Cursor, FeedFormat, event, feed, start_cursor};
+use crate::fanout::Entry;
+use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
+
+/// The most issues one connection follows: bounds what one request makes the server hold.
+const MAX_ISSUES: usize = 200;
 
 #[derive(Deserialize)]
-pub(crate) struct After {
-    after: Option<String>,
+pub(crate) struct Issues {
+    /// `KEY` (from the start) or `KEY@<message seq>.<activity seq>`, comma-separated.
+    issues: String,
 }
 
-pub(crate) async fn issue_feed(
+/// One issue asked for: its key as the page spells it (events carry it back) and where the
+/// page's rendering ended.
+fn parse_issues(list: &str) -> Result<Vec<(String, Cursor)>, WebError> {
+    let bad = |what: String| WebError::new(StatusCode::BAD_REQUEST, what);
+    let wanted: Vec<&str> = list.split(',').filter(|s| !s.trim().is_empty()).collect();
+    if wanted.is_empty() {
+        return Err(bad("name at least one issue to follow".to_owned()));
+    }
+    if wanted.len() > MAX_ISSUES {
+        return Err(bad(format!(
+            "one page follows at most {MAX_ISSUES} issues at once; close some tabs and reload"
+        )));
+    }
+    wanted
+        .into_iter()
+        .map(|item| {
+            let (key, at) = match item.split_once('@') {
+                Some((key, at)) => (key, Some(at)),
+                None => (item, None),
+            };
+            let cursor = match at {
+                Some(at) => Cursor::parse(at, true).ok_or_else(|| {
+                    bad(format!(
+                        "{at:?} is not a position in {key}'s feed; reload the page"
+                    ))
+                })?,
+                None => Cursor::default(),
+            };
+            Ok((key.trim().to_owned(), cursor))
+        })
+        .collect()
+}
+
+pub(crate) async fn issues_feed(
     State(state): State<AppState>,
     viewer: Result<Viewer, WebError>,
-    Path(key): Path<String>,
-    Query(after): Query<After>,
-    headers: HeaderMap,
+    Query(issues): Query<Issues>,
 ) -> Result<Response, WebError> {
-    let page = ReturnTo::parse(&format!("/issues/{key}"));
+    let wanted = parse_issues(&issues.issues)?;
     let viewer = match viewer {
         Ok(viewer) => viewer,
         Err(WebError::LoginNeeded { .. }) => {
-            let ended =
-                futures::stream::once(
-                    async move { Ok::<_, Infallible>(session_ended(page.as_ref())) },
-                );
-            return Ok(Sse::new(ended).into_response());
+            let ended: Vec<_> = wanted
+                .iter()
+                .map(|(key, _)| Ok::<_, Infallible>(session_ended(key)))
+                .collect();
+            return Ok(Sse::new(futures::stream::iter(ended)).into_response());
         }
         Err(e) => return Err(e),
     };
-    let issue_id = state.store.resolve_issue(&key).await?;
-    let cursor = if headers.contains_key("last-event-id") {
-        start_cursor(&headers, true)?
-    } else {
-        match after.after.as_deref() {
-            Some(a) => Cursor::parse(a, true).ok_or_else(|| {
-                WebError::new(
-                    StatusCode::BAD_REQUEST,
-                    "`after` is not a feed position; reload the page",
-                )
-            })?,
-            None => Cursor::default(),
-        }
-    };
-    let format = HtmlFeed {
-        store: state.store.clone(),
-        prices: state.config.prices.clone(),
-        viewer,
-        issue_id: issue_id.clone(),
-        page,
-    };
-    Ok(feed(state, Some(issue_id), cursor, format).into_response())
+    let mut follows = Vec::with_capacity(wanted.len());
+    for (key, cursor) in wanted {
+        let issue_id = state.store.resolve_issue(&key).await?;
+        follows.push(Follow {
+            issue_id: Some(issue_id.clone()),
+            cursor,
+            format: HtmlFeed {
+                store: state.store.clone(),
+                prices: state.config.prices.clone(),
+                viewer: viewer.clone(),
+                issue_id,
+                key,
+            },
+        });
+    }
+    Ok(feed(state, follows).into_response())
+}
+
+/// Every event's data: which issue it is of, its position in that issue's feed (to reopen
+/// from), and what the page does with it.
+#[derive(Serialize)]
+struct OfIssue<'a, T> {
+    issue: &'a str,
+    at: Option<String>,
+    #[serde(flatten)]
+    data: T,
 }
 
 /// `ended`: the session ended; a login link back to `page`.
@@ -77,9 +124,16 @@ struct EndedHtml {
     html: String,
 }
 
-fn session_ended(page: Option<&ReturnTo>) -> Event {
+/// `ended` for the page of issue `key`.
+fn session_ended(key: &str) -> Event {
+    let page = ReturnTo::parse(&format!("/issues/{key}"));
     let data = EndedHtml {
-        html: view::session_ended(page).into_string(),
+        html: view::session_ended(page.as_ref()).into_string(),
+    };
+    let data = OfIssue {
+        issue: key,
+        at: None,
+        data,
     };
     event("ended", &data, None)
 }
@@ -89,8 +143,8 @@ struct HtmlFeed {
     prices: PriceTable,
     viewer: Viewer,
     issue_id: String,
-    /// The issue's page, to come back to after logging in again.
-    page: Option<ReturnTo>,
+    /// The issue's key as the page asked for it.
+    key: String,
 }
 
 /// `message`: one transcript entry for the run's list.
@@ -132,6 +186,16 @@ struct EditedHtml<'a> {
 }
 
 impl HtmlFeed {
+    /// An event of this issue; `at` is the position after it.
+    fn event(&self, name: &str, data: impl Serialize, at: Option<String>) -> Event {
+        let data = OfIssue {
+            issue: &self.key,
+            at,
+            data,
+        };
+        event(name, &data, None)
+    }
+
     async fn run_update(&self, run_id: &str, new_run: bool, id: String) -> Event {
         let (run, usage) = match (
             self.store.run(run_id).await,
@@ -140,7 +204,7 @@ impl HtmlFeed {
             (Ok(run), Ok(usage)) => (run, usage),
             (Err(e), _) | (_, Err(e)) => {
                 tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run");
-                return event("reload", &serde_json::json!({}), Some(id));
+                return self.event("reload", serde_json::json!({}), Some(id));
             }
         };
         let data = RunHtml {
@@ -149,7 +213,7 @@ impl HtmlFeed {
             section: new_run.then(|| view::run_section(&run, &self.prices).into_string()),
             issue_usage: view::issue_usage(&usage, &self.prices).into_string(),
         };
-        event("run", &data, Some(id))
+        self.event("run", data, Some(id))
     }
 }
 
@@ -159,26 +223,42 @@ impl FeedFormat for HtmlFeed {
     }
 
     fn access_ended(&self) -> Option<Event> {
-        Some(session_ended(self.page.as_ref()))
+        Some(session_ended(&self.key))
     }
 
-    async fn message(&self, m: RunMessageEvent, id: String) -> Event {
+    fn live(&self) -> Event {
+        self.event("live", serde_json::json!({}), None)
+    }
+
+    /// Every page of the issue gets the same HTML, but for the close/reopen buttons (each
+    /// page's own form token).
+    fn shared_encoding(&self, entry: &Entry) -> Option<String> {
+        match entry {
+            Entry::Activity(IssueEvent {
+                change: IssueChange::Status { .. },
+                ..
+            }) => None,
+            _ => Some(format!("html:{}", self.key)),
+        }
+    }
+
+    async fn message(&self, m: &RunMessageEvent, id: String) -> Event {
         let data = MessageHtml {
             run: &m.run_id,
             key: format!("{}/{}", m.message.source, m.message.source_key),
             html: view::message_view(&m.message).into_string(),
         };
-        event("message", &data, Some(id))
+        self.event("message", data, Some(id))
     }
 
-    async fn issue(&self, change: IssueEvent, id: String) -> Event {
+    async fn issue(&self, change: &IssueEvent, id: String) -> Event {
         match &change.change {
             IssueChange::Comment { comment } => {
                 let data = CommentHtml {
                     id: &comment.id,
                     html: view::comment_view(comment).into_string(),
                 };
-                event("comment", &data, Some(id))
+                self.event("comment", data, Some(id))
             }
             IssueChange::Status { status } => {
                 let data = StatusHtml {
@@ -186,21 +266,21 @@ impl FeedFormat for HtmlFeed {
                     actions: view::issue_actions(&self.viewer, &change.issue_key, *status)
                         .into_string(),
                 };
-                event("status", &data, Some(id))
+                self.event("status", data, Some(id))
             }
             IssueChange::Edited { title, description } => {
                 let data = EditedHtml {
                     title: title.as_deref(),
                     description: description.as_deref().map(super::markdown::to_html),
                 };
-                event("edited", &data, Some(id))
+                self.event("edited", data, Some(id))
             }
             IssueChange::RunStarted { run_id, .. } => self.run_update(run_id, true, id).await,
             IssueChange::RunFinished { run_id, .. } | IssueChange::Usage { run_id, .. } => {
                 self.run_update(run_id, false, id).await
             }
             // The issue's creation is before any page of it.
-            IssueChange::Created { .. } => event("noop", &serde_json::json!({}), Some(id)),
+            IssueChange::Created { .. } => self.event("noop", serde_json::json!({}), Some(id)),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The web UI: server-rendered pages at `/` over the same store as the API, with a little
-//! JavaScript (`assets/app.js`) that follows an issue's live feed. Every page works without
-//! JavaScript; the assets are compiled into the binary.
+//! JavaScript (`assets/app.js`) that follows an issue's live feed, through one connection per
+//! browser (`assets/feed.js`, see `live`). Every page works without JavaScript; the assets are
+//! compiled into the binary.
 //!
 //! Agent text never runs in the page: templates escape every value (maud), Markdown is
 //! rendered with raw HTML turned into text and links limited to safe schemes (`markdown`), and
@@ -37,7 +38,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/issues/{key}", get(pages::issue))
         .route("/issues/{key}/comments", post(actions::comment))
         .route("/issues/{key}/status", post(actions::set_status))
-        .route("/issues/{key}/live", get(live::issue_feed))
+        .route("/live", get(live::issues_feed))
         .route("/discussions", get(pages::discussions))
         .route("/discussions/{id}", get(pages::discussion))
         .route("/discussions/{id}/promote", post(actions::promote))
@@ -48,6 +49,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/logout", post(auth::handlers::logout))
         .route("/assets/style.css", get(style))
         .route("/assets/app.js", get(script))
+        .route("/assets/feed.js", get(feed_worker))
         .layer(middleware::map_response(security_headers))
 }
 
@@ -87,6 +89,13 @@ async fn script() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/app.js"),
+    )
+}
+
+async fn feed_worker() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/feed.js"),
     )
 }
 

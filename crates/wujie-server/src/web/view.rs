@@ -325,6 +325,70 @@ fn pretty_json(input: &serde_json::Map<String, serde_json::Value>) -> String {
     serde_json::to_string_pretty(input).unwrap_or_default()
 }
 
+/// The input fields that say what a tool call ran, in the order looked for.
+const GIST_FIELDS: [&str; 7] = [
+    "command",
+    "cmd",
+    "file_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+];
+
+/// Longest gist on a folded tool row, in characters.
+const GIST_CHARS: usize = 80;
+
+/// What a tool call ran (its command, its file…), cut to one short line, so that a folded row
+/// says it without being opened.
+fn tool_gist(input: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let value = GIST_FIELDS
+        .iter()
+        .find_map(|field| input.get(*field)?.as_str())?;
+    let line = value.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        return None;
+    }
+    let cut = value.trim().len() > line.len() || line.chars().count() > GIST_CHARS;
+    let mut gist: String = line.chars().take(GIST_CHARS).collect();
+    if cut {
+        gist.push('…');
+    }
+    Some(gist)
+}
+
+/// Lines of a long tool text shown before "show more".
+const SHOWN_LINES: usize = 40;
+/// Bytes shown before "show more", for few but long lines.
+const SHOWN_BYTES: usize = 4000;
+
+/// A tool's text: its start, and the rest folded behind "show more" (the page works without
+/// JavaScript, so the rest is in the page, not fetched).
+fn capped(text: &str) -> Markup {
+    let mut end = text
+        .match_indices('\n')
+        .nth(SHOWN_LINES - 1)
+        .map_or(text.len(), |(i, _)| i + 1);
+    if end > SHOWN_BYTES {
+        end = (0..=SHOWN_BYTES)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+    }
+    let (shown, rest) = text.split_at(end);
+    if rest.trim().is_empty() {
+        return html! { pre { (text) } };
+    }
+    let more_lines = rest.lines().count();
+    html! {
+        pre { (shown) }
+        details.more {
+            summary { "show more (" (more_lines) @if more_lines == 1 { " more line)" } @else { " more lines)" } }
+            pre { (rest) }
+        }
+    }
+}
+
 /// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
 /// updates skip an entry the page already shows.
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
@@ -356,15 +420,18 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                             @if message.kind == MessageKind::ToolResult { "Result of " }
                             @else { "Tool " }
                             code { (message.tool.as_deref().unwrap_or("tool")) }
+                            @if let Some(gist) = message.input.as_ref().and_then(tool_gist) {
+                                " " code.gist { (gist) }
+                            }
                         }
                         @if let Some(input) = &message.input {
                             div.label { "Input" }
                             pre { (pretty_json(input)) }
                         }
-                        @if !content.is_empty() { pre { (content) } }
+                        @if !content.is_empty() { (capped(content)) }
                         @if let Some(output) = &message.output {
                             div.label { "Output" }
-                            pre { (output) }
+                            (capped(output))
                         }
                     }
                 }

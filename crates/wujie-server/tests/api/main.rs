@@ -5,6 +5,7 @@ mod auth;
 mod busy_database;
 mod discussions;
 mod event_size;
+mod fanout;
 mod harness;
 mod ingest;
 mod issues;

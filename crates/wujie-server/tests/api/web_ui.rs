@@ -461,9 +461,11 @@ struct PageFeed {
 }
 
 impl PageFeed {
-    async fn open(h: &Harness, key: &str, cookie: &str) -> PageFeed {
+    /// `issues` as the page's feed worker asks for them: `KEY[@POSITION],…`.
+    async fn open(h: &Harness, issues: &str, cookie: &str) -> PageFeed {
         let feed = browser()
-            .get(format!("{}/issues/{key}/live", h.url()))
+            .get(format!("{}/live", h.url()))
+            .query(&[("issues", issues)])
             .header(COOKIE, cookie)
             .send()
             .await
@@ -473,7 +475,8 @@ impl PageFeed {
             feed,
             read: String::new(),
         };
-        while !page.read.contains("event: live") {
+        let wanted = issues.split(',').count();
+        while page.read.matches("event: live").count() < wanted {
             let chunk = tokio::time::timeout(Duration::from_secs(30), page.feed.chunk())
                 .await
                 .expect("the feed goes live")
@@ -516,7 +519,7 @@ async fn a_pages_live_feed_ends_and_says_so_when_its_session_ends() {
     // A feed asked for without a session answers the same, rather than a login page that
     // the page's EventSource could not read.
     let without = browser()
-        .get(format!("{}/issues/{}/live", h.url(), issue.key))
+        .get(format!("{}/live?issues={}", h.url(), issue.key))
         .header(COOKIE, &cookie)
         .send()
         .await
@@ -564,5 +567,191 @@ async fn logging_out_ends_the_sessions_open_pages_and_no_other() {
             .expect("open");
         staying_feed.read.push_str(&String::from_utf8_lossy(&chunk));
     }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn one_connection_follows_every_open_issue_page_and_says_whose_each_event_is() {
+    let h = Harness::start().await;
+    let first = h.issue("First tab").await;
+    let second = h.issue("Second tab").await;
+    let cookie = log_in(&h).await;
+    let mut feed = PageFeed::open(&h, &format!("{},{}", first.key, second.key), &cookie).await;
+    for (key, body) in [(&second.key, "on the second"), (&first.key, "on the first")] {
+        h.admin
+            .add_comment(
+                key,
+                &wujie_protocol::api::CreateComment { body: body.into() },
+            )
+            .await
+            .expect("comment");
+    }
+    while !(feed.read.contains("on the second") && feed.read.contains("on the first")) {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), feed.feed.chunk())
+            .await
+            .expect("both comments within 30 s")
+            .expect("readable")
+            .expect("open");
+        feed.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let comments: Vec<serde_json::Value> = feed
+        .read
+        .split("\n\n")
+        .filter(|e| e.starts_with("event: comment"))
+        .map(|e| {
+            let data = e
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .expect("data");
+            serde_json::from_str(data).expect("JSON")
+        })
+        .collect();
+    assert_eq!(comments.len(), 2, "{}", feed.read);
+    assert_eq!(comments[0]["issue"], second.key.as_str());
+    assert!(
+        comments[0]["html"]
+            .as_str()
+            .unwrap()
+            .contains("on the second")
+    );
+    assert_eq!(comments[1]["issue"], first.key.as_str());
+    // Each event's position reopens that issue's feed after it: nothing again, nothing missed.
+    let at = comments[1]["at"].as_str().expect("a position");
+    let mut again = PageFeed::open(&h, &format!("{}@{at}", first.key), &cookie).await;
+    h.admin
+        .add_comment(
+            &first.key,
+            &wujie_protocol::api::CreateComment {
+                body: "after".into(),
+            },
+        )
+        .await
+        .expect("comment");
+    while !again.read.contains("after") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), again.feed.chunk())
+            .await
+            .expect("the comment within 30 s")
+            .expect("readable")
+            .expect("open");
+        again.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(!again.read.contains("on the first"), "{}", again.read);
+
+    for (issues, says) in [
+        ("", "name at least one issue"),
+        (&*format!("{}@x", first.key), "not a position"),
+        (
+            &*vec![first.key.as_str(); 201].join(","),
+            "at most 200 issues",
+        ),
+    ] {
+        // Keys, `@`, `.` and `,` need no escaping in a query.
+        let (status, html) = page(&h, &format!("/live?issues={issues}"), &cookie).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{issues}");
+        assert!(html.contains(says), "{issues}: {html}");
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_tool_rows_folded_line_says_what_ran() {
+    let h = Harness::start().await;
+    let issue = h.issue("Tools at a glance").await;
+    let run = h.run_on(&issue.key).await;
+    let tool = |key: &str, name: &str, input: serde_json::Value| {
+        let mut item = message(MessageKind::ToolUse, key, "");
+        if let wujie_protocol::event::Event::Message(m) = &mut item.event {
+            m.content = None;
+            m.tool = Some(name.into());
+            m.input = input.as_object().cloned();
+        }
+        item
+    };
+    let long = format!("grep -rn needle {}", "src/ ".repeat(40));
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    tool(
+                        "1",
+                        "Bash",
+                        serde_json::json!({"command": "cargo test -p core"}),
+                    ),
+                    tool(
+                        "2",
+                        "Read",
+                        serde_json::json!({"file_path": "src/<main>.rs"}),
+                    ),
+                    tool("3", "Bash", serde_json::json!({"command": long})),
+                    tool("4", "Think", serde_json::json!({"depth": 3})),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let summaries: Vec<&str> = html
+        .split("<summary>")
+        .skip(1)
+        .filter_map(|s| s.split_once("</summary>").map(|(summary, _)| summary))
+        .collect();
+    assert_eq!(summaries.len(), 4, "{html}");
+    assert!(
+        summaries[0].contains("cargo test -p core"),
+        "{}",
+        summaries[0]
+    );
+    // Escaped like every other value.
+    assert!(
+        summaries[1].contains("src/&lt;main&gt;.rs"),
+        "{}",
+        summaries[1]
+    );
+    // A long command is cut on the folded line (the whole of it is inside).
+    assert!(summaries[2].contains("grep -rn needle"), "{}", summaries[2]);
+    assert!(
+        summaries[2].contains('…') && summaries[2].len() < 300,
+        "{}",
+        summaries[2]
+    );
+    // No command or file: the tool's name alone.
+    assert!(!summaries[3].contains("depth"), "{}", summaries[3]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_long_tool_output_shows_its_start_and_the_rest_on_asking() {
+    let h = Harness::start().await;
+    let issue = h.issue("Long output").await;
+    let run = h.run_on(&issue.key).await;
+    let output: String = (1..=500).map(|n| format!("line {n}\n")).collect();
+    let mut item = message(MessageKind::ToolResult, "1", "");
+    if let wujie_protocol::event::Event::Message(m) = &mut item.event {
+        m.content = None;
+        m.tool = Some("Bash".into());
+        m.output = Some(output);
+    }
+    h.admin
+        .ingest_run_events(&run.run.id, &IngestBatch { items: vec![item] })
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let (shown, rest) = html
+        .split_once("show more")
+        .unwrap_or_else(|| panic!("no \"show more\": {html}"));
+    assert!(
+        shown.contains("line 1\n") && shown.contains("line 40\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("line 41\n"), "{shown}");
+    // Nothing is lost: the rest is there, folded.
+    assert!(rest.contains("460 more lines"), "{rest}");
+    assert!(
+        rest.contains("line 41\n") && rest.contains("line 500\n"),
+        "{rest}"
+    );
     h.stop().await;
 }

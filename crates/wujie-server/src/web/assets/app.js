@@ -1,6 +1,7 @@
-// Keeps an issue page current: follows /issues/KEY/live, a server-sent event stream of HTML
-// fragments the server rendered (and escaped) itself, and puts each where it belongs. The page
-// as served is complete without this script.
+// Keeps an issue page current: follows the issue's live feed, a server-sent event stream of
+// HTML fragments the server rendered (and escaped) itself, and puts each where it belongs.
+// The feed comes through feed.js, which keeps one connection for all of the browser's issue
+// pages. The page as served is complete without this script.
 (function () {
   'use strict';
 
@@ -22,7 +23,7 @@
   setInterval(tickElapsed, 1000);
 
   var issue = document.getElementById('issue');
-  if (!issue || !window.EventSource) return;
+  if (!issue || !window.EventSource || !window.Worker) return;
   var state = document.getElementById('live-state');
 
   // Per run, the keys of the entries shown: an entry stored while the page was read may
@@ -43,34 +44,46 @@
     if (el) el.outerHTML = html;
   }
 
-  var url = '/issues/' + encodeURIComponent(issue.dataset.key) + '/live?after=' +
-    encodeURIComponent(issue.dataset.feedAfter);
-  var source = new EventSource(url);
-  source.addEventListener('open', function () {
-    state.textContent = 'Live';
+  var key = issue.dataset.key;
+  var worker = window.SharedWorker
+    ? new SharedWorker('/assets/feed.js', {name: 'wujie-feed'})
+    : new Worker('/assets/feed.js');
+  var port = worker.port || worker;
+  var on = {};
+  port.onmessage = function (e) {
+    var handle = on[e.data.type];
+    if (handle) handle(e.data.data);
+  };
+  port.postMessage({follow: key, after: issue.dataset.feedAfter});
+  window.addEventListener('pagehide', function () {
+    port.postMessage({leave: key});
   });
-  // A lost connection (the server restarting) is retried by the EventSource itself, which
-  // resumes after the last event it got; one it gave up on says so.
-  source.addEventListener('error', function () {
+  // Back from the browser's page cache: follow again, from the start (the page skips what it
+  // already shows).
+  window.addEventListener('pageshow', function (e) {
+    if (e.persisted) port.postMessage({follow: key, after: ''});
+  });
+
+  on.open = function () {
+    if (issue.dataset.live !== 'ended') state.textContent = 'Live';
+  };
+  // A lost connection (the server restarting) is reopened by feed.js, from where it was.
+  on.error = function () {
     if (issue.dataset.live === 'ended') return;
     issue.dataset.live = 'off';
-    state.textContent = source.readyState === EventSource.CLOSED
-      ? 'Not live: reload the page to follow the issue again.'
-      : 'Reconnecting…';
-  });
+    state.textContent = 'Reconnecting…';
+  };
   // The browser's session ended: the server says why, with a login that comes back here.
-  source.addEventListener('ended', function (e) {
-    source.close();
+  on.ended = function (d) {
     issue.dataset.live = 'ended';
     state.textContent = '';
-    state.insertAdjacentHTML('afterend', JSON.parse(e.data).html);
-  });
-  source.addEventListener('live', function () {
+    state.insertAdjacentHTML('afterend', d.html);
+  };
+  on.live = function () {
     issue.dataset.live = 'on';
     state.textContent = 'Live';
-  });
-  source.addEventListener('message', function (e) {
-    var d = JSON.parse(e.data);
+  };
+  on.message = function (d) {
     var section = document.getElementById('run-' + d.run);
     if (!section) return;
     var list = section.querySelector('.transcript');
@@ -78,9 +91,8 @@
     if (keys.has(d.key)) return;
     keys.add(d.key);
     list.insertAdjacentHTML('beforeend', d.html);
-  });
-  source.addEventListener('run', function (e) {
-    var d = JSON.parse(e.data);
+  };
+  on.run = function (d) {
     if (!document.getElementById('run-' + d.run) && d.section) {
       var none = document.getElementById('no-runs');
       if (none) none.remove();
@@ -89,24 +101,21 @@
       replace('run-head-' + d.run, d.head);
     }
     replace('issue-usage', d.issue_usage);
-  });
-  source.addEventListener('comment', function (e) {
-    var d = JSON.parse(e.data);
+  };
+  on.comment = function (d) {
     if (!document.getElementById('comment-' + d.id)) {
       document.getElementById('comments').insertAdjacentHTML('beforeend', d.html);
     }
-  });
-  source.addEventListener('status', function (e) {
-    var d = JSON.parse(e.data);
+  };
+  on.status = function (d) {
     replace('issue-status', d.badge);
     replace('issue-actions', d.actions);
-  });
-  source.addEventListener('edited', function (e) {
-    var d = JSON.parse(e.data);
+  };
+  on.edited = function (d) {
     if (d.title !== null) document.getElementById('issue-title').textContent = d.title;
     if (d.description !== null) document.getElementById('issue-description').innerHTML = d.description;
-  });
-  source.addEventListener('reload', function () {
+  };
+  on.reload = function () {
     location.reload();
-  });
+  };
 })();

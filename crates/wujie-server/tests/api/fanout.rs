@@ -1,0 +1,157 @@
+//! Fan-out: however many feeds follow an issue live, each event is read from the store and
+//! encoded once for all of them; a feed left far behind by its issue's relay misses nothing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::response::IntoResponse;
+use axum::response::sse::Event;
+use futures::StreamExt;
+use wujie_client::FeedEvent;
+use wujie_protocol::api::{CreateComment, IngestBatch, IssueEvent, RunMessageEvent};
+use wujie_protocol::event::MessageKind;
+use wujie_store::{Store, StoreError};
+
+use super::harness::{Harness, message};
+use crate::fanout::Entry;
+use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
+
+const FEEDS: usize = 20;
+const COMMENTS: usize = 5;
+
+/// The API's events, counting how many times one is encoded.
+struct Counting(Arc<AtomicUsize>);
+
+impl FeedFormat for Counting {
+    async fn message(&self, m: &RunMessageEvent, id: String) -> Event {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        event("message", m, Some(id))
+    }
+
+    async fn issue(&self, change: &IssueEvent, id: String) -> Event {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        event("issue", change, Some(id))
+    }
+
+    async fn still_allowed(&self, _: &Store) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+
+    fn access_ended(&self) -> Option<Event> {
+        None
+    }
+
+    fn shared_encoding(&self, _: &Entry) -> Option<String> {
+        Some("counting".to_owned())
+    }
+
+    fn live(&self) -> Event {
+        event("live", &serde_json::json!({}), None)
+    }
+}
+
+#[tokio::test]
+async fn each_event_is_encoded_once_for_every_feed_following_its_issue() {
+    let h = Harness::start().await;
+    let issue = h.issue("Watched by many").await;
+    let (message, activity) = h.store.issue_feed_head(&issue.id).await.unwrap();
+    let state = crate::AppState {
+        store: h.store.clone(),
+        config: crate::ServerConfig::default(),
+        login_codes: Default::default(),
+        fanout: Default::default(),
+    };
+    let encoded = Arc::new(AtomicUsize::new(0));
+    let mut bodies: Vec<_> = (0..FEEDS)
+        .map(|_| {
+            let sse = feed(
+                state.clone(),
+                vec![Follow {
+                    issue_id: Some(issue.id.clone()),
+                    cursor: Cursor { message, activity },
+                    format: Counting(encoded.clone()),
+                }],
+            );
+            sse.into_response().into_body().into_data_stream()
+        })
+        .collect();
+    for body in &mut bodies {
+        read_until(body, "event: live", 1).await;
+    }
+    for n in 0..COMMENTS {
+        h.admin
+            .add_comment(
+                &issue.key,
+                &CreateComment {
+                    body: format!("comment {n}"),
+                },
+            )
+            .await
+            .expect("comment");
+    }
+    for body in &mut bodies {
+        read_until(body, "event: issue", COMMENTS).await;
+    }
+    assert_eq!(encoded.load(Ordering::Relaxed), COMMENTS);
+    h.stop().await;
+}
+
+/// Reads `body` until `what` has come `times` times.
+async fn read_until(body: &mut axum::body::BodyDataStream, what: &str, times: usize) {
+    let mut read = String::new();
+    while read.matches(what).count() < times {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), body.next())
+            .await
+            .expect("an event within 30 s")
+            .expect("the feed is open")
+            .expect("readable");
+        read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test]
+async fn a_feed_left_far_behind_by_the_relay_reads_the_store_and_misses_nothing() {
+    const MESSAGES: usize = 3000;
+    let h = Harness::start().await;
+    let issue = h.issue("Read slowly").await;
+    let run = h.run_on(&issue.key).await;
+    let mut eager = h.admin.follow_issue(&issue.key, None).await.expect("feed");
+    let mut slow = h.admin.follow_issue(&issue.key, None).await.expect("feed");
+    for feed in [&mut eager, &mut slow] {
+        while next(feed).await != FeedEvent::Live {}
+    }
+    // 20 KB each: more than the relay keeps, and than the sockets and the slow feed's queue
+    // hold, so the slow feed is left behind while it does not read.
+    let pad = "x".repeat(20_000);
+    for batch in (0..MESSAGES).collect::<Vec<_>>().chunks(50) {
+        let items = batch
+            .iter()
+            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
+            .collect();
+        h.admin
+            .ingest_run_events(&run.run.id, &IngestBatch { items })
+            .await
+            .expect("ingest");
+    }
+    for feed in [&mut eager, &mut slow] {
+        let mut got = Vec::with_capacity(MESSAGES);
+        while got.len() < MESSAGES {
+            if let FeedEvent::Message { event, .. } = next(feed).await {
+                let content = event.message.content.unwrap_or_default();
+                let n: usize = content.split(' ').next().unwrap().parse().unwrap();
+                got.push(n);
+            }
+        }
+        assert_eq!(got, (0..MESSAGES).collect::<Vec<_>>());
+    }
+    h.stop().await;
+}
+
+async fn next(feed: &mut wujie_client::IssueFeed) -> FeedEvent {
+    tokio::time::timeout(Duration::from_secs(30), feed.next())
+        .await
+        .expect("an event within 30 s")
+        .expect("the feed is open")
+        .expect("a readable event")
+}
