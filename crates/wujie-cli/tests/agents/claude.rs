@@ -42,6 +42,17 @@ fn say(tmux: &Tmux, text: &str) {
 }
 
 /// Quits Claude Code with `/exit` and returns the final screen.
+/// `wujie discuss -- claude` in the tmux session `name`, once Claude Code has answered the
+/// first prompt and is ready for the next.
+fn first_answer(env: &Env, home: &AgentHome, name: &str) -> Tmux {
+    let tmux = tui_agent::start_wujie(env, home, name, "discuss -- claude");
+    wait_ready(&tmux);
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("● pong"));
+    wait_ready(&tmux);
+    tmux
+}
+
 fn quit(tmux: &Tmux) -> String {
     say(tmux, "/exit");
     tmux.wait_text("EXIT=")
@@ -224,11 +235,7 @@ fn claude_code_planning_in_a_discussion_becomes_an_issue_with_wujie_and_keeps_go
         return;
     };
     let env = Env::new();
-    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss", "discuss -- claude");
-    wait_ready(&tmux);
-    say(&tmux, "plan the storage layer");
-    tmux.wait_for("the first answer", |s| s.contains("● pong"));
-    wait_ready(&tmux);
+    let tmux = first_answer(&env, &home, "claude-discuss");
 
     tui_agent::open_wujie_menu(&tmux);
     tui_agent::create_issue_from_menu(&tmux, "shift+tab");
@@ -275,11 +282,7 @@ fn claude_code_discussion_resumed_by_its_id_goes_on_in_the_same_claude_session()
         return;
     };
     let env = Env::new();
-    let tmux = tui_agent::start_wujie(&env, &home, "claude-discuss-first", "discuss -- claude");
-    wait_ready(&tmux);
-    say(&tmux, "plan the storage layer");
-    tmux.wait_for("the first answer", |s| s.contains("● pong"));
-    wait_ready(&tmux);
+    let tmux = first_answer(&env, &home, "claude-discuss-first");
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
     drop(tmux);

@@ -82,6 +82,17 @@ fn say(tmux: &Tmux, text: &str) {
 
 /// `/quit`, and the screen once wujie exited. Gemini CLI's command popup may take the first
 /// Enter to complete `/quit` rather than run it, so Enter is pressed again while it stays.
+/// `wujie discuss -- gemini` in the tmux session `name`: one prompt, the mock's answer, then
+/// Gemini CLI quits and the discussion ends.
+fn one_discussion_turn(env: &Env, home: &AgentHome, name: &str) {
+    let tmux = start(env, home, name, "discuss -- gemini");
+    say(&tmux, "plan the storage layer");
+    tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+}
+
 fn quit(tmux: &Tmux) -> String {
     say(tmux, "/quit");
     (0..6)
@@ -231,13 +242,7 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
         return;
     };
     let env = Env::new();
-    let tmux = start(&env, &home, "gemini-discuss", "discuss -- gemini");
-    say(&tmux, "plan the storage layer");
-    tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
-    tmux.wait_settled("the input box", |s| s.contains(READY));
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
-    drop(tmux);
+    one_discussion_turn(&env, &home, "gemini-discuss");
 
     // `wujie discuss -- gemini --resume <id>` goes on in the same discussion: the session
     // event of the resumed log names it.
@@ -354,13 +359,7 @@ fn gemini_cli_discussion_resumed_by_its_id_goes_on_in_the_same_gemini_session() 
         return;
     };
     let env = Env::new();
-    let tmux = start(&env, &home, "gemini-discuss-first", "discuss -- gemini");
-    say(&tmux, "plan the storage layer");
-    tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
-    tmux.wait_settled("the input box", |s| s.contains(READY));
-    let end = quit(&tmux);
-    assert!(end.contains("EXIT=0"), "{end}");
-    drop(tmux);
+    one_discussion_turn(&env, &home, "gemini-discuss-first");
     let discussions = env.json(&["discussion", "list"]);
     let id = discussions[0]["id"].as_str().expect("an id").to_owned();
 

@@ -72,10 +72,11 @@ fn a_script_whose_interpreter_is_missing_names_the_interpreter() {
     assert!(stderr.contains("#! line"), "{stderr}");
 }
 
-#[test]
-fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
+/// A team server, a laptop logged in to it with the provider `slow` installed: one event, then
+/// the rest once the returned file exists.
+fn laptop_of_a_team_server() -> (Env, Env, Server, std::path::PathBuf) {
     let team = Env::new();
-    let mut server = Server::start(&team, &[]);
+    let server = Server::start(&team, &[]);
     let token = team.ok(&["token", "create"]).trim().to_owned();
     let laptop = Env::new();
     laptop.ok(&["login", "--server", &server.url, "--token", &token]);
@@ -93,20 +94,38 @@ fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
         "install",
         laptop.plugin("slow", V1, &body).to_str().unwrap(),
     ]);
-    let key = laptop.create_issue("unreachable");
+    (team, laptop, server, go)
+}
+
+/// `wujie run KEY -- slow` on the laptop, once its first event reached the server and the
+/// server was killed.
+fn run_until_the_server_dies(
+    team: &Env,
+    laptop: &Env,
+    server: &mut Server,
+    key: &str,
+) -> std::process::Child {
     let child = laptop
         .cmd()
-        .args(["run", "--drain-timeout", "1", &key, "--", "slow"])
+        .args(["run", "--drain-timeout", "1", key, "--", "slow"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     wait_until(30, "the first event on the server", || {
-        team.issue(&key)["runs"][0]["messages"]
+        team.issue(key)["runs"][0]["messages"]
             .as_array()
             .is_some_and(|m| m.len() == 1)
     });
     server.kill();
+    child
+}
+
+#[test]
+fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
+    let (team, laptop, mut server, go) = laptop_of_a_team_server();
+    let key = laptop.create_issue("unreachable");
+    let child = run_until_the_server_dies(&team, &laptop, &mut server, &key);
     std::fs::write(&go, "").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -181,39 +200,9 @@ echo "{\"type\":\"user_input\",\"content\":\"turn $#\",\"source\":\"t\",\"source
 /// server is down): what the run held is written back, and the next sync finds it.
 #[test]
 fn an_outbox_deleted_under_a_run_is_written_back_with_what_it_held() {
-    let team = Env::new();
-    let mut server = Server::start(&team, &[]);
-    let token = team.ok(&["token", "create"]).trim().to_owned();
-    let laptop = Env::new();
-    laptop.ok(&["login", "--server", &server.url, "--token", &token]);
-    let go = laptop.work.path().join("go");
-    let body = format!(
-        "echo '{}'\nwhile [ ! -e {go} ]; do sleep 0.05; done\necho '{}'\necho '{}'",
-        msg("text", "one", "k1"),
-        msg("text", "two", "k2"),
-        msg("final", "three", "k3"),
-        go = go.display(),
-    );
-    laptop.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        laptop.plugin("slow", V1, &body).to_str().unwrap(),
-    ]);
+    let (team, laptop, mut server, go) = laptop_of_a_team_server();
     let key = laptop.create_issue("outbox deleted");
-    let child = laptop
-        .cmd()
-        .args(["run", "--drain-timeout", "1", &key, "--", "slow"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until(30, "the first event on the server", || {
-        team.issue(&key)["runs"][0]["messages"]
-            .as_array()
-            .is_some_and(|m| m.len() == 1)
-    });
-    server.kill();
+    let child = run_until_the_server_dies(&team, &laptop, &mut server, &key);
     let state = laptop.home.path().join("state");
     for name in ["outbox.db", "outbox.db-wal", "outbox.db-shm"] {
         let _ = std::fs::remove_file(state.join(name));

@@ -1,9 +1,9 @@
 //! A run's snapshots of its code: stored once per key, the latest read back, none after the
 //! run's end.
 
-use super::common::{TestStore, issue_with_run};
+use super::common::{TestStore, finish_succeeded, issue_with_run};
 
-use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, RunStatus};
+use wujie_protocol::api::{IngestItem, IngestOutcome};
 use wujie_protocol::event::Event;
 use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch};
 
@@ -79,17 +79,7 @@ async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
     };
     assert_eq!(&latest, expected);
 
-    store
-        .finish_run(
-            &run.id,
-            &FinishRun {
-                status: RunStatus::Succeeded,
-                exit_code: Some(0),
-                error: None,
-            },
-        )
-        .await
-        .expect("finish");
+    finish_succeeded(store, &run.id).await;
     let late = snapshot_item(2, "t2", vec![added("b.txt")]);
     let after = store
         .ingest_run_events(&run.id, &[turn, late], 1 << 20)

@@ -2,9 +2,9 @@
 //! with the key named (never answered `duplicate`, which would drop it silently), for messages
 //! and usage, on a running and on an ended run, within a batch and across batches.
 
-use super::common::{TestStore, issue_with_run};
+use super::common::{TestStore, finish_succeeded, issue_with_run};
 
-use wujie_protocol::api::{FinishRun, IngestItem, IngestOutcome, RunStatus};
+use wujie_protocol::api::{IngestItem, IngestOutcome};
 use wujie_protocol::event::{Event, Message, MessageKind, Usage};
 
 fn text(key: &str, content: &str) -> IngestItem {
@@ -110,17 +110,7 @@ async fn a_different_event_under_a_used_key_is_refused_and_the_same_one_is_a_dup
     refused_for_reuse(&again[3], "u1");
 
     // An ended run answers the same.
-    store
-        .finish_run(
-            &run.id,
-            &FinishRun {
-                status: RunStatus::Succeeded,
-                exit_code: Some(0),
-                error: None,
-            },
-        )
-        .await
-        .expect("finish");
+    finish_succeeded(store, &run.id).await;
     let late = ingest(
         store,
         &run.id,

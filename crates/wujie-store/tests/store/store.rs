@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::common::TestStore;
+use super::common::{TestStore, finish_succeeded};
 
 use wujie_protocol::api::{
     CreateDiscussion, CreateIssue, CreateRun, FailureKind, FinishRun, RunStatus,
@@ -101,17 +101,7 @@ async fn stale_runs_fail_with_reporter_stopped_and_only_running_ones() {
     let store = &t.store;
     let i = store.create_issue(&issue("x")).await.expect("issue");
     let finished = store.create_run(&i.key, &run_req()).await.expect("run").run;
-    store
-        .finish_run(
-            &finished.id,
-            &FinishRun {
-                status: RunStatus::Succeeded,
-                exit_code: Some(0),
-                error: None,
-            },
-        )
-        .await
-        .expect("finish");
+    finish_succeeded(store, &finished.id).await;
     let running = store.create_run(&i.key, &run_req()).await.expect("run").run;
 
     assert_eq!(

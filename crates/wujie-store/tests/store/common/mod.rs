@@ -88,3 +88,18 @@ pub async fn issue_with_run(
         .run;
     (issue, run)
 }
+
+/// Records that the run `run_id` succeeded (exit code 0).
+pub async fn finish_succeeded(store: &wujie_store::Store, run_id: &str) {
+    store
+        .finish_run(
+            run_id,
+            &wujie_protocol::api::FinishRun {
+                status: wujie_protocol::api::RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+}
