@@ -14,6 +14,7 @@ use wujie_protocol::event::MessageKind;
 use wujie_store::{Store, StoreError};
 
 use super::harness::{Harness, message};
+use crate::ServerConfig;
 use crate::fanout::Entry;
 use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
 
@@ -113,7 +114,14 @@ async fn read_until(body: &mut axum::body::BodyDataStream, what: &str, times: us
 #[tokio::test]
 async fn a_feed_left_far_behind_by_the_relay_reads_the_store_and_misses_nothing() {
     const MESSAGES: usize = 3000;
-    let h = Harness::start().await;
+    // Neither feed reads while the messages go in, which takes longer than a server drops a
+    // client that stopped reading after (10 s) on a loaded machine: that drop is another
+    // path (the client resumes with Last-Event-ID), not the one under test.
+    let h = Harness::with_config(ServerConfig {
+        slow_client_after: Duration::from_secs(600),
+        ..ServerConfig::default()
+    })
+    .await;
     let issue = h.issue("Read slowly").await;
     let run = h.run_on(&issue.key).await;
     let mut eager = h.admin.follow_issue(&issue.key, None).await.expect("feed");
