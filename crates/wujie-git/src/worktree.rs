@@ -124,6 +124,14 @@ impl Repository {
         Ok(entries)
     }
 
+    /// The worktree of the repository at `path` (the same directory, however it is spelled).
+    pub fn worktree_at(&self, path: &Path) -> Result<Option<WorktreeEntry>, GitError> {
+        Ok(self
+            .worktrees()?
+            .into_iter()
+            .find(|w| same_dir(&w.path, path)))
+    }
+
     /// The worktree of `branch` at `path`: the one an earlier run left there, or a new one,
     /// on the branch if it exists, else on a new branch made from `base` (default: HEAD).
     pub fn issue_worktree(
@@ -132,11 +140,7 @@ impl Repository {
         path: &Path,
         base: Option<&str>,
     ) -> Result<IssueWorktree, WorktreeError> {
-        let found = self
-            .worktrees()?
-            .into_iter()
-            .find(|w| same_dir(&w.path, path));
-        if let Some(found) = found {
+        if let Some(found) = self.worktree_at(path)? {
             return match found.branch.as_deref() {
                 Some(b) if b == branch => Ok(IssueWorktree {
                     path: found.path,

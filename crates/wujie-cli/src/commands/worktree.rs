@@ -192,14 +192,10 @@ fn remove(
 ) -> Result<()> {
     let path = worktree_path(dir, key);
     let branch = issue_branch(key);
-    let known = repo
-        .worktrees()?
-        .into_iter()
-        .any(|w| w.path == path || w.branch.as_deref() == Some(branch.as_str()));
-    if !known {
+    if repo.worktree_at(&path)?.is_none() {
         bail!(
-            "{key} has no worktree in this repository (looked for {} and branch {branch}); \
-             `wujie worktree list` shows those there are",
+            "{key} has no worktree in this repository (looked for {}); `wujie worktree list` \
+             shows those there are",
             path.display()
         );
     }
