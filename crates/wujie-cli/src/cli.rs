@@ -94,6 +94,27 @@ pub enum Command {
     /// Run a provider (agent adapter) on an issue and sync what it does into the issue.
     #[command(after_help = "Example: wujie run WUJ-12 -- fake-provider --model demo")]
     Run(RunArgs),
+    /// List the jobs queued with `wujie issue assign`, newest first.
+    #[command(after_help = "Example: wujie jobs --status queued --status running")]
+    Jobs(JobsArgs),
+    /// Take queued jobs and run their agents on this machine, as `wujie run` does.
+    #[command(
+        after_help = "Ctrl+C stops taking jobs and lets the running ones finish; a second Ctrl+C \
+                      cancels them and gives them back to the queue. With --output json, one \
+                      JSON object per line on stdout for each job started and ended: \
+                      {\"event\": \"started\" | \"ended\", \"job_id\", \"issue_key\", …}.\n\
+                      Example: wujie worker --repo ~/src/app --max-jobs 4 --label build-box"
+    )]
+    Worker(WorkerArgs),
+    /// Queue the issue's latest job again (or the job given), as it was asked for.
+    #[command(after_help = "Example: wujie rerun WUJ-12")]
+    Rerun {
+        /// The issue key (e.g. WUJ-12).
+        key: String,
+        /// This job of the issue instead of its latest.
+        #[arg(long, value_name = "ID")]
+        job: Option<String>,
+    },
     /// Plan with a v2 provider before an issue exists; promote the plan into an issue in place.
     #[command(after_help = "Example: wujie discuss -- grok")]
     Discuss(DiscussArgs),
@@ -258,6 +279,82 @@ pub enum IssueCommand {
         #[arg(long)]
         next: bool,
     },
+    /// Queue a run of an agent on the issue, for a `wujie worker` to take.
+    #[command(
+        after_help = "The provider must work without a terminal: pi, or a plugin whose provider.json \
+                      says \"interactive_pty\": false. Its arguments go after `--`.\n\
+                      Example: wujie issue assign WUJ-12 --agent pi -- --model sonnet"
+    )]
+    Assign(AssignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AssignArgs {
+    /// The issue key (e.g. WUJ-12).
+    pub key: String,
+    /// The provider that runs the agent (e.g. pi).
+    #[arg(long, value_name = "PROVIDER")]
+    pub agent: String,
+    /// The agent's task (default: the issue's title and description when the job starts).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Only a worker started with `--label LABEL` takes it.
+    #[arg(long, value_name = "LABEL")]
+    pub worker: Option<String>,
+    /// Arguments for the provider, as after `wujie run KEY -- PROVIDER`.
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+/// Jobs `wujie jobs` shows unless told otherwise.
+pub const DEFAULT_JOB_LIST: u32 = 30;
+
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// Only the jobs of this issue.
+    #[arg(long, value_name = "KEY")]
+    pub issue: Option<String>,
+    /// Only jobs with this status (repeat for several).
+    #[arg(short, long, value_parser = ["queued", "running", "succeeded", "failed", "cancelled"])]
+    pub status: Vec<String>,
+    /// At most this many, newest first (1 to 1000).
+    #[arg(
+        short = 'L',
+        long,
+        default_value_t = DEFAULT_JOB_LIST,
+        value_parser = clap::value_parser!(u32).range(1..=1000)
+    )]
+    pub limit: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Take jobs queued for this label too (repeat for several); jobs without a label are
+    /// always taken.
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// Run at most this many jobs at once.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_jobs: u32,
+    /// The git repository whose issue worktrees the agents work in (default: the current
+    /// directory). Outside a git repository the agents work in the directory itself.
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Only these providers (repeat for several; default: every installed provider that
+    /// works without a terminal).
+    #[arg(long = "provider", value_name = "PROVIDER")]
+    pub providers: Vec<String>,
+    /// How the worker is shown on jobs (default: HOST:PID).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Seconds a job stays this worker's without news from it; after that, another worker
+    /// takes it again.
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(3..=3600))]
+    pub lease: u32,
+    /// Stop once no job is running and none waits (for scripts and cron).
+    #[arg(long)]
+    pub exit_when_idle: bool,
 }
 
 impl IssueCommand {
@@ -272,7 +369,8 @@ impl IssueCommand {
             | IssueCommand::Close { key, .. }
             | IssueCommand::Reopen { key }
             | IssueCommand::Runs { key }
-            | IssueCommand::Watch { key, .. } => Some(key),
+            | IssueCommand::Watch { key, .. }
+            | IssueCommand::Assign(AssignArgs { key, .. }) => Some(key),
         }
     }
 }
@@ -298,6 +396,9 @@ pub struct RunArgs {
     /// What a new worktree's branch starts from (default: the current branch).
     #[arg(long, value_name = "REF", requires = "worktree")]
     pub base: Option<String>,
+    /// The job attempt (ID:ATTEMPT) this run is for (what `wujie worker` starts).
+    #[arg(long, hide = true, value_name = "ID:ATTEMPT")]
+    pub job: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -51,6 +51,13 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// One JSON object on one line, for commands whose `--output json` is a stream (NDJSON).
+pub fn print_json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+    let json = serde_json::to_string(value)?;
+    outln!("{json}");
+    Ok(())
+}
+
 /// A stored string printed within a line of text.
 pub fn inline(text: &str) -> Cow<'_, str> {
     terminal_safe(text, Layout::Inline)

@@ -18,9 +18,11 @@ use wujie_protocol::api::{
 use wujie_protocol::git::GitChanges;
 
 mod feed;
+mod jobs;
 mod replicas;
 mod retry_pause;
 pub use feed::{FeedEvent, IssueFeed};
+pub use jobs::JobQuery;
 use replicas::Replicas;
 pub use retry_pause::retry_pause;
 

@@ -364,6 +364,7 @@ impl Scratch {
                 &CreateRun {
                     provider: provider.name.clone(),
                     cwd: cwd.clone(),
+                    job: None,
                 },
             )
             .await

@@ -32,6 +32,8 @@ pub struct RunRequest {
     pub cwd: PathBuf,
     /// The issue worktree `cwd` is, when the run has one to itself (`wujie run --worktree`).
     pub worktree: Option<PathBuf>,
+    /// The job attempt the run is for, when a worker started it.
+    pub job: Option<wujie_protocol::jobs::JobAttempt>,
     /// Give up draining the outbox after this long without progress.
     pub drain_timeout: Duration,
     /// The profile's state directory: the provider keeps what must outlive a run under it
@@ -142,6 +144,7 @@ async fn open_run(
     let create = CreateRun {
         provider: provider.name.clone(),
         cwd: req.cwd.to_string_lossy().into_owned(),
+        job: req.job.clone(),
     };
     let start_key = new_start_key();
     let created = retry

@@ -39,6 +39,7 @@ pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientE
     let create = CreateRun {
         provider: turn.agent_cli.clone(),
         cwd: turn.workdir.clone(),
+        job: None,
     };
     let run_id = client.create_run(&turn.issue, &create).await?.run.id;
     let items = turn_messages(turn)

@@ -207,6 +207,9 @@ pub struct IssueDetail {
 pub struct CreateRun {
     pub provider: String,
     pub cwd: String,
+    /// The job attempt this run is for, when a worker started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<crate::jobs::JobAttempt>,
 }
 
 /// Answer to `POST /issues/{key}/runs`: the run and its run-scoped token (shown only here).

@@ -11,6 +11,7 @@ pub mod driver;
 pub mod error_text;
 pub mod event;
 pub mod git;
+pub mod jobs;
 pub mod limits;
 pub mod lines;
 pub mod manifest;

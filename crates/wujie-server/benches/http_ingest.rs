@@ -75,6 +75,7 @@ fn main() {
                     &CreateRun {
                         provider: "bench".into(),
                         cwd: "/".into(),
+                        job: None,
                     },
                 )
                 .await

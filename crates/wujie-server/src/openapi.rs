@@ -3,9 +3,9 @@
 
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use wujie_protocol::api;
+use wujie_protocol::{api, jobs as job_api};
 
-use crate::routes::{browser_logins, discussions, issues, meta, runs, tokens};
+use crate::routes::{browser_logins, discussions, issues, jobs, meta, runs, tokens};
 use crate::sse;
 
 #[derive(OpenApi)]
@@ -23,6 +23,8 @@ use crate::sse;
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
         discussions::create_token, discussions::delete_empty,
         browser_logins::create_browser_login,
+        jobs::create_job, jobs::list_jobs, jobs::get_job, jobs::claim_job, jobs::renew_lease,
+        jobs::finish_job, jobs::release_job, jobs::rerun_job,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,
@@ -34,6 +36,9 @@ use crate::sse;
         api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
         api::IssueChange, api::IssueEvent, api::RunMessageEvent, api::FailureKind,
         api::BrowserLogin, api::TokenStatus, api::TokenInfo,
+        job_api::JobStatus, job_api::CreateJob, job_api::Job, job_api::ClaimJob,
+        job_api::ClaimedJob, job_api::RenewLease, job_api::FinishJob, job_api::ReleaseJob,
+        job_api::JobAttempt,
     )),
     modifiers(&BearerAuth),
 )]

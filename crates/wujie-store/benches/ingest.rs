@@ -58,7 +58,7 @@ fn main() {
             .await
             .expect("issue");
         let run = store
-            .create_run(&issue.key, &CreateRun { provider: "bench".into(), cwd: "/".into() })
+            .create_run(&issue.key, &CreateRun { provider: "bench".into(), cwd: "/".into(), job: None })
             .await
             .expect("run")
             .run;

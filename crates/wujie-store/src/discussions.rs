@@ -431,6 +431,7 @@ impl Store {
             &CreateRun {
                 provider: req.provider.clone(),
                 cwd: req.cwd.clone(),
+                job: None,
             },
             None,
             w.author_token,

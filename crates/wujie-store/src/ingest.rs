@@ -611,6 +611,7 @@ mod tests {
                 &CreateRun {
                     provider: "p".into(),
                     cwd: "/".into(),
+                    job: None,
                 },
             )
             .await

@@ -19,6 +19,7 @@ mod git_snapshots;
 mod ingest;
 mod ingest_slots;
 mod issues;
+mod jobs;
 mod migrations;
 mod notify;
 pub mod outbox;
@@ -46,6 +47,7 @@ pub use browser_sessions::MAX_BROWSER_SESSIONS;
 pub use database::Database;
 pub use db_file::EmptyDatabase;
 pub use error::StoreError;
+pub use jobs::{JobFilter, MAX_JOB_PAGE};
 pub use tokens::{Principal, mint_token_secret};
 
 use dialect::{Backend, SerialLock};

@@ -43,6 +43,9 @@ pub(crate) async fn insert_run(
     .bind(start_key)
     .execute(&mut *conn)
     .await?;
+    if let Some(job) = &req.job {
+        crate::jobs::link_run(conn, &id, issue_id, job).await?;
+    }
     let started = IssueChange::RunStarted {
         run_id: id.clone(),
         provider: req.provider.clone(),

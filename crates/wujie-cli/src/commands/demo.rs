@@ -72,6 +72,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 args: Vec::new(),
                 cwd: std::env::current_dir()?,
                 worktree: None,
+                job: None,
                 drain_timeout: Duration::from_secs(15),
                 state_dir: ctx.profile.state_dir.clone(),
             },

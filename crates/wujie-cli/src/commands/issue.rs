@@ -67,6 +67,16 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                     print_json(&priced_issue(&issue, &prices)?)?;
                 } else {
                     print_issue(&issue, &prices)?;
+                    let query = wujie_client::JobQuery {
+                        issue: Some(issue.id.clone()),
+                        statuses: Vec::new(),
+                        limit: Some(20),
+                    };
+                    let jobs = conn.client.list_jobs(&query).await?;
+                    if !jobs.is_empty() {
+                        outln!("\nJobs:");
+                        super::jobs::print_jobs(&jobs)?;
+                    }
                 }
             }
             IssueCommand::Comment { key, text } => {
@@ -111,6 +121,7 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             }
             IssueCommand::Runs { key } => runs(ctx, &conn.client, &key).await?,
             IssueCommand::Watch { key, next } => watch(ctx, &conn.client, &key, next).await?,
+            IssueCommand::Assign(args) => super::jobs::assign(ctx, &conn.client, args).await?,
         }
         Ok(())
     }

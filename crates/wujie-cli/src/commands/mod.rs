@@ -8,6 +8,7 @@ mod cost;
 mod demo;
 mod discuss;
 mod issue;
+mod jobs;
 mod mcp;
 mod missing_issue;
 mod outbox;
@@ -17,6 +18,7 @@ mod run;
 mod server;
 mod stop_signals;
 mod ui;
+mod worker;
 mod worktree;
 
 use anyhow::Result;
@@ -72,6 +74,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Issue(cmd) => issue::run(&ctx, cmd).await.map(|()| 0),
         Command::Run(args) => run::run(&ctx, args).await,
+        Command::Jobs(args) => jobs::list(&ctx, args).await,
+        Command::Rerun { key, job } => jobs::rerun(&ctx, &key, job.as_deref()).await,
+        Command::Worker(args) => worker::run(&ctx, args).await,
         Command::LocalRun(LocalRunCommand::Provider(cmd)) => provider::run(&ctx, cmd).await,
         Command::LocalRun(LocalRunCommand::Sync {
             retry_failed,

@@ -84,6 +84,13 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
         .provider_and_args
         .split_first()
         .context("name a provider after `--`, e.g. `wujie run WUJ-1 -- fake-provider`")?;
+    let job = match &args.job {
+        Some(text) => Some(
+            wujie_protocol::jobs::JobAttempt::parse(text)
+                .with_context(|| format!("--job takes ID:ATTEMPT, not {text:?}"))?,
+        ),
+        None => None,
+    };
     let provider = ctx.registry()?.resolve(provider_arg)?;
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
@@ -118,6 +125,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
             args: adapter_args.to_vec(),
             cwd,
             worktree,
+            job,
             drain_timeout: Duration::from_secs(args.drain_timeout),
             state_dir: ctx.profile.state_dir.clone(),
         },

@@ -27,7 +27,7 @@ fn repository() -> Result<Repository> {
 }
 
 /// Where this repository's issue worktrees are.
-fn worktrees_dir(ctx: &Context, repo: &Repository) -> Result<PathBuf> {
+pub fn worktrees_dir(ctx: &Context, repo: &Repository) -> Result<PathBuf> {
     if let Some(dir) = env_var("WUJIE_WORKTREES_DIR") {
         return Ok(PathBuf::from(dir));
     }
@@ -50,7 +50,17 @@ fn worktree_path(dir: &Path, key: &str) -> PathBuf {
 /// The worktree `wujie run KEY --worktree` runs the agent in, made or reused; says which.
 pub fn prepare(ctx: &Context, key: &str, base: Option<&str>) -> Result<IssueWorktree> {
     let repo = repository()?;
-    let path = worktree_path(&worktrees_dir(ctx, &repo)?, key);
+    prepare_at(&repo, &worktrees_dir(ctx, &repo)?, key, base)
+}
+
+/// [`prepare`] in the repository `repo`, with the worktrees in `dir` (see [`worktrees_dir`]).
+pub fn prepare_at(
+    repo: &Repository,
+    dir: &Path,
+    key: &str,
+    base: Option<&str>,
+) -> Result<IssueWorktree> {
+    let path = worktree_path(dir, key);
     let worktree = repo.issue_worktree(&issue_branch(key), &path, base)?;
     let how = match (&worktree.created, &worktree.base) {
         (true, Some(base)) => format!("new, from {}", inline(base)),

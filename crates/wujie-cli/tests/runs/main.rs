@@ -1,4 +1,4 @@
-//! `wujie run` and delivery: the seed's acceptance points, exit codes, the outbox, liveness, limits, process trees, providers and their commands.
+//! `wujie run` and delivery: the seed's acceptance points, exit codes, the outbox, liveness, limits, process trees, providers and their commands, jobs and workers.
 
 mod closed_stderr;
 mod cost;
@@ -8,6 +8,7 @@ mod disk;
 mod exit_codes;
 mod failed_start;
 mod git_changes;
+mod jobs;
 mod limits;
 mod liveness;
 mod protocol_gaps;

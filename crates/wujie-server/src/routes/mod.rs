@@ -4,6 +4,7 @@ pub(crate) mod browser_logins;
 pub(crate) mod discussions;
 mod ingest_body;
 pub(crate) mod issues;
+pub(crate) mod jobs;
 pub(crate) mod meta;
 pub(crate) mod runs;
 mod start_key;
@@ -44,6 +45,14 @@ pub(crate) fn router(state: AppState) -> Router {
             "/issues/{key_or_id}/runs",
             post(runs::create_run).get(issues::list_runs),
         )
+        .route("/issues/{key_or_id}/jobs", post(jobs::create_job))
+        .route("/jobs", get(jobs::list_jobs))
+        .route("/jobs/claim", post(jobs::claim_job))
+        .route("/jobs/{id}", get(jobs::get_job))
+        .route("/jobs/{id}/lease", post(jobs::renew_lease))
+        .route("/jobs/{id}/finish", post(jobs::finish_job))
+        .route("/jobs/{id}/release", post(jobs::release_job))
+        .route("/jobs/{id}/rerun", post(jobs::rerun_job))
         .route("/issues/{key_or_id}/events", get(sse::issue_feed))
         .route("/events", get(sse::workspace_feed))
         .route("/runs/{id}", get(runs::get_run))

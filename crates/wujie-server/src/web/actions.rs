@@ -1,4 +1,5 @@
-//! What the pages' forms do: create an issue, comment, close or reopen, promote a discussion.
+//! What the pages' forms do: create an issue, comment, close or reopen, queue a job, promote a
+//! discussion.
 //! Each takes a [`CsrfForm`] (same origin, the session's CSRF token) and answers with a
 //! redirect to the page that shows the result.
 
@@ -7,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 use wujie_protocol::api::{Author, AuthorKind, CreateIssue, IssueStatus};
+use wujie_protocol::jobs::CreateJob;
 use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::CsrfForm;
@@ -95,6 +97,42 @@ pub(crate) async fn set_status(
         .set_issue_status(&key, status, &user())
         .await?;
     Ok(see_other(&format!("/issues/{}", issue.key)))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct NewJob {
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    prompt: String,
+    #[serde(default)]
+    worker: String,
+}
+
+/// Queues a job, as `wujie issue assign` does; empty fields are left out.
+pub(crate) async fn assign(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    CsrfForm { form, token_id }: CsrfForm<NewJob>,
+) -> Result<Response, WebError> {
+    let given = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+    let job = state
+        .store
+        .written_by(&token_id)
+        .create_job(
+            &key,
+            &CreateJob {
+                provider: form.agent.trim().to_ascii_lowercase(),
+                args: Vec::new(),
+                prompt: given(form.prompt),
+                worker_label: given(form.worker),
+            },
+        )
+        .await?;
+    Ok(see_other(&format!(
+        "/issues/{}#job-{}",
+        job.issue_key, job.id
+    )))
 }
 
 #[derive(Deserialize)]

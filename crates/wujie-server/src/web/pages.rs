@@ -67,10 +67,19 @@ pub(crate) async fn issue(
     // read is missed (something may come twice; the page skips what it shows).
     let (message, activity) = state.store.issue_feed_head(&issue_id).await?;
     let issue = state.store.issue(&issue_id).await?;
+    let jobs = state
+        .store
+        .jobs(&wujie_store::JobFilter {
+            issue: Some(issue_id),
+            statuses: Vec::new(),
+            limit: 50,
+        })
+        .await?;
     let after = Cursor { message, activity }.id(true);
     Ok(html(view::issue_page(
         &viewer,
         &issue,
+        &jobs,
         &after,
         &state.config.prices,
     )))

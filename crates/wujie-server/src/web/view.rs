@@ -7,6 +7,7 @@ use wujie_protocol::api::{
     RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
+use wujie_protocol::jobs::Job;
 use wujie_protocol::pricing::PriceTable;
 use wujie_protocol::promotion::IssueDraft;
 
@@ -193,6 +194,7 @@ pub(crate) fn issue_actions(viewer: &Viewer, key: &str, status: IssueStatus) -> 
 pub(crate) fn issue_page(
     viewer: &Viewer,
     issue: &IssueDetail,
+    jobs: &[Job],
     feed_after: &str,
     prices: &PriceTable,
 ) -> Markup {
@@ -226,6 +228,7 @@ pub(crate) fn issue_page(
                     textarea #comment-body name="body" rows="4" required {}
                     button type="submit" { "Comment" }
                 }
+                (jobs_section(viewer, &issue.key, jobs))
                 h2 { "Runs" }
                 div #runs {
                     @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
@@ -235,6 +238,48 @@ pub(crate) fn issue_page(
             }
         },
     )
+}
+
+/// The issue's jobs (runs asked for from the tracker, for a `wujie worker`) and the form that
+/// queues one.
+fn jobs_section(viewer: &Viewer, key: &str, jobs: &[Job]) -> Markup {
+    html! {
+        h2 { "Jobs" }
+        div #jobs {
+            @if jobs.is_empty() {
+                p.muted #no-jobs { "No jobs yet. Ask an agent below; a " code { "wujie worker" } " takes it." }
+            } @else {
+                table.jobs {
+                    thead { tr { th { "Agent" } th { "Status" } th { "Worker" } th { "Run" } th { "Queued" } } }
+                    tbody {
+                        @for job in jobs {
+                            tr.job id={"job-" (job.id)} data-status=(job.status.as_str()) {
+                                td { (job.provider) @if let Some(label) = &job.worker_label { span.muted { " (label " (label) ")" } } }
+                                td {
+                                    (job.status.as_str())
+                                    @if job.attempts > 1 { span.muted { " after " (job.attempts) " tries" } }
+                                    @if let Some(error) = &job.error { div.error-text { (error) } }
+                                }
+                                td { (job.worker.as_deref().unwrap_or("–")) }
+                                td { @if let Some(run) = &job.run_id { a href={"#run-" (run)} { (short_id(run)) } } @else { "–" } }
+                                td { (short_time(&job.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        form.card #assign-form method="post" action={"/issues/" (key) "/jobs"} {
+            (csrf_field(viewer))
+            label for="assign-agent" { "Agent (a provider that runs without a terminal)" }
+            input #assign-agent type="text" name="agent" value="pi" required;
+            label for="assign-prompt" { "Task (empty: the issue's title and description)" }
+            textarea #assign-prompt name="prompt" rows="2" {}
+            label for="assign-worker" { "Worker label (optional)" }
+            input #assign-worker type="text" name="worker";
+            button type="submit" { "Queue a run" }
+        }
+    }
 }
 
 /// What an open page shows once its browser's session has ended: why it stopped following the

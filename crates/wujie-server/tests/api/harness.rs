@@ -114,6 +114,7 @@ impl Harness {
                 &CreateRun {
                     provider: "fake-provider".into(),
                     cwd: "/tmp/project".into(),
+                    job: None,
                 },
             )
             .await

@@ -9,6 +9,7 @@ fn run_req() -> CreateRun {
     CreateRun {
         provider: "fake-provider".into(),
         cwd: "/tmp/project".into(),
+        job: None,
     }
 }
 

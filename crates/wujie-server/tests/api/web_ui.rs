@@ -767,3 +767,73 @@ async fn a_long_tool_output_shows_its_start_and_the_rest_on_asking() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_job_queued_from_the_issue_page_is_listed_there_for_a_worker() {
+    let h = Harness::start().await;
+    let issue = h.issue("Ask an agent from the page").await;
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    assert!(html.contains(r#"id="no-jobs""#), "{html}");
+    let csrf = csrf_of(&html);
+    let path = format!("/issues/{}/jobs", issue.key);
+    let origin = h.url();
+
+    let no_token = post(&h, &path, &cookie, Some(&origin), &[("agent", "pi")]).await;
+    assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
+    let queued = post(
+        &h,
+        &path,
+        &cookie,
+        Some(&origin),
+        &[
+            ("agent", "Pi"),
+            ("prompt", "  "),
+            ("worker", "<b>box</b>"),
+            ("csrf", &csrf),
+        ],
+    )
+    .await;
+    assert_eq!(queued.status(), StatusCode::SEE_OTHER);
+    let jobs = h
+        .store
+        .jobs(&wujie_store::JobFilter {
+            issue: Some(issue.key.clone()),
+            statuses: Vec::new(),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    // An empty task means the issue's own; the name is a provider's, in lower case.
+    assert_eq!((job.provider.as_str(), job.prompt.as_deref()), ("pi", None));
+    assert_eq!(job.worker_label.as_deref(), Some("<b>box</b>"));
+    assert_eq!(job.requested_by.as_deref(), Some("test admin"));
+    assert_eq!(
+        queued.headers()[LOCATION].to_str().unwrap(),
+        format!("/issues/{}#job-{}", issue.key, job.id)
+    );
+
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    assert!(
+        html.contains(&format!(r#"id="job-{}" data-status="queued""#, job.id)),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;b&gt;box&lt;/b&gt;") && !html.contains("<b>box</b>"),
+        "{html}"
+    );
+    assert!(!html.contains(r#"id="no-jobs""#));
+
+    let nameless = post(
+        &h,
+        &path,
+        &cookie,
+        Some(&origin),
+        &[("agent", " "), ("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(nameless.status(), StatusCode::BAD_REQUEST);
+    h.stop().await;
+}

@@ -1,9 +1,10 @@
-//! The store on SQLite and, with WUJIE_TEST_DATABASE=postgres, on PostgreSQL: issues, runs, ingest, browser sessions, the outbox, its owners and its spools' marks, database files.
+//! The store on SQLite and, with WUJIE_TEST_DATABASE=postgres, on PostgreSQL: issues, runs, ingest, browser sessions, jobs, the outbox, its owners and its spools' marks, database files.
 
 mod browser_sessions;
 mod common;
 mod database_files;
 mod git_snapshots;
+mod jobs;
 mod lifecycle_migration;
 mod outbox;
 mod outbox_owners;

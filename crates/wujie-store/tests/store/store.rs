@@ -22,6 +22,7 @@ fn run_req() -> CreateRun {
     CreateRun {
         provider: "fake".into(),
         cwd: "/tmp".into(),
+        job: None,
     }
 }
 

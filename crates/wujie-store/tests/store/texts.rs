@@ -80,6 +80,7 @@ async fn texts_with_nul_characters_are_stored_and_returned_as_written() {
             &CreateRun {
                 provider: "fake".into(),
                 cwd: format!("/tmp/{AWKWARD}"),
+                job: None,
             },
         )
         .await

@@ -37,6 +37,7 @@ async fn each_change_names_the_token_that_wrote_it() {
             &CreateRun {
                 provider: "fake".into(),
                 cwd: "/tmp".into(),
+                job: None,
             },
         )
         .await

@@ -81,6 +81,7 @@ pub async fn issue_with_run(
             &wujie_protocol::api::CreateRun {
                 provider: "fake".into(),
                 cwd: "/tmp".into(),
+                job: None,
             },
         )
         .await
