@@ -91,6 +91,26 @@ struct RunReport {
     run_id: String,
     status: String,
     error: Option<String>,
+    delivered: u64,
+    pending: i64,
+    failed: i64,
+}
+
+impl RunReport {
+    /// What became of the run's events, as `wujie run` says it.
+    fn delivery(&self) -> String {
+        let mut said = format!("{} events synced", self.delivered);
+        if self.pending > 0 {
+            said.push_str(&format!(
+                ", {} wait in the outbox (`wujie local-run sync`)",
+                self.pending
+            ));
+        }
+        if self.failed > 0 {
+            said.push_str(&format!(", {} refused by the server", self.failed));
+        }
+        said
+    }
 }
 
 /// How a job's attempt ended on this worker.
@@ -100,6 +120,8 @@ struct JobDone {
     provider: String,
     attempt: u32,
     run_id: Option<String>,
+    /// What became of the run's events.
+    delivery: Option<String>,
     /// `None`: the lease was lost, the job is another worker's now.
     status: Option<JobStatus>,
     error: Option<String>,
@@ -308,7 +330,8 @@ async fn serve(worker: &Arc<Worker>, max_jobs: usize, exit_when_idle: bool) -> R
             }
             Some(done) = jobs.join_next() => {
                 let done = done.context("a job's task stopped unexpectedly")?;
-                if done.status != Some(JobStatus::Succeeded) {
+                // A job given back or cancelled is no failure of this worker's.
+                if matches!(done.status, Some(JobStatus::Failed)) || done.recorded.is_err() {
                     failed_jobs += 1;
                 }
                 report(worker, &done);
@@ -396,11 +419,11 @@ fn report(worker: &Worker, done: &JobDone) {
             error: done.error.as_deref(),
         });
     }
-    let run = done
-        .run_id
-        .as_deref()
-        .map(|r| format!(" (run {r})"))
-        .unwrap_or_default();
+    let run = match (&done.run_id, &done.delivery) {
+        (Some(run), Some(delivery)) => format!(" (run {run}, {delivery})"),
+        (Some(run), None) => format!(" (run {run})"),
+        _ => String::new(),
+    };
     let error = done
         .error
         .as_deref()
@@ -434,6 +457,7 @@ async fn run_job(worker: &Worker, claimed: ClaimedJob) -> JobDone {
         provider: job.provider.clone(),
         attempt,
         run_id: None,
+        delivery: None,
         status: None,
         error: None,
         recorded: Err(String::new()),
@@ -478,6 +502,7 @@ async fn run_job(worker: &Worker, claimed: ClaimedJob) -> JobDone {
     .await;
     let (status, error) = match outcome {
         Ok(ChildEnd::Reported(report)) => {
+            done.delivery = Some(report.delivery());
             done.run_id = Some(report.run_id);
             let status = JobStatus::from_name(&report.status).unwrap_or(JobStatus::Failed);
             (Some(status), report.error)

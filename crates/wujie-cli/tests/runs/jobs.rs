@@ -143,6 +143,7 @@ fn a_job_queued_from_the_cli_runs_on_a_worker_and_lands_on_the_issue(backend: Ba
     );
     assert!(said.contains(&format!("{key}: started job")), "{said}");
     assert!(said.contains("succeeded (run "), "{said}");
+    assert!(said.contains(" events synced)."), "{said}");
 
     let job = &team.jobs(&key)[0];
     assert_eq!(
@@ -403,4 +404,60 @@ fn a_rerun_queues_the_issues_latest_job_again() {
     assert_eq!(again["args"], serde_json::json!(["--flag"]));
     let text = env.ok(&["jobs", "--issue", &key, "--status", "queued"]);
     assert_eq!(text.lines().count(), 3, "a header and two jobs: {text}");
+}
+
+#[test]
+fn ctrl_c_lets_running_jobs_finish_and_a_second_gives_them_back() {
+    let env = Env::new();
+    let held = env.work.path().join("agent.pid");
+    let plugin = env.plugin("scribe", V1, &scribe(Some(&held)));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.create_issue("Stopped worker");
+    env.ok(&["issue", "assign", &key, "--agent", "scribe"]);
+    let dir = env.work.path().to_str().unwrap().to_owned();
+    let worker = env
+        .cmd()
+        .args(["worker", "--repo", &dir, "--name", "w"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the job's agent to start", || {
+        std::fs::read_to_string(&held).is_ok_and(|s| s.trim().parse::<i32>().is_ok())
+    });
+    let agent: i32 = std::fs::read_to_string(&held)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let pid = worker.id() as i32;
+    use nix::sys::signal::Signal::SIGINT;
+    assert!(signal_pid(pid, SIGINT));
+    // The first Ctrl+C reaches the worker only: its job goes on.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(pid_alive(agent), "the first Ctrl+C stopped the agent");
+    let job = &env.json(&["jobs", "--issue", &key])[0];
+    assert_eq!(job["status"], "running", "{job:#}");
+    assert!(signal_pid(pid, SIGINT));
+    let out = worker.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        said.contains("taking no more jobs; waiting for the 1 running to finish"),
+        "{said}"
+    );
+    assert!(
+        said.contains("cancelling 1 running jobs; they go back to the queue"),
+        "{said}"
+    );
+    assert!(said.contains("given back to the queue"), "{said}");
+    wait_until(30, "the agent to be stopped", || !pid_alive(agent));
+    let job = &env.json(&["jobs", "--issue", &key])[0];
+    assert_eq!(
+        (job["status"].as_str(), job["attempts"].as_u64()),
+        (Some("queued"), Some(1)),
+        "{job:#}"
+    );
+    let runs = env.json(&["issue", "runs", &key]);
+    assert_eq!(runs[0]["status"], "cancelled", "{runs:#}");
 }
