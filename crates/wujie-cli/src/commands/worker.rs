@@ -379,8 +379,19 @@ async fn claim_until_full(
             lease_secs: worker.lease,
         };
         let Some(claimed) = worker.client.claim_job(&claim).await? else {
+            tracing::debug!(
+                running = jobs.len(),
+                "no job waits that this worker can run"
+            );
             break;
         };
+        tracing::info!(
+            job = %claimed.job.id,
+            issue = %claimed.job.issue_key,
+            attempt = claimed.attempt,
+            lease_until = ?claimed.job.lease_expires_at,
+            "claimed a job"
+        );
         started += 1;
         let worker = worker.clone();
         jobs.spawn(async move { run_job(&worker, claimed).await });
@@ -659,7 +670,9 @@ async fn keep_lease(
     loop {
         tokio::time::sleep(period).await;
         match client.renew_job_lease(&job_id, &renew).await {
-            Ok(_) => {}
+            Ok(job) => {
+                tracing::debug!(job = %job_id, until = ?job.lease_expires_at, "renewed the lease")
+            }
             Err(e) if e.status() == Some(wujie_client::StatusCode::CONFLICT) => {
                 let why = format!(
                     "this worker lost the job's lease ({}); its run here was stopped",
@@ -669,7 +682,7 @@ async fn keep_lease(
                 return Some(why);
             }
             // Unanswered: tried again at the next period, while the lease lasts.
-            Err(_) => {}
+            Err(e) => tracing::warn!(job = %job_id, "cannot renew the lease: {e}"),
         }
     }
 }
