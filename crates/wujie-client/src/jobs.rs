@@ -88,6 +88,12 @@ impl Client {
             .await
     }
 
+    /// Cancels job `id`, which no worker has taken yet.
+    pub async fn cancel_job(&self, id: &str) -> Result<Job, ClientError> {
+        let path = format!("/jobs/{}/cancel", segment(id));
+        self.call(Method::POST, &path, None).await
+    }
+
     /// Queues job `id` again as a new job.
     pub async fn rerun_job(&self, id: &str) -> Result<Job, ClientError> {
         let path = format!("/jobs/{}/rerun", segment(id));

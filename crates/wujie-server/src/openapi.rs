@@ -24,7 +24,7 @@ use crate::sse;
         discussions::create_token, discussions::delete_empty,
         browser_logins::create_browser_login,
         jobs::create_job, jobs::list_jobs, jobs::get_job, jobs::claim_job, jobs::renew_lease,
-        jobs::finish_job, jobs::release_job, jobs::rerun_job,
+        jobs::finish_job, jobs::release_job, jobs::rerun_job, jobs::cancel_job,
     ),
     components(schemas(
         api::Workspace, api::CreateIssue, api::IssueStatus, api::IssueSummary, api::AuthorKind,

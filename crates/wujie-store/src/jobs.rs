@@ -473,6 +473,48 @@ impl Store {
         Ok(job)
     }
 
+    /// Cancels a job no worker has taken yet. A running one is cancelled through its run
+    /// (`cancel_run`), whose end the worker then records as the job's.
+    pub async fn cancel_job(&self, id: &str) -> Result<Job, StoreError> {
+        let mut w = self.write_unserialized().await?;
+        let job = load_job(&mut w.tx, id).await?;
+        match job.status {
+            JobStatus::Queued => {}
+            JobStatus::Running => {
+                return Err(StoreError::Conflict(format!(
+                    "job {id} is running{}: cancel its run instead (`wujie issue cancel {}`)",
+                    job.worker
+                        .as_deref()
+                        .map(|w| format!(" on {w}"))
+                        .unwrap_or_default(),
+                    job.issue_key
+                )));
+            }
+            end => {
+                return Err(StoreError::Conflict(format!(
+                    "job {id} already ended as {}",
+                    end.as_str()
+                )));
+            }
+        }
+        let error = match token_name(&mut w.tx, w.author_token).await? {
+            Some(name) => format!("cancelled by {name} before a worker took it"),
+            None => "cancelled before a worker took it".to_owned(),
+        };
+        sqlx::query(
+            "UPDATE jobs SET status = 'cancelled', error = $1, updated_at = $2 \
+             WHERE id = $3 AND status = 'queued'",
+        )
+        .bind(stored(&error))
+        .bind(time::now())
+        .bind(id)
+        .execute(&mut *w.tx)
+        .await?;
+        let job = load_job(&mut w.tx, id).await?;
+        w.commit().await?;
+        Ok(job)
+    }
+
     /// The attempt that holds the job gives it back: it waits for a worker again.
     pub async fn release_job(&self, id: &str, attempt: u32) -> Result<Job, StoreError> {
         let mut w = self.write_unserialized().await?;
@@ -506,6 +548,21 @@ fn bind_claim<'q, O>(
     query
 }
 
+/// The name of the user token `token`, who asked for a change.
+async fn token_name(
+    conn: &mut AnyConnection,
+    token: Option<&str>,
+) -> Result<Option<String>, StoreError> {
+    let Some(token) = token else {
+        return Ok(None);
+    };
+    let name: Option<(Text,)> = sqlx::query_as("SELECT name FROM tokens WHERE id = $1")
+        .bind(token)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(name.map(|(name,)| name.0))
+}
+
 async fn insert_job(
     conn: &mut AnyConnection,
     issue_id: &str,
@@ -513,15 +570,7 @@ async fn insert_job(
     token: Option<&str>,
     rerun_of: Option<&str>,
 ) -> Result<String, StoreError> {
-    let requested_by: Option<(Text,)> = match token {
-        Some(token) => {
-            sqlx::query_as("SELECT name FROM tokens WHERE id = $1")
-                .bind(token)
-                .fetch_optional(&mut *conn)
-                .await?
-        }
-        None => None,
-    };
+    let requested_by = token_name(conn, token).await?;
     let id = new_id();
     let now = time::now();
     sqlx::query(
@@ -535,7 +584,7 @@ async fn insert_job(
     .bind(stored(&serde_json::to_string(&req.args)?))
     .bind(stored_opt(req.prompt.as_deref()))
     .bind(stored_opt(req.worker_label.as_deref().map(str::trim)))
-    .bind(requested_by.as_ref().map(|(name,)| stored(&name.0)))
+    .bind(stored_opt(requested_by.as_deref()))
     .bind(rerun_of)
     .bind(&now)
     .bind(&now)

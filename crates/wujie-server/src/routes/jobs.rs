@@ -198,3 +198,18 @@ pub(crate) async fn rerun_job(
     let job = caller.store(&state).rerun_job(&id).await?;
     Ok((StatusCode::CREATED, Json(job)))
 }
+
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/cancel", tag = "jobs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, body = Job, description = "The job, cancelled before a worker took it"),
+        (status = 409, body = ApiError, description = "It is running (cancel its run) or ended"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError),
+        (status = 403, body = ApiError)))]
+pub(crate) async fn cancel_job(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Job>> {
+    caller.require_user("cancel jobs")?;
+    Ok(Json(caller.store(&state).cancel_job(&id).await?))
+}

@@ -53,6 +53,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/jobs/{id}/finish", post(jobs::finish_job))
         .route("/jobs/{id}/release", post(jobs::release_job))
         .route("/jobs/{id}/rerun", post(jobs::rerun_job))
+        .route("/jobs/{id}/cancel", post(jobs::cancel_job))
         .route("/issues/{key_or_id}/events", get(sse::issue_feed))
         .route("/events", get(sse::workspace_feed))
         .route("/runs/{id}", get(runs::get_run))

@@ -424,3 +424,42 @@ async fn bad_jobs_claims_and_leases_are_refused_with_what_is_allowed() {
         .unwrap();
     assert_eq!(nul.prompt.as_deref(), Some("a\0b"));
 }
+
+#[tokio::test]
+async fn a_queued_job_is_cancelled_before_any_worker_takes_it_and_a_running_one_is_not() {
+    let t = TestStore::open().await;
+    let issue = issue(&t.store, "Changed my mind", "").await;
+    let waiting = t.store.create_job(&issue.key, &job_of("pi")).await.unwrap();
+    let running = t.store.create_job(&issue.key, &job_of("pi")).await.unwrap();
+    // The older one is taken first: cancel the younger, still queued.
+    let got = t
+        .store
+        .claim_job(&claim("w", &["pi"], &[], 60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.job.id, waiting.id);
+    let cancelled = t.store.cancel_job(&running.id).await.unwrap();
+    assert_eq!(cancelled.status, JobStatus::Cancelled);
+    assert_eq!(
+        cancelled.error.as_deref(),
+        Some("cancelled before a worker took it")
+    );
+    assert!(
+        t.store
+            .claim_job(&claim("w", &["pi"], &[], 60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let again = t.store.cancel_job(&running.id).await.unwrap_err();
+    assert!(
+        matches!(&again, StoreError::Conflict(m) if m.contains("already ended as cancelled")),
+        "{again}"
+    );
+    let busy = t.store.cancel_job(&waiting.id).await.unwrap_err();
+    assert!(
+        matches!(&busy, StoreError::Conflict(m) if m.contains("is running on w") && m.contains("cancel its run")),
+        "{busy}"
+    );
+}
