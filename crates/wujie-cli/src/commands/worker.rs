@@ -20,13 +20,13 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 use wujie_client::{Client, ClientError};
 use wujie_git::{Discovered, Repository};
 use wujie_localrun::registry::{Origin, Provider};
 use wujie_protocol::jobs::{ClaimJob, ClaimedJob, FinishJob, JobStatus, RenewLease};
 
+use super::stop_signals::StopSignals;
 use crate::cli::WorkerArgs;
 use crate::context::Context;
 use crate::output::{inline, one_line, print_json_line};
@@ -290,7 +290,7 @@ fn announce(worker: &Worker, max_jobs: u32) {
 /// Claims and runs jobs until stopped (or idle, with `exit_when_idle`).
 async fn serve(worker: &Arc<Worker>, max_jobs: usize, exit_when_idle: bool) -> Result<i32> {
     let mut jobs: JoinSet<JobDone> = JoinSet::new();
-    let mut stops = StopSignals::install()?;
+    let mut stops = StopSignals::install().context("watching for Ctrl+C")?;
     let mut tick = tokio::time::interval(CLAIM_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut stopping = 0;
@@ -341,7 +341,7 @@ async fn serve(worker: &Arc<Worker>, max_jobs: usize, exit_when_idle: bool) -> R
                 // A free slot is filled at once rather than at the next tick.
                 tick.reset_immediately();
             }
-            () = stops.recv() => {
+            _ = stops.recv() => {
                 stopping += 1;
                 if jobs.is_empty() {
                     break;
@@ -734,32 +734,6 @@ async fn record_end(
                     crate::user_error::client_error(&e)
                 ));
             }
-        }
-    }
-}
-
-/// The worker's stop signals: SIGINT, SIGTERM and SIGHUP, each time they come.
-struct StopSignals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    fn install() -> Result<StopSignals> {
-        let watch = |kind| signal(kind).context("watching for Ctrl+C");
-        Ok(StopSignals {
-            int: watch(SignalKind::interrupt())?,
-            term: watch(SignalKind::terminate())?,
-            hup: watch(SignalKind::hangup())?,
-        })
-    }
-
-    async fn recv(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-            _ = self.hup.recv() => {}
         }
     }
 }
