@@ -14,6 +14,7 @@ pub mod git;
 pub mod limits;
 pub mod lines;
 pub mod manifest;
+pub mod notice;
 pub mod pricing;
 pub mod promotion;
 pub mod sidecar;

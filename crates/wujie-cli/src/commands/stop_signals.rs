@@ -1,6 +1,7 @@
 //! The signals that end a `wujie` command which owns sidecars (`wujie branch`, `wujie mcp`): the
 //! command stops its sidecars' process trees before exiting instead of dying and leaving them
-//! orphaned under PID 1.
+//! orphaned under PID 1. And the two that end a command that serves or follows until stopped
+//! (`wujie ui`, `wujie notify`) cleanly.
 
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -25,4 +26,28 @@ pub async fn first_stop_signal() -> i32 {
         _ = hup.recv() => kinds.2,
     };
     128 + kind.as_raw_value()
+}
+
+/// Ctrl+C and SIGTERM, each ending a command that runs until stopped cleanly.
+pub struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn listen() -> anyhow::Result<StopSignals> {
+        use anyhow::Context as _;
+        let listen = |kind| signal(kind).context("listening for Ctrl+C and SIGTERM");
+        Ok(StopSignals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    pub async fn wait(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+    }
 }

@@ -12,6 +12,7 @@ use wujie_localrun::connection::{local_token, open_store};
 use wujie_server::ServerConfig;
 use wujie_store::StoreOptions;
 
+use super::stop_signals::StopSignals;
 use crate::cli::UiArgs;
 use crate::context::{Context, env_var};
 
@@ -120,29 +121,5 @@ fn open_browser(link: &str) {
         Err(e) => wujie_process::stderr_line!(
             "wujie: could not start a browser ({e}); open the link above"
         ),
-    }
-}
-
-/// Ctrl+C and SIGTERM, each ending the UI cleanly.
-struct StopSignals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl StopSignals {
-    fn listen() -> Result<StopSignals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let listen = |kind| signal(kind).context("listening for Ctrl+C and SIGTERM");
-        Ok(StopSignals {
-            interrupt: listen(SignalKind::interrupt())?,
-            terminate: listen(SignalKind::terminate())?,
-        })
-    }
-
-    async fn wait(mut self) {
-        tokio::select! {
-            _ = self.interrupt.recv() => {},
-            _ = self.terminate.recv() => {},
-        }
     }
 }
