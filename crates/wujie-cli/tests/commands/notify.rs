@@ -120,6 +120,18 @@ fn notify_tells_a_question_and_a_run_end_by_a_line_the_bell_and_the_command() {
     // Ctrl+C ends it cleanly.
     term.send(b"\x03");
     assert!(term.wait_exit().success());
+
+    // `issue watch` shows the same two, standing out from the rest of the feed.
+    let watched = env.ok(&["issue", "watch", &key]);
+    let marked: Vec<&str> = watched.lines().filter(|l| l.starts_with("==> ")).collect();
+    assert_eq!(
+        marked,
+        [
+            "==> the agent asks: Which one, db?; answer it in its terminal".to_owned(),
+            format!("==> {key}: run {run_id} (asker) succeeded (exit 0)"),
+        ],
+        "{watched}"
+    );
 }
 
 /// `wujie notify` in the background, its stdout lines (NDJSON) and stderr lines as they come.

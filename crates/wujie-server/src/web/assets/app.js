@@ -48,10 +48,15 @@
   // browser too once the user allowed it; permission is asked only on a click of "Notify me".
   var notices = document.getElementById('notices');
   var notifyMe = document.getElementById('notify-me');
-  // The runs whose end was shown or told: a run's end that arrives again is not news.
+  // The runs whose end, and the questions ('run/key') that were shown or told: what arrives
+  // again is not news. A run's section may come in with its first entries already in it.
   var over = new Set();
+  var asked = new Set();
   document.querySelectorAll('#runs .run').forEach(function (section) {
     if (!section.querySelector('.run-head .run-running')) over.add(section.dataset.run);
+    section.querySelectorAll('.transcript > li.question[data-key]').forEach(function (li) {
+      asked.add(section.dataset.run + '/' + li.dataset.key);
+    });
   });
   function tell(text) {
     var notice = document.createElement('p');
@@ -125,12 +130,15 @@
   on.message = function (d) {
     var section = document.getElementById('run-' + d.run);
     if (!section) return;
+    if (d.question && !asked.has(d.run + '/' + d.key)) {
+      asked.add(d.run + '/' + d.key);
+      tell(d.question);
+    }
     var list = section.querySelector('.transcript');
     var keys = keysOf(d.run, list);
     if (keys.has(d.key)) return;
     keys.add(d.key);
     list.insertAdjacentHTML('beforeend', d.html);
-    if (d.question) tell(d.question);
   };
   on.run = function (d) {
     if (!document.getElementById('run-' + d.run) && d.section) {
