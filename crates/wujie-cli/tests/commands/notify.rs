@@ -139,9 +139,12 @@ struct Notifying {
     child: Child,
     out: mpsc::Receiver<String>,
     err: mpsc::Receiver<String>,
+    /// The stderr lines read so far.
+    said: std::cell::RefCell<Vec<String>>,
 }
 
 impl Notifying {
+    /// With a notify command that always fails.
     fn start(env: &Env, server: &str) -> Notifying {
         let mut child = env
             .cmd()
@@ -151,7 +154,8 @@ impl Notifying {
                 "--output",
                 "json",
                 "notify",
-                "--no-desktop",
+                "--command",
+                "exit 3",
             ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -168,7 +172,12 @@ impl Notifying {
         };
         let out = lines(Box::new(child.stdout.take().unwrap()));
         let err = lines(Box::new(child.stderr.take().unwrap()));
-        Notifying { child, out, err }
+        Notifying {
+            child,
+            out,
+            err,
+            said: Default::default(),
+        }
     }
 
     fn stderr_until(&self, text: &str) {
@@ -177,7 +186,9 @@ impl Notifying {
                 .err
                 .recv_timeout(PATIENCE)
                 .unwrap_or_else(|_| panic!("wujie notify never said {text:?}"));
-            if line.contains(text) {
+            let found = line.contains(text);
+            self.said.borrow_mut().push(line);
+            if found {
                 return;
             }
         }
@@ -247,9 +258,25 @@ fn notify_tells_only_what_happens_after_it_started_and_goes_on_after_a_server_re
     assert_eq!(ended["run_id"], again.as_str());
 
     // SIGINT (Ctrl+C) ends it cleanly, having told nothing more.
-    let Notifying { mut child, out, .. } = notify;
+    let Notifying {
+        mut child,
+        out,
+        err,
+        said,
+    } = notify;
     signal_pid(child.id() as i32, nix::sys::signal::Signal::SIGINT);
     assert!(child.wait().unwrap().success());
     let rest: Vec<String> = out.iter().collect();
     assert!(rest.is_empty(), "told again: {rest:?}");
+    // The notify command failed at each of the four notices; that was said once.
+    let mut said = said.into_inner();
+    said.extend(err.iter());
+    let said: Vec<&String> = said.iter().filter(|l| l.contains("exit 3")).collect();
+    assert_eq!(
+        said,
+        [
+            "wujie: the notify command `exit 3` failed (exit status: 3); notices go on here \
+          without it (said once)"
+        ],
+    );
 }
