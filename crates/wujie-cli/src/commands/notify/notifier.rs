@@ -148,6 +148,9 @@ impl Notifier {
 
     /// Starts the desktop notifier for `notice`, and says once if it fails.
     fn show(&self, notice: &Notice) {
+        if matches!(*self.desktop, Desktop::None) {
+            return;
+        }
         // Stored text never drives a terminal, a hook's included; nor does it hold a NUL,
         // which no environment variable or argument can.
         let title = format!("{}: {}", inline(&notice.issue), inline(&notice.title));
