@@ -163,6 +163,18 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Tell you when a run ends or an agent asks a question, as it happens: a line, the
+    /// terminal's bell and a desktop notification. The whole workspace, or only the issues named.
+    #[command(
+        after_help = "Runs until Ctrl+C; what happened before it started is not told. \
+                      The desktop notification is notify-send's (with a graphical session) or \
+                      osascript's (macOS); --command, or `notify_command` in config.json, runs \
+                      yours instead, through sh, with WUJIE_NOTIFY_TITLE, WUJIE_NOTIFY_BODY and \
+                      WUJIE_NOTIFY_ISSUE set. With --output json, one JSON object per line \
+                      (NDJSON) and no bell.\n\
+                      Example: wujie notify WUJ-12 --command 'logger \"$WUJIE_NOTIFY_BODY\"'"
+    )]
+    Notify(NotifyArgs),
     /// The issues' worktrees that `wujie run --worktree` made in this repository.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
@@ -578,4 +590,19 @@ pub struct UiArgs {
     /// Only print the login link; do not start a browser.
     #[arg(long)]
     pub no_browser: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyArgs {
+    /// Issues to follow (keys such as WUJ-12); without any, every issue of the workspace.
+    pub keys: Vec<String>,
+    /// Do not ring the terminal's bell.
+    #[arg(long)]
+    pub no_bell: bool,
+    /// Run this shell command for each notification instead of the desktop notifier.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// No desktop notification and no command: only the line (and the bell).
+    #[arg(long, conflicts_with = "command")]
+    pub no_desktop: bool,
 }

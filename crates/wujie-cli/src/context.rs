@@ -26,7 +26,7 @@ fn warn_unknown_config_keys(profile: &Profile) {
     }
     let names: Vec<String> = unknown.iter().map(|key| format!("{key:?}")).collect();
     wujie_process::stderr_line!(
-        "wujie: warning: {} has settings wujie does not know, which do nothing: {} (the known ones are server, database, localrun_providers, prices and worktrees_dir)",
+        "wujie: warning: {} has settings wujie does not know, which do nothing: {} (the known ones are server, database, localrun_providers, prices, worktrees_dir and notify_command)",
         profile.config_path().display(),
         crate::output::inline(&names.join(", "))
     );

@@ -15,7 +15,7 @@ pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest event a feed accepts; a longer one means the stream is not a Wujie feed.
 const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
-/// One event of an issue's feed.
+/// One event of an issue's feed (or of the workspace's, which carries no messages).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FeedEvent {
     /// A message stored on one of the issue's runs; `id` resumes after it.
@@ -26,7 +26,7 @@ pub enum FeedEvent {
     Live,
 }
 
-/// An open feed. Dropping it closes the connection.
+/// An open feed, of an issue or of the workspace. Dropping it closes the connection.
 pub struct IssueFeed {
     response: reqwest::Response,
     decoder: SseDecoder,

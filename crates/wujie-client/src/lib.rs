@@ -376,7 +376,26 @@ impl Client {
         key_or_id: &str,
         last_event_id: Option<&str>,
     ) -> Result<IssueFeed, ClientError> {
-        let path = format!("/issues/{}/events", segment(key_or_id));
+        self.follow(
+            format!("/issues/{}/events", segment(key_or_id)),
+            last_event_id,
+        )
+        .await
+    }
+
+    /// Follows every issue's changes (no run messages), resuming after `last_event_id`.
+    pub async fn follow_workspace(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<IssueFeed, ClientError> {
+        self.follow("/events".to_owned(), last_event_id).await
+    }
+
+    async fn follow(
+        &self,
+        path: String,
+        last_event_id: Option<&str>,
+    ) -> Result<IssueFeed, ClientError> {
         let url = format!("{}/api/v1{path}", self.base_url());
         // No whole-request timeout: a feed lasts as long as its runs. The server's keep-alive
         // comments arrive far more often than the read timeout.

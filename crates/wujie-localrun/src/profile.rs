@@ -242,8 +242,8 @@ pub struct Config {
 }
 
 /// Keys of `config.json` read through [`Config::other`] by the commands that use them: the
-/// price table of `wujie cost` and the server.
-const OTHER_KNOWN_KEYS: &[&str] = &["prices"];
+/// price table of `wujie cost` and the server, and the command `wujie notify` runs.
+const OTHER_KNOWN_KEYS: &[&str] = &["prices", "notify_command"];
 
 impl Config {
     /// The keys no part of Wujie reads (a typo, or a setting of another version): kept in the

@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod limits;
 pub mod lines;
 pub mod manifest;
+pub mod notice;
 pub mod pricing;
 pub mod promotion;
 pub mod sidecar;

@@ -44,10 +44,20 @@ impl Terminal {
     }
 }
 
+/// Counts the bells (BEL) the program rang.
+#[derive(Debug, Default)]
+pub struct Bells(usize);
+
+impl vt100::Callbacks for Bells {
+    fn audible_bell(&mut self, _: &mut vt100::Screen) {
+        self.0 += 1;
+    }
+}
+
 /// A program on a PTY of our own, its output rendered by a vt100 model.
 pub struct Term {
     pub pty: Arc<pty_process::blocking::Pty>,
-    pub screen: Arc<Mutex<vt100::Parser>>,
+    pub screen: Arc<Mutex<vt100::Parser<Bells>>>,
     pub child: std::process::Child,
     /// While set, the terminal takes no output (as a stalled ssh session or tmux client).
     paused: Arc<AtomicBool>,
@@ -99,10 +109,11 @@ impl Term {
         }
         let child = cmd.spawn(pts).expect("spawn on the pty");
         let pty = Arc::new(pty);
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+        let screen = Arc::new(Mutex::new(vt100::Parser::new_with_callbacks(
             rows.try_into().expect("rows"),
             cols.try_into().expect("columns"),
             1000,
+            Bells::default(),
         )));
         let (reader, model) = (pty.clone(), screen.clone());
         let paused = Arc::new(AtomicBool::new(false));
@@ -173,6 +184,11 @@ impl Term {
 
     pub fn send(&self, bytes: &[u8]) {
         (&*self.pty).write_all(bytes).unwrap();
+    }
+
+    /// How many times the program rang the terminal's bell.
+    pub fn bells(&self) -> usize {
+        self.screen.lock().unwrap().callbacks().0
     }
 
     pub fn contents(&self) -> String {

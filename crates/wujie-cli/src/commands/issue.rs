@@ -1,6 +1,6 @@
 //! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Read};
 
 use anyhow::{Context as _, Result};
@@ -11,6 +11,7 @@ use wujie_protocol::api::{
 };
 use wujie_protocol::event::MessageKind;
 use wujie_protocol::git::{FileStatus, Patch, RunGit};
+use wujie_protocol::notice;
 use wujie_protocol::pricing::PriceTable;
 
 use super::cost::{cost_text, priced_issue};
@@ -519,6 +520,7 @@ async fn watch(ctx: &Context, client: &Client, key: &str, next: bool) -> Result<
     let mut running: HashSet<String> = HashSet::new();
     let mut live = false;
     let mut saw_a_run = false;
+    let mut providers: HashMap<String, String> = HashMap::new();
     let mut failures = 0;
     loop {
         let mut feed = match client.follow_issue(key, last_id.as_deref()).await {
@@ -544,14 +546,22 @@ async fn watch(ctx: &Context, client: &Client, key: &str, next: bool) -> Result<
                 FeedEvent::Live => live = true,
                 FeedEvent::Message { id, event } => {
                     if !ctx.json() {
-                        outln!("{}", describe(&event.message));
+                        let m = &event.message;
+                        let line = match (m.kind, m.content.as_deref()) {
+                            (MessageKind::Question, Some(question)) => {
+                                standing_out(&notice::question(&one_line(question, 200)))
+                            }
+                            _ => describe(m),
+                        };
+                        outln!("{line}");
                     }
                     last_id = Some(id);
                 }
                 FeedEvent::Issue { id, event } => {
                     match &event.change {
-                        IssueChange::RunStarted { run_id, .. } => {
+                        IssueChange::RunStarted { run_id, provider } => {
                             running.insert(run_id.clone());
+                            providers.insert(run_id.clone(), provider.clone());
                         }
                         IssueChange::RunFinished { run_id, .. } => {
                             running.remove(run_id);
@@ -559,7 +569,7 @@ async fn watch(ctx: &Context, client: &Client, key: &str, next: bool) -> Result<
                         _ => {}
                     }
                     if !ctx.json() {
-                        outln!("{}", describe_change(&event));
+                        outln!("{}", describe_change(&event, &providers));
                     }
                     last_id = Some(id);
                 }
@@ -593,7 +603,18 @@ fn print_feed_json(event: &FeedEvent) -> Result<()> {
     Ok(())
 }
 
-fn describe_change(event: &IssueEvent) -> String {
+/// A line that stands out from the feed's others: what the watcher waits for (a run's end, a
+/// question). Marked on any output, and bold yellow on a terminal with colours.
+fn standing_out(text: &str) -> String {
+    if colour_stdout() {
+        format!("\x1b[1;33m==> {text}\x1b[0m")
+    } else {
+        format!("==> {text}")
+    }
+}
+
+/// `providers`: each run's provider, by run id, for its end.
+fn describe_change(event: &IssueEvent, providers: &HashMap<String, String>) -> String {
     let who = match (&event.author.kind, &event.author.run_id) {
         (AuthorKind::User, _) => "user",
         (AuthorKind::Agent, _) => "agent",
@@ -615,12 +636,13 @@ fn describe_change(event: &IssueEvent) -> String {
             exit_code,
             error,
         } => {
-            let exit = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
-            let error = error
-                .as_deref()
-                .map(|e| format!(": {}", one_line(e, 80)))
+            let exit = exit_code
+                .map(|c| format!(" (exit {c})"))
                 .unwrap_or_default();
-            format!("run {run_id} {}{exit}{error}", status.as_str())
+            let provider = providers.get(run_id).map(|p| inline(p));
+            let error = error.as_deref().map(|e| one_line(e, 80));
+            let ended = notice::run_ended(run_id, provider.as_deref(), *status, error.as_deref());
+            return standing_out(&format!("{}: {ended}{exit}", event.issue_key));
         }
         IssueChange::Usage { usage, .. } => format!(
             "usage: {}/{} in {} out {}",

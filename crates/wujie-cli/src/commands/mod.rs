@@ -11,6 +11,7 @@ mod issue;
 mod jobs;
 mod mcp;
 mod missing_issue;
+mod notify;
 mod outbox;
 mod profile;
 mod provider;
@@ -107,6 +108,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Discussion(cmd) => discuss::discussion(&ctx, cmd).await.map(|()| 0),
         Command::Adapter(args) => adapter::run(args).await,
         Command::Ui(args) => ui::run(&ctx, args).await.map(|()| 0),
+        Command::Notify(args) => notify::run(&ctx, args).await.map(|()| 0),
         Command::Worktree(cmd) => worktree::run(&ctx, cmd).await.map(|()| 0),
         Command::Profile(cmd) => profile::run(&ctx, cmd).map(|()| 0),
         Command::Completions { .. } | Command::Man { .. } | Command::ProcessGuard { .. } => {

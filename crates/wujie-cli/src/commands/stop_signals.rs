@@ -1,7 +1,8 @@
 //! The signals that stop a long-lived `wujie` command (SIGINT, SIGTERM, SIGHUP): a command
 //! that owns sidecars (`wujie branch`, `wujie mcp`) stops their process trees before exiting
-//! instead of dying and leaving them orphaned under PID 1; `wujie ui` closes its server;
-//! `wujie worker` lets its jobs finish, and on the next signal gives them back.
+//! instead of dying and leaving them orphaned under PID 1; `wujie ui` closes its server and
+//! `wujie notify` ends cleanly; `wujie worker` lets its jobs finish, and on the next signal
+//! gives them back.
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
 

@@ -8,6 +8,7 @@ mod branch_owner;
 mod cli_output;
 mod help;
 mod issue_lifecycle;
+mod notify;
 mod readme;
 mod shell_docs;
 mod user_output;

@@ -19,7 +19,9 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use wujie_protocol::api::{IssueChange, IssueEvent, RunMessageEvent};
+use wujie_protocol::api::{IssueChange, IssueEvent, RunMessageEvent, RunStatus};
+use wujie_protocol::event::MessageKind;
+use wujie_protocol::notice;
 use wujie_protocol::pricing::PriceTable;
 use wujie_store::{Store, StoreError};
 
@@ -147,21 +149,24 @@ struct HtmlFeed {
     key: String,
 }
 
-/// `message`: one transcript entry for the run's list.
+/// `message`: one transcript entry for the run's list; for a question, the notice (text).
 #[derive(Serialize)]
 struct MessageHtml<'a> {
     run: &'a str,
     key: String,
     html: String,
+    question: Option<String>,
 }
 
-/// `run`: a run's status line (and, for a new run, its whole section), with the issue's usage.
+/// `run`: a run's status line (and, for a new run, its whole section), with the issue's usage;
+/// at its end, the notice (text).
 #[derive(Serialize)]
 struct RunHtml<'a> {
     run: &'a str,
     head: String,
     section: Option<String>,
     issue_usage: String,
+    ended: Option<String>,
 }
 
 /// `comment`: a new comment.
@@ -196,7 +201,14 @@ impl HtmlFeed {
         event(name, &data, None)
     }
 
-    async fn run_update(&self, run_id: &str, new_run: bool, id: String) -> Event {
+    /// `ended`: the status and error the run ended with, when this is its end.
+    async fn run_update(
+        &self,
+        run_id: &str,
+        new_run: bool,
+        id: String,
+        ended: Option<(RunStatus, Option<&str>)>,
+    ) -> Event {
         let (run, usage) = match (
             self.store.run(run_id).await,
             self.store.issue_usage(&self.issue_id).await,
@@ -212,6 +224,9 @@ impl HtmlFeed {
             head: view::run_head(&run, &self.prices).into_string(),
             section: new_run.then(|| view::run_section(&run, &self.prices).into_string()),
             issue_usage: view::issue_usage(&usage, &self.prices).into_string(),
+            ended: ended.map(|(status, error)| {
+                notice::run_ended(view::short_id(run_id), Some(&run.provider), status, error)
+            }),
         };
         self.event("run", data, Some(id))
     }
@@ -247,6 +262,10 @@ impl FeedFormat for HtmlFeed {
             run: &m.run_id,
             key: format!("{}/{}", m.message.source, m.message.source_key),
             html: view::message_view(&m.message).into_string(),
+            question: match (m.message.kind, &m.message.content) {
+                (MessageKind::Question, Some(question)) => Some(notice::question(question)),
+                _ => None,
+            },
         };
         self.event("message", data, Some(id))
     }
@@ -275,10 +294,17 @@ impl FeedFormat for HtmlFeed {
                 };
                 self.event("edited", data, Some(id))
             }
-            IssueChange::RunStarted { run_id, .. } => self.run_update(run_id, true, id).await,
-            IssueChange::RunFinished { run_id, .. } | IssueChange::Usage { run_id, .. } => {
-                self.run_update(run_id, false, id).await
+            IssueChange::RunStarted { run_id, .. } => self.run_update(run_id, true, id, None).await,
+            IssueChange::RunFinished {
+                run_id,
+                status,
+                error,
+                ..
+            } => {
+                let ended = (*status, error.as_deref());
+                self.run_update(run_id, false, id, Some(ended)).await
             }
+            IssueChange::Usage { run_id, .. } => self.run_update(run_id, false, id, None).await,
             // The issue's creation is before any page of it.
             IssueChange::Created { .. } => self.event("noop", serde_json::json!({}), Some(id)),
         }

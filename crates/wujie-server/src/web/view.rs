@@ -235,6 +235,11 @@ pub(crate) fn issue_page(
                     @for run in &issue.runs { (run_section(run, prices)) }
                 }
                 p.muted #live-state aria-live="polite" {}
+                // Shown by the script where the browser has notifications to allow: asking
+                // for them is left to this button, never done on load.
+                button.secondary #notify-me type="button" hidden { "Notify me" }
+                // Run ends and questions, as the live feed tells them (the script's).
+                div #notices aria-live="polite" {}
             }
         },
     )
@@ -313,7 +318,7 @@ pub(crate) fn comment_view(comment: &Comment) -> Markup {
     }
 }
 
-fn short_id(id: &str) -> &str {
+pub(crate) fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 

@@ -44,6 +44,50 @@
     if (el) el.outerHTML = html;
   }
 
+  // Run ends and questions, told in a notice on the page (text, never HTML), and by the
+  // browser too once the user allowed it; permission is asked only on a click of "Notify me".
+  var notices = document.getElementById('notices');
+  var notifyMe = document.getElementById('notify-me');
+  // The runs whose end, and the questions ('run/key') that were shown or told: what arrives
+  // again is not news. A run's section may come in with its first entries already in it.
+  var over = new Set();
+  var asked = new Set();
+  document.querySelectorAll('#runs .run').forEach(function (section) {
+    if (!section.querySelector('.run-head .run-running')) over.add(section.dataset.run);
+    section.querySelectorAll('.transcript > li.question[data-key]').forEach(function (li) {
+      asked.add(section.dataset.run + '/' + li.dataset.key);
+    });
+  });
+  function tell(text) {
+    var notice = document.createElement('p');
+    notice.className = 'notice';
+    var words = document.createElement('span');
+    words.textContent = text;
+    var dismiss = document.createElement('button');
+    dismiss.type = 'button';
+    dismiss.className = 'secondary';
+    dismiss.textContent = '×';
+    dismiss.setAttribute('aria-label', 'Dismiss');
+    dismiss.addEventListener('click', function () { notice.remove(); });
+    notice.appendChild(words);
+    notice.appendChild(dismiss);
+    notices.appendChild(notice);
+    if (window.Notification && Notification.permission === 'granted') {
+      var title = issue.dataset.key + ': ' + document.getElementById('issue-title').textContent;
+      try {
+        new Notification(title, {body: text});
+      } catch (e) {
+        // Where pages may not make notifications themselves (Android), the notice is enough.
+      }
+    }
+  }
+  if (window.Notification && Notification.permission === 'default') {
+    notifyMe.hidden = false;
+    notifyMe.addEventListener('click', function () {
+      Notification.requestPermission().then(function () { notifyMe.hidden = true; });
+    });
+  }
+
   var key = issue.dataset.key;
   var worker = window.SharedWorker
     ? new SharedWorker('/assets/feed.js', {name: 'wujie-feed'})
@@ -86,6 +130,10 @@
   on.message = function (d) {
     var section = document.getElementById('run-' + d.run);
     if (!section) return;
+    if (d.question && !asked.has(d.run + '/' + d.key)) {
+      asked.add(d.run + '/' + d.key);
+      tell(d.question);
+    }
     var list = section.querySelector('.transcript');
     var keys = keysOf(d.run, list);
     if (keys.has(d.key)) return;
@@ -101,6 +149,10 @@
       replace('run-head-' + d.run, d.head);
     }
     replace('issue-usage', d.issue_usage);
+    if (d.ended && !over.has(d.run)) {
+      over.add(d.run);
+      tell(d.ended);
+    }
   };
   on.comment = function (d) {
     if (!document.getElementById('comment-' + d.id)) {
