@@ -28,6 +28,9 @@ pub struct Builtin {
     pub display_name: &'static str,
     pub protocol: ProtocolVersion,
     pub interactive_pty: bool,
+    /// The flag that gives the agent its task and runs it without a terminal (`-p TASK`), for
+    /// the providers a `wujie worker` can run; `None` for those that need a terminal.
+    pub task_flag: Option<&'static str>,
 }
 
 impl Builtin {
@@ -57,36 +60,42 @@ pub const BUILTINS: &[Builtin] = &[
         name: "pi",
         display_name: "pi (built in)",
         protocol: ProtocolVersion::V1,
+        task_flag: Some("-p"),
         interactive_pty: false,
     },
     Builtin {
         name: "claude",
         display_name: "Claude Code (built in, its own terminal UI)",
         protocol: ProtocolVersion::V2,
+        task_flag: None,
         interactive_pty: true,
     },
     Builtin {
         name: "codex",
         display_name: "Codex (built in, its own terminal UI)",
         protocol: ProtocolVersion::V2,
+        task_flag: None,
         interactive_pty: true,
     },
     Builtin {
         name: "gemini",
         display_name: "Gemini CLI (built in, its own terminal UI)",
         protocol: ProtocolVersion::V2,
+        task_flag: None,
         interactive_pty: true,
     },
     Builtin {
         name: "opencode",
         display_name: "opencode (built in, its own terminal UI)",
         protocol: ProtocolVersion::V2,
+        task_flag: None,
         interactive_pty: true,
     },
     Builtin {
         name: "acp",
         display_name: "any ACP agent (built in, a conversation on the terminal)",
         protocol: ProtocolVersion::V2,
+        task_flag: Some("-p"),
         interactive_pty: true,
     },
 ];

@@ -293,9 +293,12 @@ pub enum IssueCommand {
     },
     /// Queue a run of an agent on the issue, for a `wujie worker` to take.
     #[command(
-        after_help = "The provider must work without a terminal: pi, or a plugin whose provider.json \
-                      says \"interactive_pty\": false. Its arguments go after `--`.\n\
-                      Example: wujie issue assign WUJ-12 --agent pi -- --model sonnet"
+        after_help = "The provider must work without a terminal: pi, acp (the ACP agent's command \
+                      after `--`), or a plugin whose provider.json says \"interactive_pty\": \
+                      false. Its arguments go after `--`; the task reaches pi and acp as `-p \
+                      TASK`, a plugin in WUJIE_TASK_PROMPT.\n\
+                      Example: wujie issue assign WUJ-12 --agent pi -- --model sonnet\n\
+                      \x20        wujie issue assign WUJ-12 --agent acp -- --allow once -- gemini --acp"
     )]
     Assign(AssignArgs),
 }

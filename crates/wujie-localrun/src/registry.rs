@@ -60,6 +60,28 @@ impl Provider {
         })
     }
 
+    /// The flag a built-in provider takes the agent's task with when it runs without a
+    /// terminal (`-p TASK`); `None` for one that needs a terminal and for plugins.
+    pub fn task_flag(&self) -> Option<&'static str> {
+        match self.origin {
+            Origin::Builtin => wujie_builtins::BUILTINS
+                .iter()
+                .find(|b| b.name == self.name)
+                .and_then(|b| b.task_flag),
+            Origin::Config | Origin::Installed => None,
+        }
+    }
+
+    /// Whether it can run with no terminal, as a `wujie worker` runs it: a built-in provider
+    /// that takes its task by a flag, or a plugin that does not ask for a terminal (its task
+    /// is in `WUJIE_TASK_PROMPT`).
+    pub fn runs_headless(&self) -> bool {
+        match self.origin {
+            Origin::Builtin => self.task_flag().is_some(),
+            Origin::Config | Origin::Installed => !self.manifest.capabilities.interactive_pty,
+        }
+    }
+
     /// `args` resuming the agent's own session `native` when the provider is a built-in one
     /// whose agent resumes a session by id (see [`wujie_builtins::resume_args`]); `None` for
     /// any other (a plugin's arguments are its own).

@@ -18,12 +18,12 @@ pub async fn assign(ctx: &Context, client: &Client, args: AssignArgs) -> Result<
     // The worker that takes the job may have providers this machine lacks: only a provider
     // this machine knows to need a terminal is refused here.
     if let Ok(provider) = ctx.registry()?.resolve(&agent)
-        && !super::worker::runs_headless(&provider)
+        && !provider.runs_headless()
     {
         bail!(
-            "provider {agent} needs a terminal, and a worker has none: assign a provider that \
-             works without one (pi, or a plugin whose provider.json says \"interactive_pty\": \
-             false), or run it yourself with `wujie run {} -- {agent}`",
+            "provider {agent} needs a terminal, and a worker has none: assign one that works \
+             without ({}), or run it yourself with `wujie run {} -- {agent}`",
+            super::worker::HEADLESS_PROVIDERS,
             args.key.to_ascii_uppercase()
         );
     }

@@ -31,16 +31,15 @@ use crate::cli::WorkerArgs;
 use crate::context::Context;
 use crate::output::{inline, one_line, print_json_line};
 
+/// What a worker can run, in a user's words.
+pub const HEADLESS_PROVIDERS: &str = "pi, acp (the ACP agent's command after `--`), or a plugin \
+     whose provider.json says \"interactive_pty\": false";
+
 /// How often an idle worker asks for a job.
 const CLAIM_EVERY: Duration = Duration::from_secs(1);
 /// How long the end of a job is retried while the server does not answer; after that the
 /// lease runs out and the job is run again elsewhere.
 const FINISH_PATIENCE: Duration = Duration::from_secs(120);
-
-/// Whether `provider` can run without a terminal, as a worker runs it.
-pub fn runs_headless(provider: &Provider) -> bool {
-    !provider.manifest.capabilities.interactive_pty
-}
 
 /// What a worker needs for every job it runs.
 struct Worker {
@@ -198,10 +197,10 @@ fn worker_providers(ctx: &Context, named: &[String]) -> Result<Vec<Provider>> {
         let mut providers = Vec::new();
         for name in named {
             let provider = registry.resolve(name)?;
-            if !runs_headless(&provider) {
+            if !provider.runs_headless() {
                 bail!(
-                    "provider {} needs a terminal, and a worker has none; a worker runs pi and \
-                     plugins whose provider.json says \"interactive_pty\": false",
+                    "provider {} needs a terminal, and a worker has none; a worker runs \
+                     {HEADLESS_PROVIDERS}",
                     provider.name
                 );
             }
@@ -217,14 +216,13 @@ fn worker_providers(ctx: &Context, named: &[String]) -> Result<Vec<Provider>> {
         .list()
         .into_iter()
         .filter_map(|(_, p)| p.ok())
-        .filter(|p| runs_headless(p) && usable(p))
+        .filter(|p| p.runs_headless() && usable(p))
         .collect();
     if providers.is_empty() {
         bail!(
             "this machine has no provider a worker can run: a worker runs agents without a \
-             terminal, so it needs pi installed (npm install -g @mariozechner/pi-coding-agent) \
-             or a plugin whose provider.json says \"interactive_pty\": false; `wujie local-run \
-             provider list` shows what is installed"
+             terminal: {HEADLESS_PROVIDERS}; `wujie local-run provider list` shows what is \
+             installed"
         );
     }
     Ok(providers)
@@ -533,18 +531,21 @@ async fn run_job(worker: &Worker, claimed: ClaimedJob) -> JobDone {
     done
 }
 
-/// The arguments the provider's adapter gets: the job's, with the task as the prompt for the
-/// built-in providers that take one (`-p`), unless the job's arguments give one already.
-/// Plugins read the task from `WUJIE_TASK_PROMPT`.
+/// The arguments the provider's adapter gets: the job's, with the task given by the flag of
+/// the built-in providers that take one (`-p TASK`, before the agent's own command), unless the
+/// job's arguments give a prompt already. Plugins read the task from `WUJIE_TASK_PROMPT`.
 fn agent_args(provider: &Provider, args: &[String], prompt: &str) -> Vec<String> {
-    let before_separator = args.iter().take_while(|a| *a != "--");
-    let has_prompt = before_separator
-        .clone()
-        .any(|a| a == "-p" || a == "--prompt" || a.starts_with("--prompt="));
-    if provider.origin != Origin::Builtin || has_prompt {
+    let Some(flag) = provider.task_flag() else {
+        return args.to_vec();
+    };
+    let has_prompt = args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == flag || a == "--prompt" || a.starts_with("--prompt="));
+    if has_prompt {
         return args.to_vec();
     }
-    let mut with = vec!["-p".to_owned(), prompt.to_owned()];
+    let mut with = vec![flag.to_owned(), prompt.to_owned()];
     with.extend(args.iter().cloned());
     with
 }
