@@ -289,3 +289,86 @@ fn pi_is_built_in_and_cannot_be_overridden_disabled_or_removed() {
         );
     }
 }
+
+/// A job assigned to pi from the tracker: a worker runs the real pi, headless, in the issue's
+/// worktree, with the issue as its task; its transcript and what it changed land on the issue.
+#[test]
+fn a_job_assigned_to_pi_runs_on_a_worker_with_the_issue_as_its_task() {
+    let agent = Agent::Pi;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let command = "echo hello > note.txt && cat note.txt";
+    let script = agent.shell_script("hello into note.txt", command, "hello", "done");
+    let Some((mock, home)) = runtime
+        .block_on(agent.require_mock(script))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
+    let Some(git) = wujie_require::require("git") else {
+        return;
+    };
+    let env = Env::new();
+    let repo = env.work.path().join("project");
+    std::fs::create_dir(&repo).unwrap();
+    let run_git = |args: &[&str]| {
+        let out = Command::new(&git)
+            .current_dir(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", describe(&out));
+    };
+    run_git(&["init", "-q", "-b", "main"]);
+    run_git(&["config", "user.name", "Ada Tester"]);
+    run_git(&["config", "user.email", "ada@example.test"]);
+    std::fs::write(repo.join("README"), "project\n").unwrap();
+    run_git(&["add", "-A"]);
+    run_git(&["commit", "-q", "-m", "base"]);
+
+    let key = env.create_issue("Write hello into note.txt");
+    let mut assign = vec!["issue", "assign", &key, "--agent", "pi", "--"];
+    let model_args = home.model_args();
+    assign.extend(model_args.iter().map(String::as_str));
+    env.ok(&assign);
+    let worker = with_pi(
+        &env,
+        &home,
+        &[
+            "worker",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--exit-when-idle",
+        ],
+    )
+    .output()
+    .expect("wujie runs");
+    assert!(worker.status.success(), "{}", describe(&worker));
+
+    let issue = env.issue(&key);
+    let run = &issue["runs"][0];
+    assert_eq!(
+        (run["provider"].as_str(), run["status"].as_str()),
+        (Some("pi"), Some("succeeded")),
+        "{issue:#}"
+    );
+    let said = messages_of(run, "user_input");
+    assert_eq!(said.len(), 1, "{run:#}");
+    assert_eq!(
+        said[0]["content"],
+        format!("{key}: Write hello into note.txt")
+    );
+    assert_eq!(messages_of(run, "final")[0]["content"], "done");
+    let files: Vec<&str> = run["git"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert_eq!(files, ["note.txt"], "{run:#}");
+    let job = &env.json(&["jobs", "--issue", &key])[0];
+    assert_eq!(
+        (job["status"].as_str(), job["run_id"].as_str()),
+        (Some("succeeded"), run["id"].as_str())
+    );
+    runtime.block_on(mock.shutdown());
+}
