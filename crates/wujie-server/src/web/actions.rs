@@ -135,6 +135,29 @@ pub(crate) async fn assign(
     )))
 }
 
+/// A form with nothing but its CSRF token: a button.
+#[derive(Deserialize)]
+pub(crate) struct Button {}
+
+/// Cancels a job no worker has taken yet, as `POST /jobs/{id}/cancel` does.
+pub(crate) async fn cancel_job(
+    State(state): State<AppState>,
+    Path((key, id)): Path<(String, String)>,
+    CsrfForm { token_id, .. }: CsrfForm<Button>,
+) -> Result<Response, WebError> {
+    let job = state.store.written_by(&token_id).cancel_job(&id).await?;
+    if !job.issue_key.eq_ignore_ascii_case(&key) {
+        return Err(WebError::new(
+            StatusCode::NOT_FOUND,
+            format!("job {id} is not a job of {key}"),
+        ));
+    }
+    Ok(see_other(&format!(
+        "/issues/{}#job-{}",
+        job.issue_key, job.id
+    )))
+}
+
 #[derive(Deserialize)]
 pub(crate) struct Promotion {
     #[serde(default)]

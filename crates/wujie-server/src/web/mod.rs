@@ -39,6 +39,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/issues/{key}/comments", post(actions::comment))
         .route("/issues/{key}/status", post(actions::set_status))
         .route("/issues/{key}/jobs", post(actions::assign))
+        .route("/issues/{key}/jobs/{id}/cancel", post(actions::cancel_job))
         .route("/live", get(live::issues_feed))
         .route("/discussions", get(pages::discussions))
         .route("/discussions/{id}", get(pages::discussion))

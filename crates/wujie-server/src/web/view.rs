@@ -7,7 +7,7 @@ use wujie_protocol::api::{
     RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
-use wujie_protocol::jobs::Job;
+use wujie_protocol::jobs::{Job, JobStatus};
 use wujie_protocol::pricing::PriceTable;
 use wujie_protocol::promotion::IssueDraft;
 
@@ -267,7 +267,15 @@ fn jobs_section(viewer: &Viewer, key: &str, jobs: &[Job]) -> Markup {
                                 }
                                 td { (job.worker.as_deref().unwrap_or("–")) }
                                 td { @if let Some(run) = &job.run_id { a href={"#run-" (run)} { (short_id(run)) } } @else { "–" } }
-                                td { (short_time(&job.created_at)) }
+                                td {
+                                    (short_time(&job.created_at))
+                                    @if job.status == JobStatus::Queued {
+                                        form.inline method="post" action={"/issues/" (key) "/jobs/" (job.id) "/cancel"} {
+                                            (csrf_field(viewer))
+                                            button.secondary type="submit" { "Cancel" }
+                                        }
+                                    }
+                                }
                             }
                         }
                     }

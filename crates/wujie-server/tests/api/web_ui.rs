@@ -837,3 +837,47 @@ async fn a_job_queued_from_the_issue_page_is_listed_there_for_a_worker() {
     assert_eq!(nameless.status(), StatusCode::BAD_REQUEST);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_queued_job_is_cancelled_from_the_issue_page() {
+    let h = Harness::start().await;
+    let issue = h.issue("Not after all").await;
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let csrf = csrf_of(&html);
+    let origin = h.url();
+    post(
+        &h,
+        &format!("/issues/{}/jobs", issue.key),
+        &cookie,
+        Some(&origin),
+        &[("agent", "pi"), ("csrf", &csrf)],
+    )
+    .await;
+    let filter = wujie_store::JobFilter {
+        issue: Some(issue.key.clone()),
+        statuses: Vec::new(),
+        limit: 10,
+    };
+    let job = h.store.jobs(&filter).await.unwrap().remove(0);
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let cancel = format!("/issues/{}/jobs/{}/cancel", issue.key, job.id);
+    assert!(html.contains(&format!(r#"action="{cancel}""#)), "{html}");
+
+    let cancelled = post(&h, &cancel, &cookie, Some(&origin), &[("csrf", &csrf)]).await;
+    assert_eq!(cancelled.status(), StatusCode::SEE_OTHER);
+    let job = h.store.job(&job.id).await.unwrap();
+    assert_eq!(job.status, wujie_protocol::jobs::JobStatus::Cancelled);
+    assert_eq!(
+        job.error.as_deref(),
+        Some("cancelled by test admin before a worker took it")
+    );
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    assert!(
+        !html.contains(&format!(r#"action="{cancel}""#)),
+        "no button once cancelled"
+    );
+    let again = post(&h, &cancel, &cookie, Some(&origin), &[("csrf", &csrf)]).await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    h.stop().await;
+}
