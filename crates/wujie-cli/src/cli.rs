@@ -258,6 +258,16 @@ pub enum IssueCommand {
         #[arg(long)]
         next: bool,
     },
+    /// Cancel the issue's running runs (or the one --run names), wherever they run: a
+    /// `wujie run` on any machine stops its agent within seconds and records the run as
+    /// cancelled, naming who cancelled it.
+    #[command(after_help = "Example: wujie issue cancel WUJ-12")]
+    Cancel {
+        key: String,
+        /// Only this run (default: every running run of the issue).
+        #[arg(long)]
+        run: Option<String>,
+    },
 }
 
 impl IssueCommand {
@@ -272,7 +282,8 @@ impl IssueCommand {
             | IssueCommand::Close { key, .. }
             | IssueCommand::Reopen { key }
             | IssueCommand::Runs { key }
-            | IssueCommand::Watch { key, .. } => Some(key),
+            | IssueCommand::Watch { key, .. }
+            | IssueCommand::Cancel { key, .. } => Some(key),
         }
     }
 }

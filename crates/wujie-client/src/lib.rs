@@ -20,6 +20,7 @@ use wujie_protocol::git::GitChanges;
 mod feed;
 mod replicas;
 mod retry_pause;
+mod run_control;
 pub use feed::{FeedEvent, IssueFeed};
 use replicas::Replicas;
 pub use retry_pause::retry_pause;

@@ -18,6 +18,7 @@ use crate::sse;
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,
         runs::create_run, runs::get_run, runs::get_run_git, runs::ingest_events, runs::heartbeat, runs::finish_run,
+        runs::cancel_run, runs::run_control,
         tokens::create_token, tokens::revoke_current, tokens::list_tokens, tokens::revoke_token,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
@@ -34,6 +35,7 @@ use crate::sse;
         api::Promoted, api::EditIssue, api::SetIssueStatus, api::RunSummary, api::Author,
         api::IssueChange, api::IssueEvent, api::RunMessageEvent, api::FailureKind,
         api::BrowserLogin, api::TokenStatus, api::TokenInfo,
+        api::CancelRequest, api::RunControl, api::RunCancel,
     )),
     modifiers(&BearerAuth),
 )]

@@ -1,4 +1,5 @@
-//! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`.
+//! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`
+//! (`cancel` is `issue_cancel`).
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Read};
@@ -111,6 +112,9 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             }
             IssueCommand::Runs { key } => runs(ctx, &conn.client, &key).await?,
             IssueCommand::Watch { key, next } => watch(ctx, &conn.client, &key, next).await?,
+            IssueCommand::Cancel { key, run } => {
+                super::issue_cancel::cancel(ctx, &conn.client, &key, run.as_deref()).await?;
+            }
         }
         Ok(())
     }
@@ -611,6 +615,10 @@ fn describe_change(event: &IssueEvent) -> String {
                 .unwrap_or_default();
             format!("run {run_id} {}{exit}{error}", status.as_str())
         }
+        IssueChange::CancelRequested { run_id } => format!(
+            "asked run {run_id} to stop (cancelled by {})",
+            inline(event.by.as_deref().unwrap_or("a user"))
+        ),
         IssueChange::Usage { usage, .. } => format!(
             "usage: {}/{} in {} out {}",
             inline(&usage.provider),

@@ -1,4 +1,5 @@
-//! What the pages' forms do: create an issue, comment, close or reopen, promote a discussion.
+//! What the pages' forms do: create an issue, comment, close or reopen, cancel a run, promote
+//! a discussion.
 //! Each takes a [`CsrfForm`] (same origin, the session's CSRF token) and answers with a
 //! redirect to the page that shows the result.
 
@@ -95,6 +96,21 @@ pub(crate) async fn set_status(
         .set_issue_status(&key, status, &user())
         .await?;
     Ok(see_other(&format!("/issues/{}", issue.key)))
+}
+
+/// The form has nothing but its CSRF token.
+#[derive(Deserialize)]
+pub(crate) struct NoFields {}
+
+/// Asks for a running run to be cancelled, as `wujie issue cancel --run` does, and goes back to
+/// the run on its issue's page (which shows who cancelled it until the run's end comes).
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    CsrfForm { token_id, .. }: CsrfForm<NoFields>,
+) -> Result<Response, WebError> {
+    let cancel = state.store.written_by(&token_id).cancel_run(&id).await?;
+    Ok(see_other(&format!("/issues/{}#run-{id}", cancel.issue_key)))
 }
 
 #[derive(Deserialize)]

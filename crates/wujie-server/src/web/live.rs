@@ -209,8 +209,9 @@ impl HtmlFeed {
         };
         let data = RunHtml {
             run: run_id,
-            head: view::run_head(&run, &self.prices).into_string(),
-            section: new_run.then(|| view::run_section(&run, &self.prices).into_string()),
+            head: view::run_head(&self.viewer, &run, &self.prices).into_string(),
+            section: new_run
+                .then(|| view::run_section(&self.viewer, &run, &self.prices).into_string()),
             issue_usage: view::issue_usage(&usage, &self.prices).into_string(),
         };
         self.event("run", data, Some(id))
@@ -276,9 +277,9 @@ impl FeedFormat for HtmlFeed {
                 self.event("edited", data, Some(id))
             }
             IssueChange::RunStarted { run_id, .. } => self.run_update(run_id, true, id).await,
-            IssueChange::RunFinished { run_id, .. } | IssueChange::Usage { run_id, .. } => {
-                self.run_update(run_id, false, id).await
-            }
+            IssueChange::RunFinished { run_id, .. }
+            | IssueChange::Usage { run_id, .. }
+            | IssueChange::CancelRequested { run_id } => self.run_update(run_id, false, id).await,
             // The issue's creation is before any page of it.
             IssueChange::Created { .. } => self.event("noop", serde_json::json!({}), Some(id)),
         }

@@ -38,6 +38,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/issues/{key}", get(pages::issue))
         .route("/issues/{key}/comments", post(actions::comment))
         .route("/issues/{key}/status", post(actions::set_status))
+        .route("/runs/{id}/cancel", post(actions::cancel_run))
         .route("/live", get(live::issues_feed))
         .route("/discussions", get(pages::discussions))
         .route("/discussions/{id}", get(pages::discussion))
