@@ -39,8 +39,8 @@ const CANCEL_STATE: &str = "SELECT r.issue_id, i.seq AS issue_seq, w.key_prefix,
 
 impl Store {
     /// Asks for run `run_id` to be cancelled, for the user token this handle writes for
-    /// ([`Store::written_by`]), whose name is recorded as who asked. Asking again changes
-    /// nothing and answers the first request; a run that ended is a conflict. A run the
+    /// ([`Store::written_by`]), whose name is recorded as who asked. Asking again while it
+    /// runs changes nothing and answers the first request; a run that ended is a conflict. A run the
     /// stale-run rule failed may still have a reporter, which will hear of it.
     pub async fn cancel_run(&self, run_id: &str) -> Result<RunCancel, StoreError> {
         let mut w = self.write().await?;
@@ -55,9 +55,7 @@ impl Store {
             cancel,
             already_requested,
         };
-        if let Some(earlier) = state.request() {
-            return Ok(answer(earlier, true));
-        }
+        // An end is what the asker needs to know, also after an earlier request.
         let status = parse_run_status(&state.status)?;
         let stale = parse_failure_kind(state.failure_kind.as_deref())? == Some(FailureKind::Stale);
         if status != RunStatus::Running && !stale {
@@ -65,6 +63,9 @@ impl Store {
                 "run {run_id} already ended as {}; there is nothing left to cancel",
                 status.as_str()
             )));
+        }
+        if let Some(earlier) = state.request() {
+            return Ok(answer(earlier, true));
         }
         let by: Option<Text> = match w.author_token {
             Some(token) => {
