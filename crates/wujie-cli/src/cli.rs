@@ -258,9 +258,10 @@ pub enum IssueCommand {
         #[arg(long)]
         next: bool,
     },
-    /// Cancel the issue's running runs (or the one --run names), wherever they run: a
-    /// `wujie run` on any machine stops its agent within seconds and records the run as
-    /// cancelled, naming who cancelled it.
+    /// Cancel the issue's running runs (or the one --run names), wherever they run.
+    ///
+    /// A `wujie run` on any machine stops its agent within seconds, as Ctrl+C would, and
+    /// records the run as cancelled, naming who cancelled it.
     #[command(after_help = "Example: wujie issue cancel WUJ-12")]
     Cancel {
         key: String,
