@@ -801,6 +801,8 @@ async fn a_running_runs_cancel_button_asks_it_to_stop_and_returns_to_the_page() 
     assert_eq!(forged.status(), StatusCode::FORBIDDEN);
     assert_eq!(h.admin.get_run(&running).await.unwrap().cancel, None);
 
+    // An open page follows the issue: the cancel shows in the run's head there too.
+    let mut open = PageFeed::open(&h, &issue.key, &cookie).await;
     let asked = post(
         &h,
         &cancel,
@@ -821,6 +823,15 @@ async fn a_running_runs_cancel_button_asks_it_to_stop_and_returns_to_the_page() 
     let (_, html) = page(&h, &path, &cookie).await;
     assert!(!html.contains(&button(&running)), "{html}");
     assert!(html.contains("cancelled by test admin"), "{html}");
+    while !open.read.contains("cancelled by test admin") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), open.feed.chunk())
+            .await
+            .expect("the run's new head within 30 s")
+            .expect("readable")
+            .expect("open");
+        open.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(open.read.contains("event: run"), "{}", open.read);
 
     // An ended run: the page answers in words, as the API does.
     let late = format!("/runs/{ended}/cancel");
