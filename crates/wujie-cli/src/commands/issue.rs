@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use wujie_client::{Client, FeedEvent};
 use wujie_protocol::api::{
     AuthorKind, CreateComment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueEvent,
-    IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage,
+    IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage, RunStatus,
 };
 use wujie_protocol::event::MessageKind;
 use wujie_protocol::git::{FileStatus, Patch, RunGit};
@@ -246,6 +246,10 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
         );
         if let Some(e) = &run.error {
             outln!("  error: {}", one_line(e, 100));
+        }
+        // Until its reporter ends the run, the only sign that it is stopping.
+        if let (RunStatus::Running, Some(cancel)) = (run.status, &run.cancel) {
+            outln!("  cancelled by {}, stopping…", inline(cancel.who()));
         }
         if let Some(git) = &run.git {
             print_run_git(git)?;
