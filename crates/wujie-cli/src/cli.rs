@@ -291,6 +291,17 @@ pub enum IssueCommand {
         #[arg(long)]
         next: bool,
     },
+    /// Cancel the issue's running runs (or the one --run names), wherever they run.
+    ///
+    /// A `wujie run` on any machine stops its agent within seconds, as Ctrl+C would, and
+    /// records the run as cancelled, naming who cancelled it.
+    #[command(after_help = "Example: wujie issue cancel WUJ-12")]
+    Cancel {
+        key: String,
+        /// Only this run (default: every running run of the issue).
+        #[arg(long)]
+        run: Option<String>,
+    },
     /// Queue a run of an agent on the issue, for a `wujie worker` to take.
     #[command(
         after_help = "The provider must work without a terminal: pi, acp (the ACP agent's command \
@@ -385,7 +396,8 @@ impl IssueCommand {
             | IssueCommand::Reopen { key }
             | IssueCommand::Runs { key }
             | IssueCommand::Watch { key, .. }
-            | IssueCommand::Assign(AssignArgs { key, .. }) => Some(key),
+            | IssueCommand::Assign(AssignArgs { key, .. })
+            | IssueCommand::Cancel { key, .. } => Some(key),
         }
     }
 }

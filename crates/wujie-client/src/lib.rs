@@ -21,6 +21,7 @@ mod feed;
 mod jobs;
 mod replicas;
 mod retry_pause;
+mod run_control;
 pub use feed::{FeedEvent, IssueFeed};
 pub use jobs::JobQuery;
 use replicas::Replicas;

@@ -5,10 +5,11 @@
 //! native sessions and drives the terminal host's menu and cards) is a [`SessionFlow`].
 //!
 //! Stopping is the same for every flow: the first stop (SIGINT, SIGTERM or SIGHUP to `wujie`,
-//! or the flow asking for it) sends SIGTERM to the adapter's group, and what the adapter still
-//! prints is read until the group is gone; [`STOP_GRACE`] later, or on a second signal, the
-//! group is killed.
+//! the flow asking for it, or a stop asked from elsewhere, [`AdapterSession::stop_when`])
+//! sends SIGTERM to the adapter's group, and what the adapter still prints is read until the
+//! group is gone; [`STOP_GRACE`] later, or on a second signal, the group is killed.
 
+use std::future::Future;
 use std::pin::Pin;
 
 use nix::sys::signal::Signal;
@@ -75,6 +76,17 @@ pub(crate) trait SessionFlow {
     async fn say(&mut self, message: String);
 }
 
+/// A stop asked from elsewhere than this terminal (a run cancelled from another machine or the
+/// web UI): what the user at the terminal is told, and the error the end records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ElsewhereStop {
+    pub said: String,
+    pub error: String,
+}
+
+/// Resolves when a stop is asked from elsewhere.
+type ElsewhereWatch = Pin<Box<dyn Future<Output = ElsewhereStop> + Send>>;
+
 /// How a session ended, as recorded on a run and returned by `wujie`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ending {
@@ -108,11 +120,12 @@ impl Ending {
         }
     }
 
-    fn cancelled() -> Ending {
+    /// A cancel: by the user at this terminal, or as `error` says.
+    fn cancelled(error: Option<String>) -> Ending {
         Ending {
             status: RunStatus::Cancelled,
             exit_code: 130,
-            error: Some("cancelled by the user".to_owned()),
+            error: Some(error.unwrap_or_else(|| "cancelled by the user".to_owned())),
         }
     }
 }
@@ -121,7 +134,8 @@ impl Ending {
 enum PumpEnd {
     Eof,
     Invalid(String),
-    Cancelled,
+    /// With the error of a stop asked from elsewhere.
+    Cancelled(Option<String>),
 }
 
 /// A started adapter and everything that talks to it.
@@ -135,6 +149,8 @@ pub(crate) struct AdapterSession {
     /// The adapter is a built-in one, which takes [`wujie_process::USER_AT_INPUT`]; to any
     /// other the signal would be fatal.
     hears_user_at_input: bool,
+    /// A stop that may be asked from elsewhere ([`AdapterSession::stop_when`]).
+    elsewhere: Option<ElsewhereWatch>,
 }
 
 impl AdapterSession {
@@ -165,6 +181,7 @@ impl AdapterSession {
             to_adapter,
             forward_input: host.is_none(),
             hears_user_at_input: provider.origin == Origin::Builtin,
+            elsewhere: None,
         };
         Ok((session, host))
     }
@@ -172,6 +189,12 @@ impl AdapterSession {
     /// A handle on the adapter's stdin writer, for the flow's answers (decision frames).
     pub fn stdin(&self) -> AdapterStdin {
         self.to_adapter.clone()
+    }
+
+    /// Stops the adapter as a Ctrl+C does once `asked` resolves (it is polled while the
+    /// session runs, with or without a terminal), telling the user what it says.
+    pub fn stop_when(&mut self, asked: impl Future<Output = ElsewhereStop> + Send + 'static) {
+        self.elsewhere = Some(Box::pin(asked));
     }
 
     /// Read the adapter's stdout to its end and until the adapter exited, then reap it. Stdout
@@ -203,9 +226,9 @@ impl AdapterSession {
                 let _ = self.adapter.stop(STOP_GRACE).await;
                 Ok(Ending::invalid(message))
             }
-            PumpEnd::Cancelled => {
+            PumpEnd::Cancelled(error) => {
                 let _ = self.adapter.stop(STOP_GRACE).await;
-                Ok(Ending::cancelled())
+                Ok(Ending::cancelled(error))
             }
         }
     }
@@ -223,6 +246,7 @@ impl AdapterSession {
         let mut from_user = self.forward_input.then(UserInput::spawn);
         let mut close = QuietClose::default();
         let mut stop = Stop::new();
+        let mut elsewhere = self.elsewhere.take();
         loop {
             tokio::select! {
                 read = self.events.next(), if stdout_open => {
@@ -270,6 +294,12 @@ impl AdapterSession {
                         stop.begin(&self.adapter);
                     }
                 }
+                asked = stop_asked(&mut elsewhere), if elsewhere.is_some() && !stop.requested => {
+                    elsewhere = None;
+                    flow.say(asked.said).await;
+                    stop.error = Some(asked.error);
+                    stop.begin(&self.adapter);
+                }
                 () = stop.grace_over() => self.adapter.signal(Signal::SIGKILL),
                 change = life.next(&self.adapter) => match change {
                     AdapterLife::Exited if !stdout_open => return Ok(stop.end()),
@@ -287,6 +317,8 @@ impl AdapterSession {
 /// The user's stop: SIGTERM to the group once, SIGKILL after [`STOP_GRACE`].
 struct Stop {
     requested: bool,
+    /// The error a stop asked from elsewhere records.
+    error: Option<String>,
     killed: bool,
     kill_at: Pin<Box<Sleep>>,
 }
@@ -295,6 +327,7 @@ impl Stop {
     fn new() -> Stop {
         Stop {
             requested: false,
+            error: None,
             killed: false,
             kill_at: Box::pin(tokio::time::sleep(STOP_GRACE)),
         }
@@ -319,10 +352,18 @@ impl Stop {
 
     fn end(&self) -> PumpEnd {
         if self.requested {
-            PumpEnd::Cancelled
+            PumpEnd::Cancelled(self.error.clone())
         } else {
             PumpEnd::Eof
         }
+    }
+}
+
+/// A stop asked from elsewhere; never resolves without a watch.
+async fn stop_asked(elsewhere: &mut Option<ElsewhereWatch>) -> ElsewhereStop {
+    match elsewhere {
+        Some(asked) => asked.await,
+        None => std::future::pending().await,
     }
 }
 
@@ -345,8 +386,10 @@ mod tests {
         let failed = of(Ending::exited(3));
         assert_eq!((failed.0, failed.1), (RunStatus::Failed, 3));
         assert_eq!(failed.2.as_deref(), Some("adapter exited with code 3"));
-        let cancelled = of(Ending::cancelled());
+        let cancelled = of(Ending::cancelled(None));
         assert_eq!((cancelled.0, cancelled.1), (RunStatus::Cancelled, 130));
+        let elsewhere = of(Ending::cancelled(Some("cancelled by alice".to_owned())));
+        assert_eq!(elsewhere.2.as_deref(), Some("cancelled by alice"));
         let invalid = of(Ending::invalid("line 2: not JSON".to_owned()));
         assert_eq!(
             invalid,

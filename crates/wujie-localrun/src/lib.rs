@@ -4,6 +4,7 @@
 //! with its durable outbox `wujie-delivery`.
 
 mod adapter_session;
+mod cancel_watch;
 pub mod check;
 mod code_changes;
 pub mod connection;

@@ -13,6 +13,7 @@ use wujie_protocol::event::{Event, EventError, EventErrorKind, MessageKind};
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, SessionFlow};
+use crate::cancel_watch::cancel_asked;
 use crate::code_changes::CodeWatch;
 use crate::connection::Connection;
 use crate::error::LocalRunError;
@@ -46,8 +47,9 @@ pub struct RunOutcome {
     pub run_id: String,
     pub issue_key: String,
     pub status: RunStatus,
-    /// What `wujie run` exits with: the adapter's code, 130 after a cancel, 1 on a protocol error
-    /// or when the server refused events that were read.
+    /// What `wujie run` exits with: the adapter's code, 130 after a cancel (Ctrl+C, or asked
+    /// from anywhere: then `status` is `Cancelled` and `error` names who), 1 on a protocol
+    /// error or when the server refused events that were read.
     pub exit_code: i32,
     pub error: Option<String>,
     pub summary: CloseSummary,
@@ -84,7 +86,7 @@ pub async fn run(
         Err(_) => None,
     };
     let spec = spawn_spec(&open, conn, provider, &command, &req);
-    let (session, host) = match AdapterSession::spawn(&spec, provider, false, spool_file) {
+    let (mut session, host) = match AdapterSession::spawn(&spec, provider, false, spool_file) {
         Ok(started) => started,
         Err(e) => {
             if let Some(code) = code {
@@ -102,6 +104,12 @@ pub async fn run(
         }
     };
     let heartbeat = spawn_heartbeat(conn.client.clone(), open.run_id.clone());
+    // A cancel asked from anywhere stops the adapter as Ctrl+C does, terminal or not.
+    session.stop_when(cancel_asked(
+        conn.client.clone(),
+        open.run_id.clone(),
+        open.issue.key.clone(),
+    ));
     let mut flow = RunFlow {
         reporter: &open.reporter,
         target_id: &open.run_id,

@@ -185,6 +185,9 @@ pub struct Run {
     /// in a git work tree (or git was missing).
     #[serde(default)]
     pub git: Option<crate::git::RunGit>,
+    /// Set once someone asked for the run to be cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<CancelRequest>,
 }
 
 /// `GET /issues/{key}` and the body of `wujie issue show --output json`.
@@ -631,6 +634,11 @@ pub enum IssueChange {
         #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         usage: Usage,
     },
+    /// Someone asked for the run to be cancelled (the event's `by` says who); the run's end
+    /// follows once its reporter stopped the agent.
+    CancelRequested {
+        run_id: String,
+    },
 }
 
 /// One change to an issue, in the order the store recorded it: the `data` of an `issue` event
@@ -670,4 +678,42 @@ pub struct BrowserLogin {
     /// Path and query to open on the server, e.g. `/login?code=…`.
     pub path: String,
     pub expires_in_seconds: u64,
+}
+
+// Cancelling a run from anywhere: `POST /runs/{id}/cancel` asks, `GET /runs/{id}/control` is
+// what the run's reporter polls to learn of it.
+
+/// Who asked for a run to be cancelled, and when.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    /// The name of the user token that asked; absent when the server no longer knows it.
+    pub by: Option<String>,
+    pub at: String,
+}
+
+impl CancelRequest {
+    /// Who asked, in words: the token's name, or "a user".
+    pub fn who(&self) -> &str {
+        self.by.as_deref().unwrap_or("a user")
+    }
+}
+
+/// `GET /runs/{id}/control`: what the run's reporter is asked to do while the run runs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunControl {
+    /// Set once someone asked for the run to be cancelled: stop the agent.
+    pub cancel: Option<CancelRequest>,
+}
+
+/// Answer to `POST /runs/{id}/cancel`, and one entry of `wujie issue cancel --output json`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCancel {
+    pub run_id: String,
+    pub issue_key: String,
+    pub cancel: CancelRequest,
+    /// The cancel had been asked for already (this request changed nothing).
+    pub already_requested: bool,
 }

@@ -18,6 +18,7 @@ use crate::sse;
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,
         runs::create_run, runs::get_run, runs::get_run_git, runs::ingest_events, runs::heartbeat, runs::finish_run,
+        runs::cancel_run, runs::run_control,
         tokens::create_token, tokens::revoke_current, tokens::list_tokens, tokens::revoke_token,
         discussions::create_discussion, discussions::list_discussions,
         discussions::get_discussion, discussions::ingest_events, discussions::promote,
@@ -39,6 +40,7 @@ use crate::sse;
         job_api::JobStatus, job_api::CreateJob, job_api::Job, job_api::ClaimJob,
         job_api::ClaimedJob, job_api::RenewLease, job_api::FinishJob, job_api::ReleaseJob,
         job_api::JobAttempt,
+        api::CancelRequest, api::RunControl, api::RunCancel,
     )),
     modifiers(&BearerAuth),
 )]

@@ -9,6 +9,7 @@
 
 mod activity;
 mod browser_sessions;
+mod cancel;
 mod database;
 mod db_file;
 mod dialect;

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
-    AuthorKind, Comment, FailureKind, IssueDetail, IssueStatus, Run, RunMessage, RunStatus,
-    RunSummary,
+    AuthorKind, CancelRequest, Comment, FailureKind, IssueDetail, IssueStatus, Run, RunMessage,
+    RunStatus, RunSummary,
 };
 use wujie_protocol::event::{MessageKind, Usage};
 use wujie_protocol::git::RunGit;
@@ -162,12 +162,15 @@ pub(crate) struct RunRow {
     failure_kind: Option<String>,
     started_at: String,
     ended_at: Option<String>,
+    cancel_requested_at: Option<String>,
+    cancel_requested_by: Option<Text>,
 }
 
 /// Columns of a [`RunRow`] over [`RUNS_WITH_ISSUES`], for queries that select more around
 /// them.
 pub(crate) const RUN_COLUMNS: &str = "r.id, r.issue_id, i.seq AS issue_seq, w.key_prefix, \
-     r.provider, r.cwd, r.status, r.exit_code, r.error, r.failure_kind, r.started_at, r.ended_at";
+     r.provider, r.cwd, r.status, r.exit_code, r.error, r.failure_kind, r.started_at, r.ended_at, \
+     r.cancel_requested_at, r.cancel_requested_by";
 
 /// Runs (`r`) with their issue (`i`) and its workspace (`w`).
 pub(crate) const RUNS_WITH_ISSUES: &str = "runs r JOIN issues i ON i.id = r.issue_id \
@@ -181,6 +184,10 @@ impl RunRow {
         usage: Vec<Usage>,
         git: Option<RunGit>,
     ) -> Result<Run, StoreError> {
+        let cancel = self.cancel_requested_at.map(|at| CancelRequest {
+            by: self.cancel_requested_by.map(String::from),
+            at,
+        });
         Ok(Run {
             issue_key: issue_key(&self.key_prefix, self.issue_seq),
             issue_id: self.issue_id,
@@ -195,6 +202,7 @@ impl RunRow {
             messages,
             usage,
             git,
+            cancel,
             id: self.id,
         })
     }

@@ -1,4 +1,5 @@
-//! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`.
+//! `wujie issue create | list | show | comment | edit | close | reopen | runs | watch`
+//! (`cancel` is `issue_cancel`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Read};
@@ -7,7 +8,7 @@ use anyhow::{Context as _, Result};
 use wujie_client::{Client, FeedEvent};
 use wujie_protocol::api::{
     AuthorKind, CreateComment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueEvent,
-    IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage,
+    IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage, RunStatus,
 };
 use wujie_protocol::event::MessageKind;
 use wujie_protocol::git::{FileStatus, Patch, RunGit};
@@ -123,6 +124,9 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             IssueCommand::Runs { key } => runs(ctx, &conn.client, &key).await?,
             IssueCommand::Watch { key, next } => watch(ctx, &conn.client, &key, next).await?,
             IssueCommand::Assign(args) => super::jobs::assign(ctx, &conn.client, args).await?,
+            IssueCommand::Cancel { key, run } => {
+                super::issue_cancel::cancel(ctx, &conn.client, &key, run.as_deref()).await?;
+            }
         }
         Ok(())
     }
@@ -254,6 +258,10 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
         );
         if let Some(e) = &run.error {
             outln!("  error: {}", one_line(e, 100));
+        }
+        // Until its reporter ends the run, the only sign that it is stopping.
+        if let (RunStatus::Running, Some(cancel)) = (run.status, &run.cancel) {
+            outln!("  cancelled by {}, stopping…", inline(cancel.who()));
         }
         if let Some(git) = &run.git {
             print_run_git(git)?;
@@ -644,6 +652,10 @@ fn describe_change(event: &IssueEvent, providers: &HashMap<String, String>) -> S
             let ended = notice::run_ended(run_id, provider.as_deref(), *status, error.as_deref());
             return standing_out(&format!("{}: {ended}{exit}", event.issue_key));
         }
+        IssueChange::CancelRequested { run_id } => format!(
+            "asked run {run_id} to stop (cancelled by {})",
+            inline(event.by.as_deref().unwrap_or("a user"))
+        ),
         IssueChange::Usage { usage, .. } => format!(
             "usage: {}/{} in {} out {}",
             inline(&usage.provider),

@@ -8,6 +8,7 @@ mod cost;
 mod demo;
 mod discuss;
 mod issue;
+mod issue_cancel;
 mod jobs;
 mod mcp;
 mod missing_issue;

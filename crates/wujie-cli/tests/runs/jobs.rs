@@ -19,6 +19,8 @@ enum Backend {
     OwnServer,
     /// A `wujie server` on a fresh PostgreSQL database.
     Postgres,
+    /// A `wujie server` on the profile's SQLite database, which other profiles log in to.
+    SqliteServer,
 }
 
 /// The server of a test and the global options that reach it.
@@ -41,12 +43,26 @@ impl Team {
                 let global = vec!["--server".to_owned(), server.url.clone()];
                 (Some(server), global)
             }
+            Backend::SqliteServer => {
+                let server = Server::start(&env, &[]);
+                let global = vec!["--server".to_owned(), server.url.clone()];
+                (Some(server), global)
+            }
         };
         Some(Team {
             env,
             _server: server,
             global,
         })
+    }
+
+    /// Another person's profile, logged in to this team's server as `name`.
+    fn member(&self, name: &str) -> Env {
+        let url = &self.global[1];
+        let token = self.env.team_token(url, name);
+        let member = Env::new();
+        member.ok(&["--server", url, "login", "--token", &token]);
+        member
     }
 
     fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
@@ -460,4 +476,70 @@ fn ctrl_c_lets_running_jobs_finish_and_a_second_gives_them_back() {
     );
     let runs = env.json(&["issue", "runs", &key]);
     assert_eq!(runs[0]["status"], "cancelled", "{runs:#}");
+}
+
+fn a_workers_run_is_cancelled_from_another_profile(backend: Backend) {
+    let Some(team) = Team::require(backend) else {
+        return;
+    };
+    let held = team.env.work.path().join("agent.pid");
+    install(&team, "scribe", &scribe(Some(&held)));
+    let key = team.create_issue("Cancel the worker's run");
+    team.ok(&["issue", "assign", &key, "--agent", "scribe"]);
+    // A second job no worker here takes: it waits, and is cancelled with the run.
+    team.ok(&[
+        "issue",
+        "assign",
+        &key,
+        "--agent",
+        "scribe",
+        "--worker",
+        "elsewhere",
+    ]);
+    let dir = team.env.work.path().to_str().unwrap().to_owned();
+    let worker = team
+        .worker(&["--repo", &dir, "--exit-when-idle"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(60, "the job's agent to start", || {
+        std::fs::read_to_string(&held).is_ok_and(|s| s.trim().parse::<i32>().is_ok())
+    });
+    let agent: i32 = std::fs::read_to_string(&held)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+
+    let alice = team.member("alice");
+    let url = team.global[1].clone();
+    let asked = alice.json(&["--server", &url, "issue", "cancel", &key]);
+    assert_eq!(asked["runs"].as_array().unwrap().len(), 1, "{asked:#}");
+    assert_eq!(asked["runs"][0]["cancel"]["by"], "alice");
+    assert_eq!(asked["jobs"].as_array().unwrap().len(), 1, "{asked:#}");
+    assert_eq!(asked["jobs"][0]["status"], "cancelled");
+
+    let said = worker_done(worker.wait_with_output().unwrap());
+    assert!(said.contains("was cancelled by alice"), "{said}");
+    assert!(said.contains("was cancelled (run "), "{said}");
+    wait_until(30, "the agent to be stopped", || !pid_alive(agent));
+    let jobs = team.jobs(&key);
+    let statuses: Vec<&str> = jobs.iter().map(|j| j["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["cancelled", "cancelled"], "{jobs:#?}");
+    let run = &team.json(&["issue", "show", &key])["runs"][0];
+    assert_eq!(
+        (run["status"].as_str(), run["error"].as_str()),
+        (Some("cancelled"), Some("cancelled by alice"))
+    );
+}
+
+#[test]
+fn a_workers_run_is_cancelled_from_another_profile_on_sqlite() {
+    a_workers_run_is_cancelled_from_another_profile(Backend::SqliteServer);
+}
+
+#[test]
+fn a_workers_run_is_cancelled_from_another_profile_on_postgres() {
+    a_workers_run_is_cancelled_from_another_profile(Backend::Postgres);
 }

@@ -1,5 +1,6 @@
 //! `wujie run` and delivery: the seed's acceptance points, exit codes, the outbox, liveness, limits, process trees, providers and their commands, jobs and workers.
 
+mod cancel;
 mod closed_stderr;
 mod cost;
 mod delivery;

@@ -61,6 +61,8 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/runs/{id}/events", post(runs::ingest_events))
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))
+        .route("/runs/{id}/cancel", post(runs::cancel_run))
+        .route("/runs/{id}/control", get(runs::run_control))
         .route(
             "/tokens",
             post(tokens::create_token).get(tokens::list_tokens),

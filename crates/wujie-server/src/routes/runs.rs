@@ -3,6 +3,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
+    RunCancel, RunControl,
 };
 
 use wujie_protocol::git::GitChanges;
@@ -130,4 +131,34 @@ pub(crate) async fn finish_run(
 ) -> ApiResult<Json<FinishedRun>> {
     caller.require_user("finish runs")?;
     Ok(Json(caller.store(&state).finish_run(&id, &req).await?))
+}
+
+#[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 200, body = RunCancel, description = "The cancel is asked for (or was \
+         already): the run's reporter stops the agent within seconds and records the end"),
+        (status = 409, body = ApiError, description = "The run already ended"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError),
+        (status = 403, body = ApiError, description = "A run or discussion token cannot cancel")))]
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RunCancel>> {
+    caller.require_user("cancel runs")?;
+    Ok(Json(caller.store(&state).cancel_run(&id).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/runs/{id}/control", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id")),
+    responses((status = 200, body = RunControl, description = "What the run's reporter is asked \
+         to do; it asks every few seconds while the run runs"),
+        (status = 404, body = ApiError), (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn run_control(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RunControl>> {
+    caller.require_user("read a run's control state")?;
+    Ok(Json(state.store.run_control(&id).await?))
 }

@@ -1,5 +1,5 @@
-//! What the pages' forms do: create an issue, comment, close or reopen, queue a job, promote a
-//! discussion.
+//! What the pages' forms do: create an issue, comment, close or reopen, cancel a run, queue
+//! or cancel a job, promote a discussion.
 //! Each takes a [`CsrfForm`] (same origin, the session's CSRF token) and answers with a
 //! redirect to the page that shows the result.
 
@@ -99,6 +99,21 @@ pub(crate) async fn set_status(
     Ok(see_other(&format!("/issues/{}", issue.key)))
 }
 
+/// The form has nothing but its CSRF token.
+#[derive(Deserialize)]
+pub(crate) struct NoFields {}
+
+/// Asks for a running run to be cancelled, as `wujie issue cancel --run` does, and goes back to
+/// the run on its issue's page (which shows who cancelled it until the run's end comes).
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    CsrfForm { token_id, .. }: CsrfForm<NoFields>,
+) -> Result<Response, WebError> {
+    let cancel = state.store.written_by(&token_id).cancel_run(&id).await?;
+    Ok(see_other(&format!("/issues/{}#run-{id}", cancel.issue_key)))
+}
+
 #[derive(Deserialize)]
 pub(crate) struct NewJob {
     #[serde(default)]
@@ -135,15 +150,11 @@ pub(crate) async fn assign(
     )))
 }
 
-/// A form with nothing but its CSRF token: a button.
-#[derive(Deserialize)]
-pub(crate) struct Button {}
-
 /// Cancels a job no worker has taken yet, as `POST /jobs/{id}/cancel` does.
 pub(crate) async fn cancel_job(
     State(state): State<AppState>,
     Path((key, id)): Path<(String, String)>,
-    CsrfForm { token_id, .. }: CsrfForm<Button>,
+    CsrfForm { token_id, .. }: CsrfForm<NoFields>,
 ) -> Result<Response, WebError> {
     let job = state.store.written_by(&token_id).cancel_job(&id).await?;
     if !job.issue_key.eq_ignore_ascii_case(&key) {

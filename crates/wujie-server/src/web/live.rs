@@ -221,8 +221,9 @@ impl HtmlFeed {
         };
         let data = RunHtml {
             run: run_id,
-            head: view::run_head(&run, &self.prices).into_string(),
-            section: new_run.then(|| view::run_section(&run, &self.prices).into_string()),
+            head: view::run_head(&self.viewer, &run, &self.prices).into_string(),
+            section: new_run
+                .then(|| view::run_section(&self.viewer, &run, &self.prices).into_string()),
             issue_usage: view::issue_usage(&usage, &self.prices).into_string(),
             ended: ended.map(|(status, error)| {
                 notice::run_ended(view::short_id(run_id), Some(&run.provider), status, error)
@@ -304,7 +305,9 @@ impl FeedFormat for HtmlFeed {
                 let ended = (*status, error.as_deref());
                 self.run_update(run_id, false, id, Some(ended)).await
             }
-            IssueChange::Usage { run_id, .. } => self.run_update(run_id, false, id, None).await,
+            IssueChange::Usage { run_id, .. } | IssueChange::CancelRequested { run_id } => {
+                self.run_update(run_id, false, id, None).await
+            }
             // The issue's creation is before any page of it.
             IssueChange::Created { .. } => self.event("noop", serde_json::json!({}), Some(id)),
         }

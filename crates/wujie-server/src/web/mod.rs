@@ -40,6 +40,7 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/issues/{key}/status", post(actions::set_status))
         .route("/issues/{key}/jobs", post(actions::assign))
         .route("/issues/{key}/jobs/{id}/cancel", post(actions::cancel_job))
+        .route("/runs/{id}/cancel", post(actions::cancel_run))
         .route("/live", get(live::issues_feed))
         .route("/discussions", get(pages::discussions))
         .route("/discussions/{id}", get(pages::discussion))

@@ -232,7 +232,7 @@ pub(crate) fn issue_page(
                 h2 { "Runs" }
                 div #runs {
                     @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
-                    @for run in &issue.runs { (run_section(run, prices)) }
+                    @for run in &issue.runs { (run_section(viewer, run, prices)) }
                 }
                 p.muted #live-state aria-live="polite" {}
                 // Shown by the script where the browser has notifications to allow: asking
@@ -349,8 +349,9 @@ fn usage_text(usage: &[Usage]) -> String {
     )
 }
 
-/// A run's status line: status, duration, exit code, error, usage and cost.
-pub(crate) fn run_head(run: &Run, prices: &PriceTable) -> Markup {
+/// A run's status line: status, duration, exit code, error, usage and cost; while it runs, a
+/// way to cancel it (or who already did).
+pub(crate) fn run_head(viewer: &Viewer, run: &Run, prices: &PriceTable) -> Markup {
     html! {
         div.run-head id={"run-head-" (run.id)} {
             span class={"badge run-" (run.status.as_str())} { (run_status_name(run.status)) }
@@ -362,16 +363,33 @@ pub(crate) fn run_head(run: &Run, prices: &PriceTable) -> Markup {
                 None => { " · running for " span.elapsed data-started=(run.started_at) { (elapsed_since(&run.started_at)) } }
             }
             @if let Some(code) = run.exit_code { " · exit " (code) }
+            @if run.status == RunStatus::Running { (run_cancel(viewer, run)) }
             @if let Some(error) = &run.error { p.error-text role="alert" { "Error: " (error) } }
             p.muted.usage { (usage_text(&run.usage)) " · cost " (prices.cost(&run.usage).text()) }
         }
     }
 }
 
-pub(crate) fn run_section(run: &Run, prices: &PriceTable) -> Markup {
+/// The Cancel button of a running run, or who asked to cancel it (its reporter stops the
+/// agent within seconds, and the run's end follows).
+fn run_cancel(viewer: &Viewer, run: &Run) -> Markup {
+    html! {
+        @match &run.cancel {
+            Some(cancel) => { " · " span.muted.cancel-asked { "cancelled by " (cancel.who()) ", stopping…" } }
+            None => {
+                form.run-cancel method="post" action={"/runs/" (run.id) "/cancel"} {
+                    (csrf_field(viewer))
+                    button.secondary type="submit" { "Cancel" }
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn run_section(viewer: &Viewer, run: &Run, prices: &PriceTable) -> Markup {
     html! {
         section.run id={"run-" (run.id)} data-run=(run.id) {
-            (run_head(run, prices))
+            (run_head(viewer, run, prices))
             ol.transcript {
                 @for message in &run.messages { (message_view(message)) }
             }

@@ -36,6 +36,7 @@ fn describe(event: &FeedEvent) -> String {
             IssueChange::RunFinished { status, .. } => format!("run_finished {}", status.as_str()),
             IssueChange::Usage { usage, .. } => format!("usage {}", usage.input_tokens),
             IssueChange::Edited { .. } => "edited".into(),
+            IssueChange::CancelRequested { .. } => "cancel_requested".into(),
         },
         FeedEvent::Live => "live".into(),
     }

@@ -3,6 +3,7 @@
 
 mod auth;
 mod busy_database;
+mod cancel;
 mod discussions;
 mod event_size;
 mod fanout;

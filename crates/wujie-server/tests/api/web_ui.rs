@@ -881,3 +881,84 @@ async fn a_queued_job_is_cancelled_from_the_issue_page() {
     assert_eq!(again.status(), StatusCode::CONFLICT);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_running_runs_cancel_button_asks_it_to_stop_and_returns_to_the_page() {
+    let h = Harness::start().await;
+    let issue = h.issue("cancel from the page").await;
+    let running = h.run_on(&issue.key).await.run.id;
+    let ended = h.run_on(&issue.key).await.run.id;
+    let finish = wujie_protocol::api::FinishRun {
+        status: RunStatus::Succeeded,
+        exit_code: Some(0),
+        error: None,
+    };
+    h.admin.finish_run(&ended, &finish).await.expect("finish");
+    let cookie = log_in(&h).await;
+    let path = format!("/issues/{}", issue.key);
+    let (_, html) = page(&h, &path, &cookie).await;
+    let button = |id: &str| format!(r#"action="/runs/{id}/cancel""#);
+    // Only the running run has one.
+    assert!(html.contains(&button(&running)), "{html}");
+    assert!(!html.contains(&button(&ended)), "{html}");
+
+    let origin = h.url();
+    let cancel = format!("/runs/{running}/cancel");
+    let forged = post(
+        &h,
+        &cancel,
+        &cookie,
+        Some(&origin),
+        &[("csrf", &"0".repeat(64))],
+    )
+    .await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert_eq!(h.admin.get_run(&running).await.unwrap().cancel, None);
+
+    // An open page follows the issue: the cancel shows in the run's head there too.
+    let mut open = PageFeed::open(&h, &issue.key, &cookie).await;
+    let asked = post(
+        &h,
+        &cancel,
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf_of(&html))],
+    )
+    .await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        asked.headers()[LOCATION],
+        format!("{path}#run-{running}").as_str()
+    );
+    let cancel = h.admin.get_run(&running).await.unwrap().cancel;
+    // Recorded as asked by the token that logged the browser in.
+    assert_eq!(cancel.and_then(|c| c.by).as_deref(), Some("test admin"));
+    // The page says so instead of offering the button again.
+    let (_, html) = page(&h, &path, &cookie).await;
+    assert!(!html.contains(&button(&running)), "{html}");
+    assert!(html.contains("cancelled by test admin"), "{html}");
+    while !open.read.contains("cancelled by test admin") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), open.feed.chunk())
+            .await
+            .expect("the run's new head within 30 s")
+            .expect("readable")
+            .expect("open");
+        open.read.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(open.read.contains("event: run"), "{}", open.read);
+
+    // An ended run: the page answers in words, as the API does.
+    let late = format!("/runs/{ended}/cancel");
+    let refused = post(
+        &h,
+        &late,
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf_of(&html))],
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    let text = refused.text().await.expect("body");
+    assert!(text.contains("already ended as succeeded"), "{text}");
+    h.stop().await;
+}

@@ -285,3 +285,46 @@ async fn a_heartbeat_does_not_wait_for_the_activity_lock() {
     beat.expect("the heartbeat was recorded within 60 s")
         .expect("heartbeat");
 }
+
+#[tokio::test]
+async fn replicas_asked_to_cancel_one_run_at_once_record_the_first_request_once() {
+    let Some((stores, _)) = require_replicas(4).await else {
+        return;
+    };
+    let created = stores[0].create_issue(&issue("cancel")).await.unwrap();
+    let run = stores[0]
+        .create_run(&created.key, &run_req())
+        .await
+        .unwrap();
+    let mut askers = Vec::new();
+    for (n, store) in stores.iter().enumerate() {
+        let token = store
+            .create_user_token(&format!("asker {n}"))
+            .await
+            .unwrap();
+        askers.push(store.written_by(&token.id));
+    }
+    let answers = join_all(askers.iter().map(|s| s.cancel_run(&run.run.id))).await;
+    let answers: Vec<_> = answers.into_iter().map(Result::unwrap).collect();
+    // One request is recorded; every answer names it, and only its asker's says it was new.
+    let first: Vec<_> = answers.iter().filter(|a| !a.already_requested).collect();
+    assert_eq!(first.len(), 1, "{answers:?}");
+    for answer in &answers {
+        assert_eq!(answer.cancel, first[0].cancel, "{answers:?}");
+    }
+    let logged = stores[0]
+        .issue_activity_after(Some(&created.id), 0, 500)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.change,
+                wujie_protocol::api::IssueChange::CancelRequested { .. }
+            )
+        })
+        .count();
+    assert_eq!(logged, 1);
+    let control = stores[1].run_control(&run.run.id).await.unwrap();
+    assert_eq!(control.cancel.as_ref(), Some(&first[0].cancel));
+}
