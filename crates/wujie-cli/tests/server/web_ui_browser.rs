@@ -285,3 +285,65 @@ fn the_web_ui_in_a_real_browser() {
     drop(b);
     drop(ui);
 }
+
+/// A run asked for on the issue page: the form queues a job, a `wujie worker` on the same
+/// profile runs it with the issue as the agent's task, and the page shows the job done.
+#[test]
+fn a_job_queued_on_the_issue_page_runs_on_a_worker() {
+    let Some(chromium) = wujie_require::require("chromium") else {
+        return;
+    };
+    let env = Env::new();
+    let body = format!(
+        r#"task=$(printf '%s' "$WUJIE_TASK_PROMPT" | tr '\n' ' ')
+echo "{{\"type\":\"user_input\",\"content\":\"$task\",\"source\":\"t\",\"source_key\":\"task\"}}"
+echo '{}'"#,
+        msg("final", "Done from the page job.", "reply")
+    );
+    let plugin = env.work.path().join("plugins").join("scribe");
+    write_plugin(&plugin, "scribe", V1, &body);
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.json(&["issue", "create", "--title", "Queued from the page"])["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ui = Ui::start(&env);
+    let mut b = Browser::start(&chromium);
+    b.goto(&ui.login_url);
+    b.wait_for("the issue list", "location.pathname === '/'");
+    b.goto(&format!("{}/issues/{key}", ui.url));
+    b.wait_for("the job form", "!!document.getElementById('assign-form')");
+    b.eval("document.getElementById('assign-agent').value = 'scribe'");
+    b.eval("document.querySelector('#assign-form button').click()");
+    b.wait_for(
+        "the queued job on the page",
+        "!!document.querySelector('tr.job[data-status=\"queued\"]')",
+    );
+
+    let worker = env
+        .cmd()
+        .args(["worker", "--exit-when-idle"])
+        .output()
+        .expect("wujie worker runs");
+    assert!(
+        worker.status.success(),
+        "{}",
+        wujie_testkit::run_output::describe(&worker)
+    );
+    b.goto(&format!("{}/issues/{key}", ui.url));
+    b.wait_for(
+        "the job done on the page",
+        "!!document.querySelector('tr.job[data-status=\"succeeded\"]')",
+    );
+    shot(&mut b, "job.png");
+    let issue = env.json(&["issue", "show", &key]);
+    let run = &issue["runs"][0];
+    assert_eq!(run["status"], "succeeded", "{issue:#}");
+    let said = wujie_testkit::run_output::messages_of(run, "user_input");
+    assert_eq!(said[0]["content"], format!("{key}: Queued from the page"));
+    let run_link = format!("a[href=\"#run-{}\"]", run["id"].as_str().unwrap());
+    assert_eq!(
+        b.eval(&format!("!!document.querySelector('tr.job {run_link}')")),
+        true
+    );
+}
