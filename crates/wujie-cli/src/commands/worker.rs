@@ -124,8 +124,9 @@ struct JobDone {
     /// `None`: the lease was lost, the job is another worker's now.
     status: Option<JobStatus>,
     error: Option<String>,
-    /// What became of the job on the server: ended, given back, or why neither.
-    recorded: Result<&'static str, String>,
+    /// What became of the job on the server (ended, or queued again when given back), or why
+    /// it was not recorded.
+    recorded: Result<JobStatus, String>,
 }
 
 /// A line of `--output json`: one per job started or ended.
@@ -411,22 +412,30 @@ fn interrupt_all(worker: &Worker) {
     }
 }
 
-fn report(worker: &Worker, done: &JobDone) {
-    let status = done.status.map(JobStatus::as_str);
-    if worker.json {
-        let _ = print_json_line(&JobLine {
-            event: "ended",
+impl<'a> JobLine<'a> {
+    fn of(event: &'a str, done: &'a JobDone, status: Option<&'a str>) -> JobLine<'a> {
+        JobLine {
+            event,
             job_id: &done.job_id,
             issue_key: &done.key,
             provider: &done.provider,
             attempt: done.attempt,
             run_id: done.run_id.as_deref(),
-            status: Some(match &done.recorded {
-                Ok(what) => what,
-                Err(_) => status.unwrap_or("lost"),
-            }),
+            status,
             error: done.error.as_deref(),
-        });
+        }
+    }
+}
+
+fn report(worker: &Worker, done: &JobDone) {
+    let status = done.status.map(JobStatus::as_str);
+    if worker.json {
+        // The job's status as recorded (`queued` when given back), or `lost` with the lease.
+        let recorded = match &done.recorded {
+            Ok(job) => job.as_str(),
+            Err(_) => "lost",
+        };
+        let _ = print_json_line(&JobLine::of("ended", done, Some(recorded)));
     }
     let run = match (&done.run_id, &done.delivery) {
         (Some(run), Some(delivery)) => format!(" (run {run}, {delivery})"),
@@ -439,10 +448,16 @@ fn report(worker: &Worker, done: &JobDone) {
         .map(|e| format!(": {}", one_line(e, 200)))
         .unwrap_or_default();
     match (&done.recorded, status) {
-        (Ok(what), _) => wujie_process::stderr_line!(
-            "wujie: {}: job {} {what}{run}{error}.",
+        (Ok(job), _) => wujie_process::stderr_line!(
+            "wujie: {}: job {} {}{run}{error}.",
             done.key,
-            done.job_id
+            done.job_id,
+            match job {
+                JobStatus::Succeeded => "succeeded",
+                JobStatus::Cancelled => "was cancelled",
+                JobStatus::Queued | JobStatus::Running => "was given back to the queue",
+                JobStatus::Failed => "failed",
+            }
         ),
         (Err(why), _) => wujie_process::stderr_line!(
             "wujie: {}: job {} ended here as {}{run}{error}, but {why}.",
@@ -472,16 +487,7 @@ async fn run_job(worker: &Worker, claimed: ClaimedJob) -> JobDone {
         recorded: Err(String::new()),
     };
     if worker.json {
-        let _ = print_json_line(&JobLine {
-            event: "started",
-            job_id: &job.id,
-            issue_key: &job.issue_key,
-            provider: &job.provider,
-            attempt,
-            run_id: None,
-            status: None,
-            error: None,
-        });
+        let _ = print_json_line(&JobLine::of("started", &done, None));
     }
     let again = if attempt > 1 {
         format!(", attempt {attempt}")
@@ -695,16 +701,12 @@ async fn record_end(
     attempt: u32,
     done: &JobDone,
     give_back: bool,
-) -> Result<&'static str, String> {
+) -> Result<JobStatus, String> {
     let deadline = Instant::now() + FINISH_PATIENCE;
     let mut pause = Duration::from_millis(200);
     loop {
         let answer = if give_back {
-            worker
-                .client
-                .release_job(job_id, attempt)
-                .await
-                .map(|_| "given back to the queue")
+            worker.client.release_job(job_id, attempt).await
         } else {
             let status = done.status.unwrap_or(JobStatus::Failed);
             let finish = FinishJob {
@@ -712,18 +714,10 @@ async fn record_end(
                 status,
                 error: done.error.clone(),
             };
-            worker
-                .client
-                .finish_job(job_id, &finish)
-                .await
-                .map(|job| match job.status {
-                    JobStatus::Succeeded => "succeeded",
-                    JobStatus::Cancelled => "was cancelled",
-                    _ => "failed",
-                })
+            worker.client.finish_job(job_id, &finish).await
         };
         match answer {
-            Ok(what) => return Ok(what),
+            Ok(job) => return Ok(job.status),
             Err(e) if e.is_retryable() && Instant::now() < deadline => {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(5));

@@ -121,6 +121,19 @@ echo '{}'"#,
     )
 }
 
+/// The pid of the agent [`scribe`] holds working, once it has written it to `held`.
+fn held_agent(held: &Path) -> i32 {
+    let pid = || {
+        std::fs::read_to_string(held)
+            .ok()?
+            .trim()
+            .parse::<i32>()
+            .ok()
+    };
+    wait_until(60, "the job's agent to start", || pid().is_some());
+    pid().expect("the agent's pid")
+}
+
 fn install(team: &Team, name: &str, body: &str) {
     let plugin = team.env.plugin(name, V1, body);
     team.env
@@ -300,16 +313,7 @@ fn a_killed_workers_job_runs_again_elsewhere(backend: Backend) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until(60, "the first attempt's agent to start", || held.exists());
-    let agent: i32 = loop {
-        match std::fs::read_to_string(&held)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-        {
-            Some(pid) => break pid,
-            None => std::thread::sleep(std::time::Duration::from_millis(50)),
-        }
-    };
+    let agent = held_agent(&held);
     doomed.kill().unwrap();
     doomed.wait().unwrap();
     // What the worker started goes with it: its run, and that run's agent.
@@ -433,19 +437,12 @@ fn ctrl_c_lets_running_jobs_finish_and_a_second_gives_them_back() {
     let dir = env.work.path().to_str().unwrap().to_owned();
     let worker = env
         .cmd()
-        .args(["worker", "--repo", &dir, "--name", "w"])
-        .stdout(Stdio::null())
+        .args(["--output", "json", "worker", "--repo", &dir, "--name", "w"])
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until(60, "the job's agent to start", || {
-        std::fs::read_to_string(&held).is_ok_and(|s| s.trim().parse::<i32>().is_ok())
-    });
-    let agent: i32 = std::fs::read_to_string(&held)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let agent = held_agent(&held);
     let pid = worker.id() as i32;
     use nix::sys::signal::Signal::SIGINT;
     assert!(signal_pid(pid, SIGINT));
@@ -467,6 +464,23 @@ fn ctrl_c_lets_running_jobs_finish_and_a_second_gives_them_back() {
         "{said}"
     );
     assert!(said.contains("given back to the queue"), "{said}");
+    // With --output json, a line per job started and ended: given back, it is queued again.
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let events: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["event"].as_str().unwrap(),
+                l["issue_key"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(events, [("started", key.as_str()), ("ended", key.as_str())]);
+    assert_eq!(lines[1]["status"], "queued", "{lines:?}");
+    assert!(lines[1]["run_id"].is_string(), "{lines:?}");
     wait_until(30, "the agent to be stopped", || !pid_alive(agent));
     let job = &env.json(&["jobs", "--issue", &key])[0];
     assert_eq!(
@@ -503,14 +517,7 @@ fn a_workers_run_is_cancelled_from_another_profile(backend: Backend) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until(60, "the job's agent to start", || {
-        std::fs::read_to_string(&held).is_ok_and(|s| s.trim().parse::<i32>().is_ok())
-    });
-    let agent: i32 = std::fs::read_to_string(&held)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let agent = held_agent(&held);
 
     let alice = team.member("alice");
     let url = team.global[1].clone();
