@@ -287,13 +287,37 @@ fn the_web_ui_in_a_real_browser() {
 }
 
 /// A run asked for on the issue page: the form queues a job, a `wujie worker` on the same
-/// profile runs it with the issue as the agent's task, and the page shows the job done.
-#[test]
-fn a_job_queued_on_the_issue_page_runs_on_a_worker() {
+/// profile runs it with the issue as the agent's task, and the page shows the job done. On the
+/// profile's own database (`wujie ui`), or on a team server on PostgreSQL.
+fn a_job_queued_on_the_issue_page_runs_on_a_worker(postgres: bool) {
     let Some(chromium) = wujie_require::require("chromium") else {
         return;
     };
     let env = Env::new();
+    // The page's server, the options that reach it, and a one-time login link to it.
+    let (_server, _ui, global, url, login_url) = if postgres {
+        let Some(cluster) = wujie_pgtest::require_cluster() else {
+            return;
+        };
+        let server =
+            wujie_testkit::Server::start(&env, &["--database", &cluster.create_database()]);
+        let global = vec!["--server".to_owned(), server.url.clone()];
+        let link = env.json(&["--server", &server.url, "ui", "--no-browser"]);
+        let login = link["login_url"].as_str().expect("login_url").to_owned();
+        let url = server.url.clone();
+        (Some(server), None, global, url, login)
+    } else {
+        let ui = Ui::start(&env);
+        let (url, login) = (ui.url.clone(), ui.login_url.clone());
+        (None, Some(ui), Vec::new(), url, login)
+    };
+    let with = |args: &[&str]| -> Vec<String> {
+        global
+            .iter()
+            .cloned()
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect()
+    };
     let body = format!(
         r#"task=$(printf '%s' "$WUJIE_TASK_PROMPT" | tr '\n' ' ')
 echo "{{\"type\":\"user_input\",\"content\":\"$task\",\"source\":\"t\",\"source_key\":\"task\"}}"
@@ -303,15 +327,13 @@ echo '{}'"#,
     let plugin = env.work.path().join("plugins").join("scribe");
     write_plugin(&plugin, "scribe", V1, &body);
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
-    let key = env.json(&["issue", "create", "--title", "Queued from the page"])["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let ui = Ui::start(&env);
+    let create = with(&["issue", "create", "--title", "Queued from the page"]);
+    let create: Vec<&str> = create.iter().map(String::as_str).collect();
+    let key = env.json(&create)["key"].as_str().unwrap().to_owned();
     let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
+    b.goto(&login_url);
     b.wait_for("the issue list", "location.pathname === '/'");
-    b.goto(&format!("{}/issues/{key}", ui.url));
+    b.goto(&format!("{url}/issues/{key}"));
     b.wait_for("the job form", "!!document.getElementById('assign-form')");
     b.eval("document.getElementById('assign-agent').value = 'scribe'");
     b.eval("document.querySelector('#assign-form button').click()");
@@ -322,7 +344,7 @@ echo '{}'"#,
 
     let worker = env
         .cmd()
-        .args(["worker", "--exit-when-idle"])
+        .args(with(&["worker", "--exit-when-idle"]))
         .output()
         .expect("wujie worker runs");
     assert!(
@@ -330,13 +352,17 @@ echo '{}'"#,
         "{}",
         wujie_testkit::run_output::describe(&worker)
     );
-    b.goto(&format!("{}/issues/{key}", ui.url));
+    b.goto(&format!("{url}/issues/{key}"));
     b.wait_for(
         "the job done on the page",
         "!!document.querySelector('tr.job[data-status=\"succeeded\"]')",
     );
-    shot(&mut b, "job.png");
-    let issue = env.json(&["issue", "show", &key]);
+    if !postgres {
+        shot(&mut b, "job.png");
+    }
+    let show = with(&["issue", "show", &key]);
+    let show: Vec<&str> = show.iter().map(String::as_str).collect();
+    let issue = env.json(&show);
     let run = &issue["runs"][0];
     assert_eq!(run["status"], "succeeded", "{issue:#}");
     let said = wujie_testkit::run_output::messages_of(run, "user_input");
@@ -346,4 +372,14 @@ echo '{}'"#,
         b.eval(&format!("!!document.querySelector('tr.job {run_link}')")),
         true
     );
+}
+
+#[test]
+fn a_job_queued_on_the_issue_page_runs_on_a_worker_on_sqlite() {
+    a_job_queued_on_the_issue_page_runs_on_a_worker(false);
+}
+
+#[test]
+fn a_job_queued_on_the_issue_page_runs_on_a_worker_on_postgres() {
+    a_job_queued_on_the_issue_page_runs_on_a_worker(true);
 }
