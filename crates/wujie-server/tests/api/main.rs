@@ -12,6 +12,7 @@ mod issues;
 mod lifecycle;
 mod lifetime;
 mod limits;
+mod other_writers;
 mod live_feed;
 mod runs;
 mod start_keys;
