@@ -80,7 +80,7 @@ impl OtherWriters {
 }
 
 /// Bumps `changes` whenever another connection committed, until nobody follows it or the store
-/// is gone.
+/// is gone. The first check is at once, so that few commits fall before its connection opens.
 async fn watch_file(
     options: SqliteConnectOptions,
     changes: Weak<watch::Sender<u64>>,
@@ -88,7 +88,6 @@ async fn watch_file(
 ) {
     let mut conn: Option<(SqliteConnection, i64)> = None;
     loop {
-        tokio::time::sleep(CHECK_EVERY).await;
         {
             // Decided under the lock `follow` takes: a follower that subscribes after this
             // finds the task not running and starts another.
@@ -101,14 +100,11 @@ async fn watch_file(
             }
         }
         let moved = match conn.as_mut() {
-            Some((c, seen)) => match data_version(c).await {
-                Ok(now) if now == *seen => Ok(false),
-                Ok(now) => {
-                    *seen = now;
-                    Ok(true)
-                }
-                Err(e) => Err(e),
-            },
+            Some((c, seen)) => data_version(c).await.map(|now| {
+                let moved = now != *seen;
+                *seen = now;
+                moved
+            }),
             None => open(&options).await.map(|opened| {
                 conn = Some(opened);
                 // What was committed before the connection opened is unseen: wake the feeds.
@@ -123,9 +119,12 @@ async fn watch_file(
         if moved && let Some(changes) = changes.upgrade() {
             changes.send_modify(|n| *n = n.wrapping_add(1));
         }
-        if conn.is_none() {
-            tokio::time::sleep(RETRY_AFTER).await;
-        }
+        let pause = if conn.is_some() {
+            CHECK_EVERY
+        } else {
+            RETRY_AFTER
+        };
+        tokio::time::sleep(pause).await;
     }
     if let Some((c, _)) = conn {
         let _ = c.close().await;
