@@ -423,11 +423,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     // A stream at 1,000 events/s and a burst (rate 0), each to every number of viewers.
-    let setup = if embedded_run {
-        ", default set-up"
-    } else {
-        ""
-    };
+    let setup = if embedded_run { ", default set-up" } else { "" };
     let mut kinds = vec![(format!("stream {stream} at 1000/s{setup}"), stream, 1000)];
     if burst > 0 {
         kinds.push((format!("burst {burst}{setup}"), burst, 0));

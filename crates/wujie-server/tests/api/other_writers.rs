@@ -57,7 +57,11 @@ async fn feeds_take_another_servers_writes_on_the_same_database_without_rereadin
         .follow_issue(&issue.key, None)
         .await
         .expect("issue feed");
-    let mut workspace_feed = h.admin.follow_workspace(None).await.expect("workspace feed");
+    let mut workspace_feed = h
+        .admin
+        .follow_workspace(None)
+        .await
+        .expect("workspace feed");
     until_live(&mut issue_feed).await;
     until_live(&mut workspace_feed).await;
 
