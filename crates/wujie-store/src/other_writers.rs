@@ -2,7 +2,7 @@
 //! pass through this store's `WriteTx::commit`, so they would not wake its live feeds. While
 //! anyone follows `Store::changes`, one task per store asks SQLite on a connection of its own
 //! whether the file changed: `PRAGMA data_version` moves when any other connection commits, and
-//! asking is an in-memory check of the WAL index (no I/O). When nobody follows, no task runs,
+//! while nothing changed asking is a check of the WAL index in shared memory (no file I/O). When nobody follows, no task runs,
 //! so an idle store costs nothing; the task also ends once the store's last handle is dropped
 //! or the store is closed, closing its connection.
 
@@ -26,6 +26,8 @@ const RETRY_AFTER: Duration = Duration::from_millis(500);
 #[derive(Default)]
 struct Task {
     running: bool,
+    /// The store was closed: no task starts again.
+    closed: bool,
     abort: Option<tokio::task::AbortHandle>,
 }
 
@@ -53,7 +55,7 @@ impl OtherWriters {
     /// the task, which ends when nobody follows, cannot end before seeing it).
     pub(crate) fn follow(&self, changes: &Arc<watch::Sender<u64>>) {
         let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
-        if task.running {
+        if task.running || task.closed {
             return;
         }
         // Only ever outside a runtime in a program that has no feed to wake.
@@ -69,13 +71,14 @@ impl OtherWriters {
         task.abort = Some(spawned.abort_handle());
     }
 
-    /// Ends the task (it closes its connection as it is dropped).
+    /// Ends the task for good (it closes its connection as it is dropped).
     pub(crate) fn stop(&self) {
         let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(abort) = task.abort.take() {
             abort.abort();
         }
         task.running = false;
+        task.closed = true;
     }
 }
 
