@@ -9,6 +9,12 @@
 //!   cargo bench -p wujie-cli --bench live_feed                       # release build
 //!   WUJIE_BENCH_VIEWERS=1,10,50,100 WUJIE_BENCH_FEEDS=api,web WUJIE_BENCH_STREAM=5000 \
 //!     WUJIE_BENCH_BURST=0 cargo bench -p wujie-cli --bench live_feed
+//!   WUJIE_BENCH_SETUP=default WUJIE_BENCH_BURST=0 cargo bench -p wujie-cli --bench live_feed
+//!
+//! `WUJIE_BENCH_SETUP=default` is the default set-up instead: `wujie run` without `--server`
+//! delivers to its own embedded server on the profile's SQLite database, and the viewers follow
+//! the issue on the standalone server of the same profile (as `wujie ui` beside `wujie run`), so
+//! each message reaches them through the other process's commit to the shared file.
 //!
 //! Scenarios: for each kind of feed and each number of viewers, a stream of STREAM events at
 //! 1,000/s, then (unless BURST is 0) a burst of BURST events printed as fast as the adapter
@@ -106,6 +112,8 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 struct Scenario {
     name: String,
+    /// The default set-up (see the top): the run delivers to its own embedded server.
+    embedded_run: bool,
     count: usize,
     rate: usize,
     clients: usize,
@@ -293,8 +301,14 @@ fn run_scenario(
             live_rx.recv().await.expect("every client live");
         }
         let cpu_before = cpu_ticks(server_pid);
+        let server_flag: &[&str] = if s.embedded_run {
+            &[]
+        } else {
+            &["--server", url]
+        };
         let mut run = wujie(home)
-            .args(["--server", url, "run", &key, "--", "gen"])
+            .args(server_flag)
+            .args(["run", &key, "--", "gen"])
             .env("BENCH_COUNT", s.count.to_string())
             .env("BENCH_RATE", s.rate.to_string())
             .stdout(Stdio::null())
@@ -398,21 +412,28 @@ fn main() {
             _ => None,
         })
         .collect();
+    let embedded_run = match std::env::var("WUJIE_BENCH_SETUP").as_deref() {
+        Ok("default") => true,
+        Ok("server") | Err(_) => false,
+        Ok(other) => panic!("WUJIE_BENCH_SETUP={other}: expected server or default"),
+    };
     let started = Instant::now();
     println!(
         "| scenario | feed | viewers | samples | p50 ms | p99 ms | max ms | server CPU s | server CPU per delivered event µs | server RSS before MiB | server RSS peak MiB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     // A stream at 1,000 events/s and a burst (rate 0), each to every number of viewers.
-    let mut kinds = vec![(format!("stream {stream} at 1000/s"), stream, 1000)];
+    let setup = if embedded_run { ", default set-up" } else { "" };
+    let mut kinds = vec![(format!("stream {stream} at 1000/s{setup}"), stream, 1000)];
     if burst > 0 {
-        kinds.push((format!("burst {burst}"), burst, 0));
+        kinds.push((format!("burst {burst}{setup}"), burst, 0));
     }
     for (name, count, rate) in kinds {
         for &feed in &feeds {
             for &clients in &viewers {
                 let s = Scenario {
                     name: name.clone(),
+                    embedded_run,
                     count,
                     rate,
                     clients,

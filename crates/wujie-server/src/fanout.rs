@@ -10,13 +10,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::response::sse::Event;
 use tokio::sync::{OnceCell, broadcast};
 use wujie_protocol::api::{IssueEvent, RunMessageEvent};
 use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
 
-use crate::sse::{Cursor, FeedFormat, REREAD_INTERVAL};
+use crate::sse::{Cursor, FeedFormat};
 
 /// Items a relay keeps for feeds that have not taken them yet. Each is a stored row (at most
 /// the server's `max_event_bytes`), shared by every feed.
@@ -123,12 +124,28 @@ impl Item {
 }
 
 /// The relays of the issues being followed live, by issue id.
-#[derive(Clone, Default)]
-pub(crate) struct Fanout(Arc<Mutex<HashMap<String, broadcast::Sender<Arc<Item>>>>>);
+#[derive(Clone)]
+pub(crate) struct Fanout {
+    relays: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<Item>>>>>,
+    /// [`crate::ServerConfig::reread_interval`].
+    reread: Duration,
+}
 
 impl Fanout {
+    pub(crate) fn new(reread: Duration) -> Fanout {
+        Fanout {
+            relays: Arc::default(),
+            reread,
+        }
+    }
+
+    /// How long a caught-up feed waits for a change signal before it reads the store anyway.
+    pub(crate) fn reread_interval(&self) -> Duration {
+        self.reread
+    }
+
     fn relays(&self) -> std::sync::MutexGuard<'_, HashMap<String, broadcast::Sender<Arc<Item>>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.relays.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Every entry of the issue stored from now on (at least), starting its relay if it has
@@ -202,7 +219,7 @@ impl Fanout {
                         return;
                     }
                 }
-                () = tokio::time::sleep(REREAD_INTERVAL) => {}
+                () = tokio::time::sleep(self.reread) => {}
             }
         }
     }

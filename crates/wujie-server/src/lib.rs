@@ -55,6 +55,9 @@ pub struct ServerConfig {
     /// [`ServerConfig::slow_client_after`] is dropped (it may reconnect with Last-Event-ID).
     pub feed_queue: usize,
     pub slow_client_after: Duration,
+    /// How long a caught-up live feed waits for the store's change signal before it reads the
+    /// store anyway. Only a safety net: the store signals every commit, other processes' too.
+    pub reread_interval: Duration,
     /// Counts the live feeds being served; clones share the count, so the embedder can read it.
     pub open_feeds: OpenFeeds,
     /// What usage costs, for the web UI (the profile's `prices` over the defaults).
@@ -150,6 +153,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             feed_queue: 256,
             slow_client_after: Duration::from_secs(10),
+            reread_interval: Duration::from_secs(10),
             open_feeds: OpenFeeds::default(),
             prices: wujie_protocol::pricing::PriceTable::defaults(),
         }
@@ -168,11 +172,12 @@ pub(crate) struct AppState {
 
 /// The whole API as a router (no sweeper; `serve` adds it).
 pub fn router(store: Store, config: ServerConfig) -> Router {
+    let fanout = fanout::Fanout::new(config.reread_interval);
     routes::router(AppState {
         store,
         config,
         login_codes: web::LoginCodes::default(),
-        fanout: fanout::Fanout::default(),
+        fanout,
     })
     .layer(axum::middleware::from_fn(request_log::log_request))
 }

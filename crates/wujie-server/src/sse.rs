@@ -30,10 +30,6 @@ use crate::error::{ApiResult, Failure};
 use crate::fanout::{Entry, Fanout, Item, read_after};
 use crate::{AppState, OpenFeed, OpenFeeds};
 
-/// How often a caught-up feed re-reads the store without a change signal: writes by another
-/// process on the same database do not signal this one.
-pub(crate) const REREAD_INTERVAL: Duration = Duration::from_secs(1);
-
 /// How often an open feed checks that whoever opened it may still read it: a token revoked
 /// through another process, or one that expired, ends its feeds within this. (Revoking through
 /// this server ends them at once, see `OpenFeeds::access_changed`.)
@@ -398,7 +394,7 @@ async fn follow(
                     return Ok(());
                 }
             }
-            () = tokio::time::sleep(REREAD_INTERVAL) => {}
+            () = tokio::time::sleep(fanout.reread_interval()) => {}
             () = tx.closed() => return Err(Stop::Client),
         }
     }

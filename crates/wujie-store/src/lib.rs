@@ -23,6 +23,7 @@ mod issues;
 mod jobs;
 mod migrations;
 mod notify;
+mod other_writers;
 pub mod outbox;
 mod rows;
 mod runs;
@@ -76,6 +77,9 @@ pub struct Store {
     changes: Arc<watch::Sender<u64>>,
     /// The PostgreSQL listener task; it ends when the last handle is dropped.
     _listener: Option<Arc<notify::Listener>>,
+    /// On SQLite, what tells `changes` of other processes' writes; it stops when the last
+    /// handle is dropped.
+    other_writers: Option<Arc<other_writers::OtherWriters>>,
     /// The user token this handle writes for ([`Store::written_by`]), recorded with every
     /// change in the activity log.
     author_token: Option<Arc<str>>,
@@ -259,7 +263,8 @@ impl Store {
             source,
         })?;
         let changes = Arc::new(watch::channel(0).0);
-        let store = Store::new(pool, Backend::Sqlite, changes, None);
+        let mut store = Store::new(pool, Backend::Sqlite, changes, None);
+        store.other_writers = Some(Arc::new(other_writers::OtherWriters::new(options)));
         store.ensure_default_workspace().await?;
         drop(setup);
         Ok(store)
@@ -328,6 +333,7 @@ impl Store {
             writer: Arc::new(Mutex::new(())),
             changes,
             _listener: listener,
+            other_writers: None,
             author_token: None,
             ingest_slots: Arc::new(ingest_slots::IngestSlots::for_pool(
                 connections,
@@ -348,6 +354,9 @@ impl Store {
 
     /// Closes every connection (checkpointing SQLite's WAL); further calls fail.
     pub async fn close(&self) {
+        if let Some(other_writers) = &self.other_writers {
+            other_writers.stop();
+        }
         self.pool.close().await;
     }
 
@@ -379,11 +388,15 @@ impl Store {
         })
     }
 
-    /// Changes whenever a write commits: on SQLite a write of this process (a follower also
-    /// re-reads now and then for other processes' writes), on PostgreSQL a write of any server
-    /// process on the database.
+    /// Changes whenever a write commits, this process's or another's on the same database:
+    /// on SQLite another's within a few dozen milliseconds (`other_writers`), on PostgreSQL as
+    /// its notification arrives. It may also change with nothing new to read.
     pub fn changes(&self) -> watch::Receiver<u64> {
-        self.changes.subscribe()
+        let followed = self.changes.subscribe();
+        if let Some(other_writers) = &self.other_writers {
+            other_writers.follow(&self.changes);
+        }
+        followed
     }
 
     pub(crate) fn pool(&self) -> &AnyPool {

@@ -57,11 +57,12 @@ async fn each_event_is_encoded_once_for_every_feed_following_its_issue() {
     let h = Harness::start().await;
     let issue = h.issue("Watched by many").await;
     let (message, activity) = h.store.issue_feed_head(&issue.id).await.unwrap();
+    let config = crate::ServerConfig::default();
     let state = crate::AppState {
         store: h.store.clone(),
-        config: crate::ServerConfig::default(),
+        fanout: crate::fanout::Fanout::new(config.reread_interval),
+        config,
         login_codes: Default::default(),
-        fanout: Default::default(),
     };
     let encoded = Arc::new(AtomicUsize::new(0));
     let mut bodies: Vec<_> = (0..FEEDS)

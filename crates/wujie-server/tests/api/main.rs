@@ -14,6 +14,7 @@ mod lifecycle;
 mod lifetime;
 mod limits;
 mod live_feed;
+mod other_writers;
 mod runs;
 mod start_keys;
 mod tokens;

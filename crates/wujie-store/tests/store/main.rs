@@ -6,6 +6,7 @@ mod database_files;
 mod git_snapshots;
 mod jobs;
 mod lifecycle_migration;
+mod other_writers;
 mod outbox;
 mod outbox_owners;
 mod outbox_space;
