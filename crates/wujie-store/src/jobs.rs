@@ -200,24 +200,31 @@ async fn current_attempt(
     attempt: u32,
 ) -> Result<Job, StoreError> {
     let job = load_job(conn, id).await?;
-    if job.status != JobStatus::Running || job.attempts != attempt {
-        let now = match job.status {
-            JobStatus::Running => format!(
-                "attempt {} runs it now{}",
-                job.attempts,
-                job.worker
-                    .as_deref()
-                    .map(|w| format!(" on {w}"))
-                    .unwrap_or_default()
-            ),
-            JobStatus::Queued => "it waits for a worker again".to_owned(),
-            end => format!("it ended as {}", end.as_str()),
-        };
-        return Err(StoreError::Conflict(format!(
-            "attempt {attempt} of job {id} no longer holds the job's lease: {now}"
-        )));
-    }
+    holds_lease(&job, attempt)?;
     Ok(job)
+}
+
+/// Refuses `attempt` when it no longer holds `job`'s lease, saying who does or what became of it.
+fn holds_lease(job: &Job, attempt: u32) -> Result<(), StoreError> {
+    if job.status == JobStatus::Running && job.attempts == attempt {
+        return Ok(());
+    }
+    let now = match job.status {
+        JobStatus::Running => format!(
+            "attempt {} runs it now{}",
+            job.attempts,
+            job.worker
+                .as_deref()
+                .map(|w| format!(" on {w}"))
+                .unwrap_or_default()
+        ),
+        JobStatus::Queued => "it waits for a worker again".to_owned(),
+        end => format!("it ended as {}", end.as_str()),
+    };
+    Err(StoreError::Conflict(format!(
+        "attempt {attempt} of job {} no longer holds the job's lease: {now}",
+        job.id
+    )))
 }
 
 /// Links a new run to the job attempt it was started for, inside the run's transaction;
@@ -457,7 +464,7 @@ impl Store {
         if job.attempts == req.attempt && job.status == req.status && job.error == req.error {
             return Ok(job);
         }
-        current_attempt(&mut w.tx, id, req.attempt).await?;
+        holds_lease(&job, req.attempt)?;
         sqlx::query(
             "UPDATE jobs SET status = $1, error = $2, lease_expires_at = NULL, updated_at = $3 \
              WHERE id = $4",
