@@ -23,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::task::JoinSet;
 use wujie_client::{Client, ClientError};
 use wujie_git::{Discovered, Repository};
-use wujie_localrun::registry::{Origin, Provider};
+use wujie_localrun::registry::Provider;
 use wujie_protocol::jobs::{ClaimJob, ClaimedJob, FinishJob, JobStatus, RenewLease};
 
 use super::stop_signals::StopSignals;
@@ -190,9 +190,7 @@ fn worker_providers(ctx: &Context, named: &[String]) -> Result<Vec<Provider>> {
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let path = crate::context::env_var("PATH");
     let usable = |p: &Provider| {
-        p.enabled
-            && p.adapter_command(&exe, path.as_deref()).is_ok()
-            && (p.origin != Origin::Builtin || p.check_start(&[]).is_ok())
+        p.enabled && p.adapter_command(&exe, path.as_deref()).is_ok() && p.check_start(&[]).is_ok()
     };
     if !named.is_empty() {
         let mut providers = Vec::new();
@@ -205,9 +203,7 @@ fn worker_providers(ctx: &Context, named: &[String]) -> Result<Vec<Provider>> {
                     provider.name
                 );
             }
-            if let Err(e) = provider.check_start(&[]) {
-                bail!("{e}");
-            }
+            provider.check_start(&[])?;
             provider.adapter_command(&exe, path.as_deref())?;
             providers.push(provider);
         }
