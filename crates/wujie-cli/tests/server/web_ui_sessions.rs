@@ -139,6 +139,11 @@ fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
 
 /// Logs the browser in on the login page it is on, with a pasted token.
 fn paste_token(b: &mut Browser, token: &str) {
+    // The address changes to /login before its document is parsed: wait for the form itself.
+    b.wait_for(
+        "the login form",
+        "!!document.querySelector('input[name=token]')",
+    );
     b.eval(&format!(
         "document.querySelector('input[name=token]').value = {}",
         serde_json::json!(token)
