@@ -436,6 +436,7 @@ impl Drop for Tmux {
 }
 
 pub mod browser;
+pub mod git_repo;
 pub mod lossy_proxy;
 pub mod run_output;
 pub mod spawned;

@@ -1,48 +1,8 @@
 //! `wujie run` in a git work tree records what the agent changed in the code: the run's `git`
 //! object, exactly the agent's changes and commits, not the user's earlier work.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use wujie_testkit::git_repo::{git, require_repository};
 use wujie_testkit::*;
-
-pub(super) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
-
-/// A repository `project` in the test's work dir with one commit, or a skip without git.
-pub(super) fn require_repository(env: &Env) -> Option<PathBuf> {
-    wujie_require::require("git")?;
-    let repo = env.work.path().join("project");
-    std::fs::create_dir(&repo).expect("create repo dir");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Ada Tester"]);
-    git(&repo, &["config", "user.email", "ada@example.test"]);
-    git(&repo, &["config", "commit.gpgsign", "false"]);
-    for (file, text) in [
-        ("edit.txt", "one\ntwo\n"),
-        ("gone.txt", "bye\n"),
-        ("user.txt", "mine\n"),
-    ] {
-        std::fs::write(repo.join(file), text).expect("write");
-    }
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "base"]);
-    Some(repo)
-}
 
 /// An adapter that works like an agent: two turns that edit, add, delete and commit files.
 const AGENT: &str = r#"

@@ -10,7 +10,7 @@ use serde_json::Value;
 use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
-use super::git_changes::require_repository;
+use wujie_testkit::git_repo::require_repository;
 
 /// Where the test's server keeps its data.
 #[derive(Clone, Copy, Debug)]

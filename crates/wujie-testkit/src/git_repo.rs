@@ -1,0 +1,45 @@
+//! Real git repositories for tests, driven with the `git` on PATH as users' are.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Env;
+
+/// Runs `git args` in `dir`; its output, trimmed. Panics (the test fails) when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+/// A repository `project` in the test's work dir with one commit, or a skip without git.
+pub fn require_repository(env: &Env) -> Option<PathBuf> {
+    wujie_require::require("git")?;
+    let repo = env.work.path().join("project");
+    std::fs::create_dir(&repo).expect("create repo dir");
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Ada Tester"]);
+    git(&repo, &["config", "user.email", "ada@example.test"]);
+    git(&repo, &["config", "commit.gpgsign", "false"]);
+    for (file, text) in [
+        ("edit.txt", "one\ntwo\n"),
+        ("gone.txt", "bye\n"),
+        ("user.txt", "mine\n"),
+    ] {
+        std::fs::write(repo.join(file), text).expect("write");
+    }
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    Some(repo)
+}
