@@ -50,7 +50,7 @@ fn run_through_outage(
 }
 
 /// The team server (profile A) and a laptop profile B logged in to it.
-fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
+pub(super) fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
     let team = Env::new();
     let server = Server::start(&team, server_args);
     let token = team.ok(&["token", "create"]).trim().to_owned();
@@ -60,7 +60,7 @@ fn team_and_laptop(server_args: &[&str]) -> (Env, Server, Env) {
 }
 
 /// Restart the team server on the same address (the laptop's profile points at it).
-fn restart(team: &Env, old: &mut Server, extra: &[&str]) -> Server {
+pub(super) fn restart(team: &Env, old: &mut Server, extra: &[&str]) -> Server {
     old.kill();
     let addr = old.url.trim_start_matches("http://").to_owned();
     let mut args = vec!["--listen", addr.as_str()];

@@ -208,3 +208,78 @@ fn without_git_on_path_a_run_works_and_says_so_in_one_line() {
     assert_eq!(issue["runs"][0]["git"], serde_json::Value::Null);
     assert_eq!(issue["runs"][0]["messages"][0]["content"], "done");
 }
+
+/// The one target of `env`'s outbox: its events not delivered yet.
+fn pending(env: &Env) -> i64 {
+    let status = env.json(&["local-run", "status"]);
+    status[0]["pending"].as_i64().unwrap_or(-1)
+}
+
+/// `wujie run` SIGKILLed after a turn while the server is down: the turn's snapshot waits in
+/// the outbox with its messages, and `local-run sync` delivers it.
+#[test]
+fn the_code_changes_of_a_sigkilled_run_arrive_with_local_run_sync() {
+    let (team, mut server, laptop) = super::delivery::team_and_laptop(&[]);
+    let Some(repo) = require_repository(&laptop) else {
+        return;
+    };
+    let dir = laptop.work.path();
+    let (ready, go) = (dir.join("ready"), dir.join("go"));
+    let body = format!(
+        r#"echo $$ > "{pid}"
+touch "{ready}"
+while [ ! -e "{go}" ]; do sleep 0.05; done
+echo '{prompt}'
+printf 'one\nTWO\n' > edit.txt
+echo '{reply}'
+while :; do sleep 1; done"#,
+        pid = dir.join("adapter.pid").display(),
+        ready = ready.display(),
+        go = go.display(),
+        prompt = msg("user_input", "change it", "u1"),
+        reply = msg("final", "changed", "f1"),
+    );
+    let plugin = laptop.plugin("editor", V1, &body);
+    laptop.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = laptop.create_issue("killed after a turn");
+    let mut run = laptop
+        .cmd()
+        .current_dir(&repo)
+        .args(["run", &key, "--", "editor"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wujie runs");
+    // The start snapshot is recorded before the adapter starts; once it is delivered, the
+    // server goes away and the turn happens.
+    wait_until(60, "the adapter to start", || ready.exists());
+    wait_until(60, "the start snapshot to be delivered", || {
+        pending(&laptop) == 0
+    });
+    server.kill();
+    std::fs::write(&go, "").expect("go");
+    wait_until(
+        60,
+        "the prompt, the reply and the turn's snapshot in the outbox",
+        || pending(&laptop) == 3,
+    );
+    run.kill().expect("SIGKILL wujie");
+    run.wait().expect("reaped");
+    let adapter: i32 = std::fs::read_to_string(dir.join("adapter.pid"))
+        .expect("adapter pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    signal_group(adapter, nix::sys::signal::Signal::SIGKILL);
+
+    let _server = super::delivery::restart(&team, &mut server, &[]);
+    laptop.ok(&["local-run", "sync"]);
+    let issue = laptop.issue(&key);
+    assert_eq!(
+        summary(&issue["runs"][0]["git"]["files"]),
+        [("edit.txt".to_owned(), "modified".to_owned(), 1, 1)],
+        "{issue}"
+    );
+    let patch = laptop.ok(&["issue", "diff", &key]);
+    assert!(patch.contains("+TWO"), "{patch}");
+}
