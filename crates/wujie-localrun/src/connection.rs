@@ -13,7 +13,7 @@ use wujie_store::{Database, Store, StoreError, StoreOptions};
 
 use crate::error::LocalRunError;
 use crate::own_server::is_own_server;
-use crate::profile::Profile;
+use crate::profile::{DatabasePlace, Profile};
 
 /// The outbox names the embedded server this way, since its port changes on every start.
 pub const LOCAL_SERVER: &str = "local";
@@ -157,8 +157,23 @@ pub fn profile_database(profile: &Profile) -> Result<Database, LocalRunError> {
         Some((text, from)) => {
             Database::parse(&text).map_err(|source| LocalRunError::BadDatabaseUrl { from, source })
         }
-        None => Ok(Database::Sqlite(profile.database_path())),
+        None => Ok(Database::Sqlite(embedded_database(profile)?)),
     }
+}
+
+/// The profile's SQLite file, moved out of the state directory on the first start that can
+/// (said once, on stderr).
+fn embedded_database(profile: &Profile) -> Result<std::path::PathBuf, LocalRunError> {
+    let place = profile.database_to_open()?;
+    if let DatabasePlace::Moved { from, to } = &place {
+        wujie_process::stderr_line!(
+            "wujie: moved the database from {} to {}: it is data, kept with the rest of {}",
+            from.display(),
+            to.display(),
+            profile.data_dir.display()
+        );
+    }
+    Ok(place.path().to_path_buf())
 }
 
 pub async fn open_store(profile: &Profile, options: StoreOptions) -> Result<Store, LocalRunError> {

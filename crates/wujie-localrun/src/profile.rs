@@ -26,6 +26,48 @@ pub struct Profile {
     pub data_dir: PathBuf,
 }
 
+/// Whether another process has the SQLite database at `path` open. A connection holds a read
+/// lock on SQLite's lock bytes of the file (512 bytes from 1 GiB) while it reads, and in WAL
+/// mode for as long as it is open: the kernel says whether a write lock there would conflict
+/// with another process's, without taking one.
+fn open_elsewhere(path: &Path) -> std::io::Result<bool> {
+    use nix::fcntl::{FcntlArg, fcntl};
+    use nix::libc;
+
+    let file = std::fs::File::open(path)?;
+    let mut probe = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0x4000_0000,
+        l_len: 512,
+        l_pid: 0,
+    };
+    fcntl(&file, FcntlArg::F_GETLK(&mut probe)).map_err(std::io::Error::from)?;
+    Ok(probe.l_type != libc::F_UNLCK as libc::c_short)
+}
+
+/// Where a profile's database is opened, and whether it moved there now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabasePlace {
+    Here(PathBuf),
+    /// Moved from the state directory, where an earlier version kept it.
+    Moved {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    /// Still in the state directory: it is open (or was left mid-write), so it moves later.
+    InUse(PathBuf),
+}
+
+impl DatabasePlace {
+    pub fn path(&self) -> &Path {
+        match self {
+            DatabasePlace::Here(path) | DatabasePlace::InUse(path) => path,
+            DatabasePlace::Moved { to, .. } => to,
+        }
+    }
+}
+
 /// The three roots everything hangs off, before a profile is chosen.
 #[derive(Debug, Clone)]
 pub struct Roots {
@@ -150,9 +192,42 @@ impl Profile {
     pub fn credentials_path(&self) -> PathBuf {
         self.config_dir.join("credentials.json")
     }
-    /// The embedded server's database (also served by `wujie server` on this profile).
+    /// The embedded server's database (also served by `wujie server` on this profile). It is
+    /// data, which people back up, so it lives in the data directory.
     pub fn database_path(&self) -> PathBuf {
-        self.state_dir.join("wujie.db")
+        self.data_dir.join("wujie.db")
+    }
+
+    /// Where the database is to be opened: [`Profile::database_path`], after moving there one
+    /// that an earlier version kept in the state directory. A database another process has
+    /// open is not moved: it is used where it is, and moved by a later start.
+    pub fn database_to_open(&self) -> Result<DatabasePlace, LocalRunError> {
+        let new = self.database_path();
+        let old = self.state_dir.join("wujie.db");
+        if new.exists() || !old.exists() {
+            return Ok(DatabasePlace::Here(new));
+        }
+        if open_elsewhere(&old).map_err(|e| LocalRunError::io(&old, e))? {
+            return Ok(DatabasePlace::InUse(old));
+        }
+        std::fs::create_dir_all(&self.data_dir)
+            .map_err(|e| LocalRunError::io(&self.data_dir, e))?;
+        let beside =
+            |path: &Path, suffix: &str| PathBuf::from(format!("{}{suffix}", path.display()));
+        // The write-ahead log may hold the last transactions: it goes first, so that the
+        // database never sits anywhere without it (a move cut short is finished by the next
+        // start, which finds the database still in the state directory). The shared-memory
+        // index is rebuilt from them and is left out.
+        for suffix in ["-wal", "-journal"] {
+            match std::fs::rename(beside(&old, suffix), beside(&new, suffix)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LocalRunError::io(&beside(&old, suffix), e)),
+            }
+        }
+        let _ = std::fs::remove_file(beside(&old, "-shm"));
+        std::fs::rename(&old, &new).map_err(|e| LocalRunError::io(&old, e))?;
+        Ok(DatabasePlace::Moved { from: old, to: new })
     }
     /// The reporter's durable outbox.
     pub fn outbox_path(&self) -> PathBuf {
@@ -354,11 +429,40 @@ mod tests {
     }
 
     #[test]
+    fn a_database_an_earlier_version_kept_as_state_moves_to_data_with_its_log() {
+        let home = tempfile::tempdir().unwrap();
+        let profile = Profile::under_home(home.path());
+        let old = profile.state_dir.join("wujie.db");
+        std::fs::create_dir_all(&profile.state_dir).unwrap();
+        std::fs::write(&old, "the issues").unwrap();
+        std::fs::write(profile.state_dir.join("wujie.db-wal"), "the last ones").unwrap();
+        std::fs::write(profile.state_dir.join("wujie.db-shm"), "").unwrap();
+        let new = profile.database_path();
+        assert_eq!(
+            profile.database_to_open().unwrap(),
+            DatabasePlace::Moved {
+                from: old.clone(),
+                to: new.clone()
+            }
+        );
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "the issues");
+        assert_eq!(
+            std::fs::read_to_string(profile.data_dir.join("wujie.db-wal")).unwrap(),
+            "the last ones"
+        );
+        assert!(!old.exists() && !profile.state_dir.join("wujie.db-shm").exists());
+        assert_eq!(
+            profile.database_to_open().unwrap(),
+            DatabasePlace::Here(new)
+        );
+    }
+
+    #[test]
     fn wujie_home_holds_everything() {
         let roots = Roots::from_vars(|k| (k == "WUJIE_HOME").then(|| PathBuf::from("/w"))).unwrap();
         let p = roots.profile("default").unwrap();
         assert_eq!(p.config_path(), PathBuf::from("/w/config/config.json"));
-        assert_eq!(p.database_path(), PathBuf::from("/w/state/wujie.db"));
+        assert_eq!(p.database_path(), PathBuf::from("/w/data/wujie.db"));
         let q = roots.profile("team").unwrap();
         assert_eq!(q.state_dir, PathBuf::from("/w/state/profiles/team"));
         assert!(roots.profile("../x").is_err());

@@ -87,9 +87,9 @@ fn each_cause_of_an_error_is_printed_once() {
     ]);
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 
-    // The profile's state dir cannot be created: a file is in the way.
+    // The profile's data dir (where its database is) cannot be created: a file is in the way.
     let blocked = Env::new();
-    std::fs::write(blocked.home.path().join("state"), "").unwrap();
+    std::fs::write(blocked.home.path().join("data"), "").unwrap();
     let err = blocked.fails(&["issue", "list"]);
     assert!(
         err.contains("File exists") || err.contains("Not a directory"),

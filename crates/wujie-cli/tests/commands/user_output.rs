@@ -215,3 +215,66 @@ fn errors_a_user_can_trigger() {
     let _filters = env.snapshot_filters().bind_to_scope();
     insta::assert_snapshot!("errors", pages.join("\n"));
 }
+
+/// The database is data: one an earlier version kept in the state directory is moved to the
+/// data directory by the next command that finds no other process using it, with everything
+/// in it (its write-ahead log too), and that is said once.
+#[test]
+fn a_database_kept_in_state_by_an_earlier_version_moves_to_data_with_its_issues() {
+    use nix::fcntl::{FcntlArg, fcntl};
+    use nix::libc;
+
+    let env = Env::new();
+    let key = env.create_issue("kept across the move");
+    let (data, state) = (env.home.path().join("data"), env.home.path().join("state"));
+    // Where an earlier version kept it.
+    std::fs::create_dir_all(&state).unwrap();
+    for file in ["wujie.db", "wujie.db-wal", "wujie.db-shm"] {
+        if data.join(file).exists() {
+            std::fs::rename(data.join(file), state.join(file)).unwrap();
+        }
+    }
+
+    // While another process reads it (a read lock on SQLite's lock bytes, as a connection
+    // holds), it is used where it is.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(state.join("wujie.db"))
+        .unwrap();
+    let lock = |kind: libc::c_int| libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0x4000_0002,
+        l_len: 510,
+        l_pid: 0,
+    };
+    fcntl(&reader, FcntlArg::F_SETLK(&lock(libc::F_RDLCK))).unwrap();
+    let out = env.run(&["issue", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&key));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("moved"));
+    assert!(state.join("wujie.db").exists() && !data.join("wujie.db").exists());
+    fcntl(&reader, FcntlArg::F_SETLK(&lock(libc::F_UNLCK))).unwrap();
+    drop(reader);
+
+    let out = env.run(&["issue", "list"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "moved the database from {} to {}",
+            state.join("wujie.db").display(),
+            data.join("wujie.db").display()
+        )),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&key));
+    assert!(data.join("wujie.db").exists() && !state.join("wujie.db").exists());
+    let again = env.run(&["issue", "list"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("moved"));
+}
