@@ -244,6 +244,13 @@ pub enum CommondevError {
     )]
     IssueUnusable { issue: String, detail: String },
 
+    #[error("cannot give branch {branch} a worktree of its own")]
+    Worktree {
+        branch: String,
+        #[source]
+        source: wujie_git::WorktreeError,
+    },
+
     #[error("Wujie is shutting down: the call was stopped and the sidecar's process tree with it")]
     ShuttingDown,
 

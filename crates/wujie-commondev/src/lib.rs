@@ -19,6 +19,7 @@ pub mod sessions;
 pub mod sidecar;
 pub mod store;
 pub mod tree;
+pub mod worktree;
 
 pub use error::CommondevError;
 pub use sessions::{

@@ -31,6 +31,10 @@ pub struct OpenArgs {
     /// `local` (default) or `ssh://[user@]host[:port]`.
     #[serde(default)]
     pub runtime: Option<String>,
+    /// Work in `workdir` itself rather than in the branch's own git worktree (made when
+    /// `workdir` is in a local git repository).
+    #[serde(default)]
+    pub no_worktree: bool,
 }
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -113,6 +117,7 @@ impl CommondevServer {
                 workdir: PathBuf::from(args.workdir),
                 issue: args.issue,
                 runtime: args.runtime,
+                no_worktree: args.no_worktree,
             }),
         )
         .await

@@ -19,6 +19,7 @@ use crate::registry::{DriverLocations, ResolvedDriver};
 use crate::runtime::{self, BranchLaunch, Runtime, RuntimeSettings};
 use crate::sidecar::{Sidecar, Timeouts};
 use crate::store::{BranchRecord, BranchStatus, BranchStore, branch_label};
+use crate::worktree::{self, BranchWorktree, Placement};
 
 /// Whether sidecars outlive a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +60,9 @@ pub struct SessionConfig {
     pub timeouts: Timeouts,
     pub runtime: RuntimeSettings,
     pub llm_overrides: LlmOverrides,
+    /// Where branches' worktrees go (under `branches/`); `None`: `<checkout>.wujie` beside the
+    /// repository.
+    pub worktrees_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for SessionConfig {
@@ -85,6 +89,7 @@ impl SessionConfig {
             timeouts,
             runtime: RuntimeSettings::from_env(),
             llm_overrides: LlmOverrides::from_env(),
+            worktrees_dir: None,
         }
     }
 }
@@ -99,6 +104,9 @@ pub struct OpenRequest {
     pub issue: Option<String>,
     /// `local` (default) or `ssh://[user@]host[:port]`.
     pub runtime: Option<String>,
+    /// Work in `workdir` itself even when it is in a git repository, rather than in the
+    /// branch's own worktree.
+    pub no_worktree: bool,
 }
 
 /// What open/list report about a branch.
@@ -130,8 +138,11 @@ pub struct OpenOutcome {
     pub driver_source: String,
     /// The sidecar script that was started.
     pub sidecar_script: PathBuf,
-    /// What the user should know about the driver chosen (see `ResolvedDriver::notes`).
+    /// What the user should know about the driver chosen (see `ResolvedDriver::notes`) and
+    /// where the agent works.
     pub notes: Vec<String>,
+    /// The branch's own git worktree, when the agent works in one.
+    pub worktree: Option<BranchWorktree>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -359,13 +370,27 @@ impl BranchSessions {
             })?;
         }
         let runtime = Runtime::parse(request.runtime.as_deref().unwrap_or("local"))?;
-        let workdir = match runtime {
+        let existing = self.store.load(&label)?;
+        let mut notes = Vec::new();
+        let (workdir, worktree) = match runtime {
             Runtime::Local => {
-                std::path::absolute(&request.workdir).unwrap_or(request.workdir.clone())
+                let asked =
+                    std::path::absolute(&request.workdir).unwrap_or(request.workdir.clone());
+                self.local_workdir(asked, &request, existing.as_ref(), &mut notes)
+                    .await?
             }
-            Runtime::Ssh(_) => request.workdir.clone(),
+            Runtime::Ssh(_) => {
+                if !request.no_worktree {
+                    notes.push(format!(
+                        "the agent works in {} on the remote host as given: worktrees of their own \
+                         are made for local branches only",
+                        request.workdir.display()
+                    ));
+                }
+                (request.workdir.clone(), None)
+            }
         };
-        let mut record = match self.store.load(&label)? {
+        let mut record = match existing {
             Some(existing) => {
                 if existing.project != request.project || existing.branch != request.branch {
                     return Err(CommondevError::LabelCollision {
@@ -394,10 +419,12 @@ impl BranchSessions {
                 real_session_id: None,
                 status: BranchStatus::Open,
                 cli_version: None,
+                worktree: None,
             },
         };
         let resumed = record.real_session_id.is_some();
         record.workdir = workdir;
+        record.worktree = worktree.as_ref().map(|w| w.path.clone());
         record.runtime = runtime.to_spec();
         if request.issue.is_some() {
             record.issue = request.issue;
@@ -412,6 +439,7 @@ impl BranchSessions {
         }
         let (sidecar, resolved) = self.start(&mut record).await?;
         self.store.save(&record)?;
+        notes.splice(0..0, resolved.notes);
         match self.lifetime {
             Lifetime::KeepAlive => *guard = Some(sidecar),
             Lifetime::OneShot => {
@@ -425,7 +453,66 @@ impl BranchSessions {
             driver_file: resolved.driver_file,
             driver_source: resolved.source.to_owned(),
             sidecar_script: resolved.script,
-            notes: resolved.notes,
+            notes,
+            worktree,
+        })
+    }
+
+    /// Where a local branch's agent works: in the branch's own worktree when `asked` is in a
+    /// git repository (made or reused), else in `asked`. A branch whose backend session began
+    /// in the directory itself, before it had a worktree, stays there: the agent's session may
+    /// be tied to its directory.
+    async fn local_workdir(
+        &self,
+        asked: PathBuf,
+        request: &OpenRequest,
+        existing: Option<&BranchRecord>,
+        notes: &mut Vec<String>,
+    ) -> Result<(PathBuf, Option<BranchWorktree>)> {
+        if request.no_worktree {
+            return Ok((asked, None));
+        }
+        if let Some(existing) = existing
+            && existing.worktree.is_none()
+            && existing.real_session_id.is_some()
+            && existing.workdir == asked
+        {
+            notes.push(format!(
+                "this branch's session began in {} without a worktree of its own, and goes on \
+                 there; open a new branch to work in a worktree",
+                asked.display()
+            ));
+            return Ok((asked, None));
+        }
+        let label = branch_label(&request.project, &request.branch);
+        let branch = request.branch.clone();
+        let dir = self.config.worktrees_dir.clone();
+        let placed = tokio::task::spawn_blocking(move || {
+            worktree::place(&asked, &label, &branch, dir.as_deref()).map(|p| (asked, p))
+        })
+        .await;
+        let placed = match placed {
+            Ok(placed) => placed,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => return Err(CommondevError::ShuttingDown),
+        };
+        let (asked, placement) = placed.map_err(|source| CommondevError::Worktree {
+            branch: request.branch.clone(),
+            source,
+        })?;
+        Ok(match placement {
+            Placement::Worktree {
+                workdir,
+                worktree,
+                note,
+            } => {
+                notes.extend(note);
+                (workdir, Some(worktree))
+            }
+            Placement::AsGiven(note) => {
+                notes.extend(note);
+                (asked, None)
+            }
         })
     }
 

@@ -51,6 +51,9 @@ pub struct BranchRecord {
     pub status: BranchStatus,
     #[serde(default)]
     pub cli_version: Option<String>,
+    /// The branch's own git worktree, when its agent works in one (`workdir` is inside it).
+    #[serde(default)]
+    pub worktree: Option<PathBuf>,
 }
 
 impl BranchRecord {
@@ -162,6 +165,7 @@ mod tests {
             real_session_id: None,
             status: BranchStatus::Open,
             cli_version: None,
+            worktree: Some(tmp.path().join("wt")),
         };
         store.save(&record).unwrap();
         assert_eq!(store.load(&record.label).unwrap().as_ref(), Some(&record));

@@ -84,6 +84,18 @@ impl Repository {
         })
     }
 
+    /// Where this repository's worktrees go unless configured otherwise: `<checkout>.wujie`
+    /// beside its main checkout.
+    pub fn default_worktrees_dir(&self) -> Result<PathBuf, GitError> {
+        let checkout = self.main_checkout()?;
+        let name = checkout
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "repository".to_owned());
+        let parent = checkout.parent().unwrap_or(Path::new("/"));
+        Ok(parent.join(format!("{name}.wujie")))
+    }
+
     /// Every worktree of the repository, the main checkout first.
     pub fn worktrees(&self) -> Result<Vec<WorktreeEntry>, GitError> {
         let out = self

@@ -95,6 +95,33 @@ impl CodeWatch {
     }
 }
 
+/// The code as a turn of a commondev branch began. Each turn a branch reports is a run of its
+/// own, whose changes are what the work tree became between the prompt and the reply.
+pub struct TurnStart(Start);
+
+impl TurnStart {
+    /// Reads the work tree `cwd` is in; `Ok(None)` outside one. Blocks on git.
+    pub fn take(cwd: &Path) -> Result<Option<Self>, GitError> {
+        Ok(start_snapshot(cwd)?.map(Self))
+    }
+
+    /// What the turn changed, as the work tree is now (`worktree`: the branch's own worktree,
+    /// when it works in one). Blocks on git.
+    pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
+        let start = &self.0;
+        let changes = changes_since(
+            &start.repository,
+            &start.tree,
+            start.info.head_commit.clone(),
+            1,
+        )?;
+        Ok(GitChanges {
+            worktree,
+            ..changes
+        })
+    }
+}
+
 /// The repository and what it was at the start of the run.
 struct Start {
     repository: Repository,

@@ -26,6 +26,7 @@ pub mod supervisor;
 pub mod sync;
 pub mod turns;
 
+pub use code_changes::TurnStart;
 pub use error::LocalRunError;
 
 // The suite under tests/ runs in this crate's one test binary rather than in a binary of its

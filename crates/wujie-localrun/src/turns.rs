@@ -5,6 +5,7 @@
 use wujie_client::{Client, ClientError};
 use wujie_protocol::api::{CreateRun, FinishRun, IngestBatch, IngestItem, RunStatus};
 use wujie_protocol::event::{Event, Message, MessageKind};
+use wujie_protocol::git::GitChanges;
 use wujie_protocol::sidecar_tools::ToolCall;
 
 /// How a turn ended.
@@ -30,6 +31,8 @@ pub struct Turn {
     /// The tool calls the backend's `state` shows for this turn.
     pub tool_calls: Vec<ToolCall>,
     pub outcome: TurnOutcome,
+    /// What the turn changed in the code, when its work tree is a git one.
+    pub code: Option<GitChanges>,
 }
 
 /// Create a run on the issue holding the prompt (a user comment), the tool calls, and the reply
@@ -42,10 +45,19 @@ pub async fn report_turn(client: &Client, turn: &Turn) -> Result<String, ClientE
         job: None,
     };
     let run_id = client.create_run(&turn.issue, &create).await?.run.id;
-    let items = turn_messages(turn)
+    let mut items: Vec<IngestItem> = turn_messages(turn)
         .into_iter()
-        .map(|(suffix, message)| keyed(turn, &run_id, message, &suffix))
+        .map(|(suffix, mut message)| {
+            let source_key = source_key(turn, &run_id, &suffix);
+            message.source = turn.label.clone();
+            message.source_key = source_key.clone();
+            item(turn, source_key, Event::Message(message))
+        })
         .collect();
+    if let Some(code) = &turn.code {
+        let key = source_key(turn, &run_id, "git");
+        items.push(item(turn, key, Event::GitChanges(code.clone())));
+    }
     client
         .ingest_run_events(&run_id, &IngestBatch { items })
         .await?;
@@ -104,14 +116,15 @@ fn blank(kind: MessageKind) -> Message {
     wujie_builtins::bare_message("", kind, String::new())
 }
 
-/// A message of the turn as an item of the run, keyed by the backend session and the run.
-fn keyed(turn: &Turn, run_id: &str, mut message: Message, suffix: &str) -> IngestItem {
-    let source_key = format!("session:{}:run:{run_id}:{suffix}", turn.session_id);
-    message.source = turn.label.clone();
-    message.source_key = source_key.clone();
+/// The key of an item of the turn's run: the backend session, the run, and what it is.
+fn source_key(turn: &Turn, run_id: &str, suffix: &str) -> String {
+    format!("session:{}:run:{run_id}:{suffix}", turn.session_id)
+}
+
+fn item(turn: &Turn, source_key: String, event: Event) -> IngestItem {
     IngestItem {
         source: turn.label.clone(),
         source_key,
-        event: Event::Message(message),
+        event,
     }
 }

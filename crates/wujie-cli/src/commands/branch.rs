@@ -1,14 +1,14 @@
 //! `wujie branch …`: the CLI twins of the commondev MCP tools. One-shot: each command starts the
 //! branch's sidecar, resumes the persisted backend session, does its call and closes it.
 
-use std::path::{Path, PathBuf};
-
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use wujie_commondev::{
     BranchInfo, BranchObserver, BranchSessions, Lifetime, OpenRequest, SessionConfig,
 };
 
+use crate::context::Context;
 use crate::output::{block, inline, outln, print_json};
 
 #[derive(Debug, clap::Subcommand)]
@@ -34,6 +34,10 @@ pub enum BranchCommand {
         /// `local` (default) or `ssh://[user@]host[:port]`.
         #[arg(long)]
         runtime: Option<String>,
+        /// Work in --workdir itself even in a git repository (by default the agent works in
+        /// the branch's own worktree, on the git branch of the branch's name).
+        #[arg(long)]
+        no_worktree: bool,
     },
     /// Send a prompt to the branch's agent and print its reply.
     Prompt {
@@ -70,6 +74,13 @@ pub enum BranchCommand {
     List,
 }
 
+/// The branches' settings: the product's environment, and where worktrees go as the user chose.
+pub fn session_config(ctx: &Context) -> anyhow::Result<SessionConfig> {
+    let mut config = SessionConfig::standard(&ctx.profile.data_dir);
+    config.worktrees_dir = super::worktree::configured_worktrees_dir(ctx)?;
+    Ok(config)
+}
+
 fn branch_line(b: &BranchInfo) -> String {
     let status = serde_json::to_value(b.status)
         .ok()
@@ -91,13 +102,13 @@ fn branch_line(b: &BranchInfo) -> String {
 /// dropped and the sidecar's process tree stopped before `wujie` exits (128 + the signal).
 pub async fn run_branch(
     cmd: BranchCommand,
-    json: bool,
-    data_dir: &Path,
+    ctx: &Context,
     observer: Arc<dyn BranchObserver>,
 ) -> anyhow::Result<i32> {
+    let json = ctx.json();
     let sessions = BranchSessions::new(
-        data_dir,
-        SessionConfig::standard(data_dir),
+        &ctx.profile.data_dir,
+        session_config(ctx)?,
         Lifetime::OneShot,
     )
     .with_observer(observer);
@@ -125,6 +136,7 @@ async fn run_command(
             workdir,
             issue,
             runtime,
+            no_worktree,
         } => {
             let opened = sessions
                 .open(OpenRequest {
@@ -134,6 +146,7 @@ async fn run_command(
                     workdir,
                     issue,
                     runtime,
+                    no_worktree,
                 })
                 .await?;
             for note in &opened.notes {
@@ -144,6 +157,19 @@ async fn run_command(
             }
             let verb = if opened.resumed { "resumed" } else { "opened" };
             outln!("{verb} {}", branch_line(&opened.branch));
+            if let Some(worktree) = &opened.worktree {
+                let how = match (worktree.created, &worktree.base) {
+                    (true, Some(base)) => format!("new, from {}", inline(base)),
+                    (true, None) => "new".to_owned(),
+                    (false, _) => "reused".to_owned(),
+                };
+                outln!(
+                    "worktree {} (git branch {}, {how}); the agent works in {}",
+                    inline(&worktree.path.display().to_string()),
+                    inline(&worktree.branch),
+                    inline(&opened.branch.workdir.display().to_string())
+                );
+            }
             outln!(
                 "driver {} ({})",
                 inline(&opened.driver_file.display().to_string()),

@@ -2,17 +2,18 @@
 //! ends when its client closes stdin or on SIGINT/SIGTERM/SIGHUP, in both cases only after every
 //! sidecar's process tree is stopped.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use wujie_commondev::{BranchObserver, BranchSessions, Lifetime, SessionConfig};
+use wujie_commondev::{BranchObserver, BranchSessions, Lifetime};
+
+use crate::context::Context;
 
 /// Returns the exit code: 0 when the client went away, 128 + the signal's number otherwise.
-pub async fn run_mcp(data_dir: &Path, observer: Arc<dyn BranchObserver>) -> anyhow::Result<i32> {
+pub async fn run_mcp(ctx: &Context, observer: Arc<dyn BranchObserver>) -> anyhow::Result<i32> {
     let sessions = Arc::new(
         BranchSessions::new(
-            data_dir,
-            SessionConfig::standard(data_dir),
+            &ctx.profile.data_dir,
+            super::branch::session_config(ctx)?,
             Lifetime::KeepAlive,
         )
         .with_observer(observer),

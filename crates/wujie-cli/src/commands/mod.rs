@@ -92,15 +92,14 @@ pub async fn dispatch(cli: Cli) -> Result<i32> {
         Command::Cost => cost::workspace(&ctx).await.map(|()| 0),
         Command::Branch(cmd) => {
             let (observer, delivery) = IssueTurns::start(&ctx);
-            let result =
-                branch::run_branch(cmd, ctx.json(), &ctx.profile.data_dir, observer.clone()).await;
+            let result = branch::run_branch(cmd, &ctx, observer.clone()).await;
             observer.close();
             delivery.finish().await;
             result
         }
         Command::Mcp => {
             let (observer, delivery) = IssueTurns::start(&ctx);
-            let result = mcp::run_mcp(&ctx.profile.data_dir, observer.clone()).await;
+            let result = mcp::run_mcp(&ctx, observer.clone()).await;
             observer.close();
             delivery.finish().await;
             result

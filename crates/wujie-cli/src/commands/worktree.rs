@@ -28,19 +28,19 @@ fn repository() -> Result<Repository> {
 
 /// Where this repository's issue worktrees are.
 pub fn worktrees_dir(ctx: &Context, repo: &Repository) -> Result<PathBuf> {
+    match configured_worktrees_dir(ctx)? {
+        Some(dir) => Ok(dir),
+        None => Ok(repo.default_worktrees_dir()?),
+    }
+}
+
+/// The worktrees' directory when the user chose one: WUJIE_WORKTREES_DIR, else the config's
+/// `worktrees_dir`.
+pub fn configured_worktrees_dir(ctx: &Context) -> Result<Option<PathBuf>> {
     if let Some(dir) = env_var("WUJIE_WORKTREES_DIR") {
-        return Ok(PathBuf::from(dir));
+        return Ok(Some(PathBuf::from(dir)));
     }
-    if let Some(dir) = ctx.profile.load_config()?.worktrees_dir {
-        return Ok(dir);
-    }
-    let checkout = repo.main_checkout()?;
-    let name = checkout
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "repository".to_owned());
-    let parent = checkout.parent().unwrap_or(Path::new("/"));
-    Ok(parent.join(format!("{name}.wujie")))
+    Ok(ctx.profile.load_config()?.worktrees_dir)
 }
 
 fn worktree_path(dir: &Path, key: &str) -> PathBuf {

@@ -76,6 +76,7 @@ async fn pi_branch_open_prompt_state_close_and_resume() {
         workdir: env.workdir.clone(),
         issue: Some("WUJ-9".into()),
         runtime: None,
+        no_worktree: false,
     };
     // One-shot, as the CLI uses it: every call is a fresh sidecar and a fresh pi process.
     let cli = env.sessions(Lifetime::OneShot);

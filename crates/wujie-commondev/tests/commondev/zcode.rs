@@ -31,6 +31,7 @@ fn open(env: &TestEnv) -> OpenRequest {
         workdir: env.workdir.clone(),
         issue: Some("WUJ-7".into()),
         runtime: None,
+        no_worktree: false,
     }
 }
 

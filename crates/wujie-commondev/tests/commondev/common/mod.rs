@@ -85,6 +85,7 @@ impl TestEnv {
             timeouts: self.timeouts,
             runtime: self.runtime.clone(),
             llm_overrides: Default::default(),
+            worktrees_dir: None,
         }
     }
 

@@ -125,6 +125,7 @@ pub fn request(env: &TestEnv, sshd: &Sshd, branch: &str) -> OpenRequest {
         workdir: env.workdir.clone(),
         issue: None,
         runtime: Some(format!("ssh://{}@127.0.0.1:{}", user(), sshd.port)),
+        no_worktree: false,
     }
 }
 
