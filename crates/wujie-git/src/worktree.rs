@@ -59,6 +59,12 @@ pub enum WorktreeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("could not lock {path} to make a worktree")]
+    Lock {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The git config key that remembers what an issue branch was made from.
@@ -70,17 +76,42 @@ impl Repository {
     /// The directory of the repository's main checkout (a linked worktree's too), whose parent
     /// holds issue worktrees by default.
     pub fn main_checkout(&self) -> Result<PathBuf, GitError> {
-        let out = self.git.run(
-            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-            &[],
-        )?;
-        let common = PathBuf::from(one_line(&out));
+        let common = self.common_dir()?;
         // `<checkout>/.git`; a bare repository's common directory is the repository itself.
         Ok(match common.file_name() {
             Some(name) if name == ".git" => {
                 common.parent().map(Path::to_path_buf).unwrap_or(common)
             }
             _ => common,
+        })
+    }
+
+    /// The repository's own directory, shared by all its worktrees (`<checkout>/.git`).
+    fn common_dir(&self) -> Result<PathBuf, GitError> {
+        let out = self.git.run(
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+            &[],
+        )?;
+        Ok(PathBuf::from(one_line(&out)))
+    }
+
+    /// Holds the repository's worktree lock until dropped. git itself does not serialise
+    /// `git worktree add` and `git config` between processes: two at once fail on
+    /// `.git/config`'s lock or on a half-written `.git/worktrees/<name>`.
+    fn lock_worktrees(&self) -> Result<std::fs::File, WorktreeError> {
+        let path = self.common_dir()?.join("wujie-worktrees.lock");
+        let lock = || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)?;
+            file.lock()?;
+            Ok(file)
+        };
+        lock().map_err(|source| WorktreeError::Lock {
+            path: path.display().to_string(),
+            source,
         })
     }
 
@@ -152,6 +183,8 @@ impl Repository {
         path: &Path,
         base: Option<&str>,
     ) -> Result<IssueWorktree, WorktreeError> {
+        // Another process may be making a worktree of this repository (this one, even).
+        let _lock = self.lock_worktrees()?;
         if let Some(found) = self.worktree_at(path)? {
             return match found.branch.as_deref() {
                 Some(b) if b == branch => Ok(IssueWorktree {

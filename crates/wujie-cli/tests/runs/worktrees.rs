@@ -10,12 +10,18 @@ use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
 /// An agent that writes the issue's note in its working directory, commits it, leaves one more
-/// file uncommitted, and waits until both runs have started (so that they really run at once).
+/// file uncommitted, and waits until both runs have started (so that they really run at once);
+/// when the other never starts, it fails after a minute saying so, rather than wait for ever.
 fn agent(env: &Env) -> String {
     let gate = env.work.path().join("gate");
     format!(
         r#"touch "{gate}.$WUJIE_RUN_ID"
-while [ "$(ls "{dir}" | grep -c '^gate\.')" -lt 2 ]; do sleep 0.05; done
+waited=0
+while [ "$(ls "{dir}" | grep -c '^gate\.')" -lt 2 ]; do
+  waited=$((waited + 1))
+  if [ $waited -gt 1200 ]; then echo "the other run never started" >&2; exit 1; fi
+  sleep 0.05
+done
 echo "worked on $WUJIE_RUN_ID" > note.txt
 git add note.txt && git commit -q -m "Note"
 echo draft > draft.txt

@@ -6,3 +6,4 @@ mod info;
 mod limits;
 mod sandbox;
 mod untouched;
+mod worktrees;
