@@ -61,12 +61,11 @@ struct Worker {
 }
 
 enum Place {
-    /// The issue worktrees of `repo`, made in `dir` one at a time (git locks its config and
-    /// refs: two made at once may fail).
+    /// The issue worktrees of `repo`, made in `dir` (one at a time: wujie-git holds the
+    /// repository's lock while it makes one).
     Worktrees {
         repo: Repository,
         dir: PathBuf,
-        making: Mutex<()>,
     },
     Directory(PathBuf),
 }
@@ -75,8 +74,7 @@ impl Place {
     /// Where the agent of issue `key` works: its worktree, made or reused, or the directory.
     fn for_issue(&self, key: &str) -> Result<PathBuf> {
         match self {
-            Place::Worktrees { repo, dir, making } => {
-                let _one_at_a_time = making.lock().expect("worktree lock");
+            Place::Worktrees { repo, dir } => {
                 Ok(super::worktree::prepare_at(repo, dir, key, None)?.path)
             }
             Place::Directory(dir) => Ok(dir.clone()),
@@ -242,11 +240,7 @@ fn place(ctx: &Context, repo: Option<&Path>) -> Result<Place> {
         Ok(Discovered::Repository(repo)) => match repo.head_commit() {
             Ok(Some(_)) => {
                 let dir = super::worktree::worktrees_dir(ctx, &repo)?;
-                return Ok(Place::Worktrees {
-                    repo,
-                    dir,
-                    making: Mutex::new(()),
-                });
+                return Ok(Place::Worktrees { repo, dir });
             }
             Ok(None) => "its repository has no commit yet".to_owned(),
             Err(e) => format!("git failed: {e}"),
