@@ -13,6 +13,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod pi;
 pub mod tui;
+pub mod versions;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, Message, MessageKind};
 use wujie_protocol::manifest::{Capabilities, Manifest, ProtocolVersion};
+
+use versions::{TestedVersions, UntestedVersion};
 
 /// A provider implemented inside the `wujie` binary: its adapter is `wujie adapter <name>`.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +34,8 @@ pub struct Builtin {
     /// The flag that gives the agent its task and runs it without a terminal (`-p TASK`), for
     /// the providers a `wujie worker` can run; `None` for those that need a terminal.
     pub task_flag: Option<&'static str>,
+    /// The versions of its agent it was tested with; `None` for `acp`, whose agent is any.
+    pub tested: Option<TestedVersions>,
 }
 
 impl Builtin {
@@ -62,6 +67,11 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V1,
         task_flag: Some("-p"),
         interactive_pty: false,
+        tested: Some(TestedVersions {
+            package: "@mariozechner/pi-coding-agent",
+            oldest: "0.73.1",
+            newest: "0.73.1",
+        }),
     },
     Builtin {
         name: "claude",
@@ -69,6 +79,11 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         task_flag: None,
         interactive_pty: true,
+        tested: Some(TestedVersions {
+            package: "@anthropic-ai/claude-code",
+            oldest: "2.1.332",
+            newest: "2.1.332",
+        }),
     },
     Builtin {
         name: "codex",
@@ -76,6 +91,11 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         task_flag: None,
         interactive_pty: true,
+        tested: Some(TestedVersions {
+            package: "@openai/codex",
+            oldest: "0.171.0",
+            newest: "0.171.0",
+        }),
     },
     Builtin {
         name: "gemini",
@@ -83,6 +103,11 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         task_flag: None,
         interactive_pty: true,
+        tested: Some(TestedVersions {
+            package: "@google/gemini-cli",
+            oldest: "0.61.0",
+            newest: "0.61.0",
+        }),
     },
     Builtin {
         name: "opencode",
@@ -90,6 +115,11 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         task_flag: None,
         interactive_pty: true,
+        tested: Some(TestedVersions {
+            package: "opencode-ai",
+            oldest: "1.18.33",
+            newest: "1.18.33",
+        }),
     },
     Builtin {
         name: "acp",
@@ -97,6 +127,7 @@ pub const BUILTINS: &[Builtin] = &[
         protocol: ProtocolVersion::V2,
         task_flag: Some("-p"),
         interactive_pty: true,
+        tested: None,
     },
 ];
 
@@ -141,14 +172,35 @@ pub async fn run_adapter(name: &str, args: Vec<String>) -> Result<i32, UnknownBu
 /// fail at once (exit 127 or 2) leaves nothing behind. The adapter checks the same again.
 /// `acp` names its agent in its own arguments and is checked when it starts.
 pub fn preflight(name: &str, args: &[String]) -> Result<(), BuiltinError> {
-    match name {
-        "pi" => pi::preflight(args).map(drop),
-        "claude" => claude::preflight(args).map(drop),
-        "codex" => codex::preflight(args).map(drop),
-        "gemini" => gemini::preflight(args).map(drop),
-        "opencode" => opencode::preflight(args).map(drop),
-        _ => Ok(()),
-    }
+    agent_program(name, args).transpose().map(drop)
+}
+
+/// The agent's executable that the adapter of `name` would start with `args`, checked as the
+/// adapter checks it; `None` for `acp`, which names its agent in its own arguments.
+fn agent_program(name: &str, args: &[String]) -> Option<Result<PathBuf, BuiltinError>> {
+    Some(match name {
+        "pi" => pi::preflight(args),
+        "claude" => claude::preflight(args),
+        "codex" => codex::preflight(args),
+        "gemini" => gemini::preflight(args),
+        "opencode" => opencode::preflight(args),
+        _ => return None,
+    })
+}
+
+/// The agent of the built-in provider `name`, when the one `args` would start is installed in
+/// a version outside those it was tested with; `None` inside them, and when its version or the
+/// agent cannot be found.
+pub fn untested_version(name: &str, args: &[String]) -> Option<UntestedVersion> {
+    let builtin = BUILTINS.iter().find(|b| b.name == name)?;
+    let tested = builtin.tested?;
+    let program = agent_program(name, args)?.ok()?;
+    let installed = tested.installed(&program)?;
+    (!tested.covers(&installed)).then_some(UntestedVersion {
+        agent: builtin.name,
+        installed,
+        tested,
+    })
 }
 
 /// The arguments that resume the agent's own session `native` (a discussion resumed by its id

@@ -4,6 +4,7 @@
 //! with its durable outbox `wujie-delivery`.
 
 mod adapter_session;
+pub mod agent_versions;
 mod cancel_watch;
 pub mod check;
 mod code_changes;

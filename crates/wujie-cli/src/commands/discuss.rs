@@ -36,6 +36,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
     wujie_localrun::discuss::require_v2(&provider)?;
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
+    wujie_localrun::agent_versions::say_if_untested(&ctx.profile, &provider, adapter_args);
     let conn = ctx.connect().await?;
     let outbox = ctx.outbox().await?;
     let outcome = run_discussion(

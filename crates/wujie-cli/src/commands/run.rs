@@ -94,6 +94,7 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<i32> {
     let provider = ctx.registry()?.resolve(provider_arg)?;
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
+    wujie_localrun::agent_versions::say_if_untested(&ctx.profile, &provider, adapter_args);
     let conn = ctx.connect().await?;
     let worktree = if args.worktree {
         let key = if super::worktree::looks_like_key(&args.issue) {

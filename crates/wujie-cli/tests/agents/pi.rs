@@ -372,3 +372,48 @@ fn a_job_assigned_to_pi_runs_on_a_worker_with_the_issue_as_its_task() {
     );
     runtime.block_on(mock.shutdown());
 }
+
+/// A pi whose package says `version`, as npm installs it: `node_modules/<package>/dist/cli.js`
+/// with the package's manifest above it. It prints one reply and ends.
+fn pi_package(env: &Env, version: &str) -> PathBuf {
+    let package = env.work.path().join(format!(
+        "pi-{version}/node_modules/@mariozechner/pi-coding-agent"
+    ));
+    std::fs::create_dir_all(package.join("dist")).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        format!(r#"{{"name": "@mariozechner/pi-coding-agent", "version": "{version}"}}"#),
+    )
+    .unwrap();
+    let cli = package.join("dist/cli.js");
+    std::fs::write(
+        &cli,
+        "#!/bin/sh\nprintf '%s\\n' '{\"type\":\"session\",\"version\":3,\"id\":\"s-1\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    cli
+}
+
+#[test]
+fn a_pi_version_that_was_not_tested_is_said_once_before_the_run() {
+    let env = Env::new();
+    let key = env.create_issue("a newer pi");
+    let run_with = |pi: &PathBuf| {
+        let out = env
+            .cmd()
+            .env("WUJIE_PI_BIN", pi)
+            .args(["run", &key, "--", "pi", "-p", "hi"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let newer = pi_package(&env, "99.0.0");
+    let stderr = run_with(&newer);
+    let said = "wujie: note: pi 99.0.0 is not a version this wujie was tested with (0.73.1)";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    // Once for that version; the tested one goes quietly.
+    assert!(!run_with(&newer).contains("note: pi"));
+    assert!(!run_with(&pi_package(&env, "0.73.1")).contains("note: pi"));
+}
