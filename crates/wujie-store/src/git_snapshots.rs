@@ -1,12 +1,14 @@
 //! A run's code changes: one row per working-tree snapshot, stored once per key like every
-//! event; the latest snapshot is the run's changes.
+//! event, each new one told in the issue's activity; the latest snapshot is the run's changes.
 
 use sqlx::AnyConnection;
-use wujie_protocol::api::{IngestItem, IngestItemResult, IngestOutcome};
+use wujie_protocol::api::{
+    Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IssueChange,
+};
 use wujie_protocol::git::GitChanges;
 
 use crate::ingest::{RunTarget, outcome, rejected};
-use crate::{Store, StoreError, WriteTx};
+use crate::{Store, StoreError, WriteTx, activity};
 
 /// A snapshot of a batch, waiting to be stored.
 pub(crate) struct PendingSnapshot<'a> {
@@ -49,11 +51,23 @@ pub(crate) async fn store_run_git_snapshots(
         .await?
         .rows_affected()
             == 1;
-        results[pending.index] = Some(outcome(if stored {
-            IngestOutcome::Stored
-        } else {
-            IngestOutcome::Duplicate
-        }));
+        if !stored {
+            results[pending.index] = Some(outcome(IngestOutcome::Duplicate));
+            continue;
+        }
+        // Open pages and watchers learn of it from the issue's feed; a key delivered again
+        // records nothing more.
+        let change = IssueChange::CodeChanged {
+            run_id: run.run_id.to_owned(),
+            snapshot: pending.changes.snapshot,
+            files: u32::try_from(pending.changes.files.len()).unwrap_or(u32::MAX),
+        };
+        let reporter = Author {
+            kind: AuthorKind::Agent,
+            run_id: Some(run.run_id.to_owned()),
+        };
+        activity::record(&mut w.tx, &run.issue_id, &reporter, w.author_token, &change).await?;
+        results[pending.index] = Some(outcome(IngestOutcome::Stored));
     }
     Ok(())
 }

@@ -656,6 +656,10 @@ fn describe_change(event: &IssueEvent, providers: &HashMap<String, String>) -> S
             "asked run {run_id} to stop (cancelled by {})",
             inline(event.by.as_deref().unwrap_or("a user"))
         ),
+        IssueChange::CodeChanged { run_id, files, .. } => format!(
+            "run {run_id}'s code: {files} {} changed since its start",
+            if *files == 1 { "file" } else { "files" }
+        ),
         IssueChange::Usage { usage, .. } => format!(
             "usage: {}/{} in {} out {}",
             inline(&usage.provider),
