@@ -178,6 +178,25 @@ pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
 }
 
+/// `git ARGS` run in `dir`: its output, trimmed. A git that fails fails the test, with its
+/// stderr.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
 /// One message line as an adapter prints it.
 pub fn msg(kind: &str, content: &str, key: &str) -> String {
     serde_json::json!({"type": kind, "content": content, "source": "t", "source_key": key})

@@ -1,27 +1,9 @@
 //! `wujie run` in a git work tree records what the agent changed in the code: the run's `git`
 //! object, exactly the agent's changes and commits, not the user's earlier work.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use wujie_testkit::*;
-
-pub(super) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
 
 /// A repository `project` in the test's work dir with one commit, or a skip without git.
 pub(super) fn require_repository(env: &Env) -> Option<PathBuf> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use super::git_changes::{git, require_repository};
+use super::git_changes::require_repository;
 use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
