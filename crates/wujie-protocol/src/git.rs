@@ -27,6 +27,10 @@ pub struct GitChanges {
     pub commits: Vec<Commit>,
     /// Files changed from the start snapshot to this one.
     pub files: Vec<FileChange>,
+    /// Files changed from the run's previous snapshot to this one: what the turn before it
+    /// changed. Absent at the start, and in snapshots sent by an older `wujie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_files: Option<Vec<FileChange>>,
     /// The issue worktree the run works in (`wujie run --worktree`); absent in the user's own
     /// checkout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +149,24 @@ pub struct FileSummary {
 }
 
 impl GitChanges {
+    /// What this snapshot's turn changed, given the commits of the snapshot before it: its
+    /// `turn_files` as the files, and the commits made since. `None` when it was recorded
+    /// without its turn's files.
+    pub fn turn(self, commits_before: &[Commit]) -> Option<GitChanges> {
+        let files = self.turn_files?;
+        let commits = self
+            .commits
+            .into_iter()
+            .filter(|c| !commits_before.iter().any(|b| b.sha == c.sha))
+            .collect();
+        Some(GitChanges {
+            files,
+            commits,
+            turn_files: None,
+            ..self
+        })
+    }
+
     /// What a run shows of this snapshot.
     pub fn summary(&self) -> RunGit {
         RunGit {

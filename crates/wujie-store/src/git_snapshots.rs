@@ -104,7 +104,56 @@ pub(crate) async fn latest(
         .transpose()
 }
 
+/// Snapshot `snapshot` of the run (the last stored under that number).
+async fn numbered(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    snapshot: u32,
+) -> Result<Option<GitChanges>, StoreError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND snapshot = $2 \
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .bind(i64::from(snapshot))
+    .fetch_optional(conn)
+    .await?;
+    row.map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
+        .transpose()
+}
+
 impl Store {
+    /// Snapshot `turn` of run `run_id` and the one before it (the start's for turn 1), each
+    /// `None` when not stored: the turn's changes are between them.
+    pub async fn run_git_turn(
+        &self,
+        run_id: &str,
+        turn: u32,
+    ) -> Result<(Option<GitChanges>, Option<GitChanges>), StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let after = numbered(&mut conn, run_id, turn).await?;
+        let before = match turn.checked_sub(1) {
+            Some(previous) if after.is_some() => numbered(&mut conn, run_id, previous).await?,
+            _ => None,
+        };
+        Ok((before, after))
+    }
+
+    /// The turns of run `run_id` with a snapshot stored after them, in order.
+    pub async fn run_git_turns(&self, run_id: &str) -> Result<Vec<u32>, StoreError> {
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "SELECT DISTINCT snapshot FROM run_git_snapshots WHERE run_id = $1 AND snapshot > 0 \
+             ORDER BY snapshot",
+        )
+        .bind(run_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(n,)| u32::try_from(n).ok())
+            .collect())
+    }
+
     /// The code changes of run `run_id` as of its latest snapshot.
     pub async fn run_git_changes(&self, run_id: &str) -> Result<Option<GitChanges>, StoreError> {
         let mut conn = self.pool().acquire().await?;

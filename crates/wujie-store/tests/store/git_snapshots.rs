@@ -24,6 +24,7 @@ fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestIte
                 subject: "Add a".into(),
                 author: "Ada <ada@example.test>".into(),
             }],
+            turn_files: (snapshot > 0).then(|| files.clone()),
             files,
             worktree: None,
         }),
@@ -85,6 +86,14 @@ async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
         })
         .collect();
     assert_eq!(told, [(0, 0), (1, 1)]);
+
+    // A turn is read with the snapshot before it.
+    let (before, after) = store.run_git_turn(&run.id, 1).await.expect("read");
+    assert_eq!(before.map(|b| b.snapshot), Some(0));
+    assert_eq!(after.map(|a| a.snapshot), Some(1));
+    assert_eq!(store.run_git_turns(&run.id).await.expect("read"), [1]);
+    let (before, after) = store.run_git_turn(&run.id, 2).await.expect("read");
+    assert_eq!((before, after), (None, None));
 
     let latest = store
         .run_git_changes(&run.id)
