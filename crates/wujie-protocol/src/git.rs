@@ -193,3 +193,60 @@ impl GitChanges {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(sha: &str) -> Commit {
+        Commit {
+            sha: sha.into(),
+            subject: format!("commit {sha}"),
+            author: "Ada <ada@example.test>".into(),
+        }
+    }
+
+    fn file(path: &str) -> FileChange {
+        FileChange {
+            path: path.into(),
+            old_path: None,
+            status: FileStatus::Added,
+            additions: 1,
+            deletions: 0,
+            binary: false,
+            patch: Patch::Kept(format!("diff --git a/{path} b/{path}\n")),
+        }
+    }
+
+    fn snapshot(turn_files: Option<Vec<FileChange>>) -> GitChanges {
+        GitChanges {
+            snapshot: 2,
+            tree: "t2".into(),
+            repo: "project".into(),
+            remotes: Vec::new(),
+            branch: Some("main".into()),
+            base_commit: None,
+            head_commit: Some("b".into()),
+            commits: vec![commit("b"), commit("a")],
+            files: vec![file("first.txt"), file("second.txt")],
+            turn_files,
+            worktree: None,
+        }
+    }
+
+    #[test]
+    fn a_turn_is_its_own_files_and_the_commits_made_since_the_snapshot_before() {
+        let turn = snapshot(Some(vec![file("second.txt")]))
+            .turn(&[commit("a")])
+            .expect("recorded with its turn");
+        assert_eq!(turn.files, [file("second.txt")]);
+        assert_eq!(turn.commits, [commit("b")]);
+        assert_eq!(turn.turn_files, None);
+        assert_eq!(turn.snapshot, 2);
+    }
+
+    #[test]
+    fn a_snapshot_recorded_without_its_turn_has_none() {
+        assert_eq!(snapshot(None).turn(&[]), None);
+    }
+}
