@@ -475,6 +475,12 @@ impl Client {
             .await
     }
 
+    /// What turn `turn` (from 1) of the run changed, with the patches.
+    pub async fn run_git_turn(&self, run_id: &str, turn: u32) -> Result<GitChanges, ClientError> {
+        let path = format!("/runs/{}/git?turn={turn}", segment(run_id));
+        self.call(Method::GET, &path, None).await
+    }
+
     pub async fn ingest_run_events(
         &self,
         run_id: &str,

@@ -5,6 +5,8 @@
 //! Snapshots are taken on a task of their own, and git itself runs on the blocking pool: the
 //! path that reads the adapter's output only signals "a turn ended" and never waits for git.
 //! Turns that end while a snapshot is under way are served by one more snapshot after it.
+//! Each snapshot after the start carries the run's changes since its start and, apart, its
+//! turn's: the changes since the snapshot recorded before it (so a turn reads on any machine).
 //! Each result is keyed by its place in the run and its tree id (`git:<n>:<tree>`), so a
 //! delivery retried or finished by `wujie local-run sync` after a crash stores it once, and a
 //! tree the agent comes back to later is still recorded as the latest.
@@ -62,6 +64,7 @@ impl CodeWatch {
             Err(_) => return None,
         };
         let mut snapshots = Snapshots {
+            previous: start.tree.clone(),
             start,
             target_id: target_id.to_owned(),
             worktree: worktree.map(|w| w.display().to_string()),
@@ -109,8 +112,9 @@ impl TurnStart {
     /// when it works in one). Blocks on git.
     pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
         let start = &self.0;
-        let changes = changes_since(
+        let (changes, _) = changes_since(
             &start.repository,
+            &start.tree,
             &start.tree,
             start.info.head_commit.clone(),
             1,
@@ -153,6 +157,8 @@ struct Snapshots {
     taken: u32,
     /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again.
     last: Option<(String, Option<String>)>,
+    /// The tree of the last one recorded, from which the next one's turn is diffed.
+    previous: TreeId,
 }
 
 impl Snapshots {
@@ -168,26 +174,32 @@ impl Snapshots {
             head_commit: info.head_commit.clone(),
             commits: Vec::new(),
             files: Vec::new(),
+            turn_files: None,
             worktree: self.worktree.clone(),
         }
     }
 
     async fn take(&mut self) {
         let repository = self.start.repository.clone();
-        let start = self.start.tree.clone();
+        let trees = (self.start.tree.clone(), self.previous.clone());
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
-        let taken =
-            tokio::task::spawn_blocking(move || changes_since(&repository, &start, base, snapshot))
-                .await;
+        let taken = tokio::task::spawn_blocking(move || {
+            changes_since(&repository, &trees.0, &trees.1, base, snapshot)
+        })
+        .await;
         match taken {
-            Ok(Ok(changes)) => {
+            Ok(Ok((changes, tree))) => {
                 let worktree = self.worktree.clone();
-                self.record(GitChanges {
-                    worktree,
-                    ..changes
-                })
-                .await;
+                let recorded = self
+                    .record(GitChanges {
+                        worktree,
+                        ..changes
+                    })
+                    .await;
+                if recorded {
+                    self.previous = tree;
+                }
             }
             Ok(Err(e)) => wujie_process::stderr_line!(
                 "wujie: cannot take a snapshot of the code after a turn: {}",
@@ -197,10 +209,11 @@ impl Snapshots {
         }
     }
 
-    async fn record(&mut self, changes: GitChanges) {
+    /// Whether it was recorded (it is not when nothing changed since the last one).
+    async fn record(&mut self, changes: GitChanges) -> bool {
         let now = (changes.tree.clone(), changes.head_commit.clone());
         if self.last.as_ref() == Some(&now) {
-            return;
+            return false;
         }
         let item = IngestItem {
             source: REPORTER_SOURCE.to_owned(),
@@ -215,27 +228,41 @@ impl Snapshots {
             Ok(()) => {
                 self.last = Some(now);
                 self.taken += 1;
+                true
             }
-            Err(e) => wujie_process::stderr_line!(
-                "wujie: cannot record the run's code changes: {}",
-                with_causes(&e)
-            ),
+            Err(e) => {
+                wujie_process::stderr_line!(
+                    "wujie: cannot record the run's code changes: {}",
+                    with_causes(&e)
+                );
+                false
+            }
         }
     }
 }
 
-/// The run's changes as of a snapshot taken now.
+/// The run's changes as of a snapshot taken now, from the `start` snapshot and (the turn's) from
+/// the `previous` one recorded; and the snapshot's tree.
 fn changes_since(
     repository: &Repository,
     start: &TreeId,
+    previous: &TreeId,
     base: Option<String>,
     snapshot: u32,
-) -> Result<GitChanges, GitError> {
+) -> Result<(GitChanges, TreeId), GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
     let diff = repository.diff(start, &tree, PatchLimits::default())?;
+    // A run's first turn (and a branch's turn, a run of its own) began at the start.
+    let turn = if previous == start {
+        diff.files.clone()
+    } else {
+        repository
+            .diff(previous, &tree, PatchLimits::default())?
+            .files
+    };
     let commits = repository.commits_since(base.as_deref())?;
-    Ok(GitChanges {
+    let changes = GitChanges {
         snapshot,
         tree: tree.to_string(),
         repo: info.repo,
@@ -245,6 +272,8 @@ fn changes_since(
         head_commit: info.head_commit,
         commits,
         files: diff.files,
+        turn_files: Some(turn),
         worktree: None,
-    })
+    };
+    Ok((changes, tree))
 }

@@ -639,6 +639,15 @@ pub enum IssueChange {
     CancelRequested {
         run_id: String,
     },
+    /// A snapshot of the run's code was stored: the run's changes (`GET /runs/{id}/git`) are
+    /// now as of it.
+    CodeChanged {
+        run_id: String,
+        /// The snapshot's place in the run (0 at its start).
+        snapshot: u32,
+        /// Files changed from the run's start to this snapshot.
+        files: u32,
+    },
 }
 
 /// One change to an issue, in the order the store recorded it: the `data` of an `issue` event

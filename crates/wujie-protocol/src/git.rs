@@ -27,6 +27,10 @@ pub struct GitChanges {
     pub commits: Vec<Commit>,
     /// Files changed from the start snapshot to this one.
     pub files: Vec<FileChange>,
+    /// Files changed from the run's previous snapshot to this one: what the turn before it
+    /// changed. Absent at the start, and in snapshots sent by an older `wujie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_files: Option<Vec<FileChange>>,
     /// The issue worktree the run works in (`wujie run --worktree`); absent in the user's own
     /// checkout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,6 +149,24 @@ pub struct FileSummary {
 }
 
 impl GitChanges {
+    /// What this snapshot's turn changed, given the commits of the snapshot before it: its
+    /// `turn_files` as the files, and the commits made since. `None` when it was recorded
+    /// without its turn's files.
+    pub fn turn(self, commits_before: &[Commit]) -> Option<GitChanges> {
+        let files = self.turn_files?;
+        let commits = self
+            .commits
+            .into_iter()
+            .filter(|c| !commits_before.iter().any(|b| b.sha == c.sha))
+            .collect();
+        Some(GitChanges {
+            files,
+            commits,
+            turn_files: None,
+            ..self
+        })
+    }
+
     /// What a run shows of this snapshot.
     pub fn summary(&self) -> RunGit {
         RunGit {
@@ -169,5 +191,62 @@ impl GitChanges {
                 .collect(),
             worktree: self.worktree.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(sha: &str) -> Commit {
+        Commit {
+            sha: sha.into(),
+            subject: format!("commit {sha}"),
+            author: "Ada <ada@example.test>".into(),
+        }
+    }
+
+    fn file(path: &str) -> FileChange {
+        FileChange {
+            path: path.into(),
+            old_path: None,
+            status: FileStatus::Added,
+            additions: 1,
+            deletions: 0,
+            binary: false,
+            patch: Patch::Kept(format!("diff --git a/{path} b/{path}\n")),
+        }
+    }
+
+    fn snapshot(turn_files: Option<Vec<FileChange>>) -> GitChanges {
+        GitChanges {
+            snapshot: 2,
+            tree: "t2".into(),
+            repo: "project".into(),
+            remotes: Vec::new(),
+            branch: Some("main".into()),
+            base_commit: None,
+            head_commit: Some("b".into()),
+            commits: vec![commit("b"), commit("a")],
+            files: vec![file("first.txt"), file("second.txt")],
+            turn_files,
+            worktree: None,
+        }
+    }
+
+    #[test]
+    fn a_turn_is_its_own_files_and_the_commits_made_since_the_snapshot_before() {
+        let turn = snapshot(Some(vec![file("second.txt")]))
+            .turn(&[commit("a")])
+            .expect("recorded with its turn");
+        assert_eq!(turn.files, [file("second.txt")]);
+        assert_eq!(turn.commits, [commit("b")]);
+        assert_eq!(turn.turn_files, None);
+        assert_eq!(turn.snapshot, 2);
+    }
+
+    #[test]
+    fn a_snapshot_recorded_without_its_turn_has_none() {
+        assert_eq!(snapshot(None).turn(&[]), None);
     }
 }

@@ -1,12 +1,14 @@
 //! A run's code changes: one row per working-tree snapshot, stored once per key like every
-//! event; the latest snapshot is the run's changes.
+//! event, each new one told in the issue's activity; the latest snapshot is the run's changes.
 
 use sqlx::AnyConnection;
-use wujie_protocol::api::{IngestItem, IngestItemResult, IngestOutcome};
+use wujie_protocol::api::{
+    Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IssueChange,
+};
 use wujie_protocol::git::GitChanges;
 
 use crate::ingest::{RunTarget, outcome, rejected};
-use crate::{Store, StoreError, WriteTx};
+use crate::{Store, StoreError, WriteTx, activity};
 
 /// A snapshot of a batch, waiting to be stored.
 pub(crate) struct PendingSnapshot<'a> {
@@ -49,11 +51,23 @@ pub(crate) async fn store_run_git_snapshots(
         .await?
         .rows_affected()
             == 1;
-        results[pending.index] = Some(outcome(if stored {
-            IngestOutcome::Stored
-        } else {
-            IngestOutcome::Duplicate
-        }));
+        if !stored {
+            results[pending.index] = Some(outcome(IngestOutcome::Duplicate));
+            continue;
+        }
+        // Open pages and watchers learn of it from the issue's feed; a key delivered again
+        // records nothing more.
+        let change = IssueChange::CodeChanged {
+            run_id: run.run_id.to_owned(),
+            snapshot: pending.changes.snapshot,
+            files: u32::try_from(pending.changes.files.len()).unwrap_or(u32::MAX),
+        };
+        let reporter = Author {
+            kind: AuthorKind::Agent,
+            run_id: Some(run.run_id.to_owned()),
+        };
+        activity::record(&mut w.tx, &run.issue_id, &reporter, w.author_token, &change).await?;
+        results[pending.index] = Some(outcome(IngestOutcome::Stored));
     }
     Ok(())
 }
@@ -90,7 +104,56 @@ pub(crate) async fn latest(
         .transpose()
 }
 
+/// Snapshot `snapshot` of the run (the last stored under that number).
+async fn numbered(
+    conn: &mut AnyConnection,
+    run_id: &str,
+    snapshot: u32,
+) -> Result<Option<GitChanges>, StoreError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND snapshot = $2 \
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(run_id)
+    .bind(i64::from(snapshot))
+    .fetch_optional(conn)
+    .await?;
+    row.map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
+        .transpose()
+}
+
 impl Store {
+    /// Snapshot `turn` of run `run_id` and the one before it (the start's for turn 1), each
+    /// `None` when not stored: the turn's changes are between them.
+    pub async fn run_git_turn(
+        &self,
+        run_id: &str,
+        turn: u32,
+    ) -> Result<(Option<GitChanges>, Option<GitChanges>), StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let after = numbered(&mut conn, run_id, turn).await?;
+        let before = match turn.checked_sub(1) {
+            Some(previous) if after.is_some() => numbered(&mut conn, run_id, previous).await?,
+            _ => None,
+        };
+        Ok((before, after))
+    }
+
+    /// The turns of run `run_id` with a snapshot stored after them, in order.
+    pub async fn run_git_turns(&self, run_id: &str) -> Result<Vec<u32>, StoreError> {
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "SELECT DISTINCT snapshot FROM run_git_snapshots WHERE run_id = $1 AND snapshot > 0 \
+             ORDER BY snapshot",
+        )
+        .bind(run_id)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(n,)| u32::try_from(n).ok())
+            .collect())
+    }
+
     /// The code changes of run `run_id` as of its latest snapshot.
     pub async fn run_git_changes(&self, run_id: &str) -> Result<Option<GitChanges>, StoreError> {
         let mut conn = self.pool().acquire().await?;

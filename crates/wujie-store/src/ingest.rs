@@ -277,13 +277,15 @@ fn usage_sent_again(kept: &Usage, item: &IngestItem, sent: &Usage) -> IngestItem
     }
 }
 
-/// Whether storing these may record activity: usage does, and so do the message kinds that
-/// become comments.
+/// Whether storing these may record activity: usage and code snapshots do, and so do the
+/// message kinds that become comments.
 fn records_activity(
     messages: &[PendingMessage<'_>],
     usages: &[(usize, &IngestItem, &Usage)],
+    snapshots: &[PendingSnapshot<'_>],
 ) -> bool {
     !usages.is_empty()
+        || !snapshots.is_empty()
         || messages
             .iter()
             .any(|p| matches!(p.message.kind, MessageKind::UserInput | MessageKind::Final))
@@ -352,7 +354,7 @@ impl<'a> SortedBatch<'a> {
 /// The run a batch goes to, as the batch's transaction found it.
 pub(crate) struct RunTarget<'a> {
     pub(crate) run_id: &'a str,
-    issue_id: String,
+    pub(crate) issue_id: String,
     /// Why nothing new may be stored: the run ended.
     pub(crate) ended: Option<String>,
     pub(crate) now: String,
@@ -370,11 +372,11 @@ impl Store {
         let mut batch = SortedBatch::sort(items, max_event_bytes)?;
         let now = time::now();
         // Ingest is the hot path: it takes the activity lock only when this batch may record
-        // activity (a comment or usage), and otherwise only its issue's lock, so that
+        // activity (a comment, usage or a code snapshot), and otherwise only its issue's lock, so that
         // reporters of different issues write side by side on PostgreSQL.
         let _slot = self.ingest_slots.take().await?;
         let mut w = self.write_unserialized().await?;
-        if records_activity(&batch.messages, &batch.usages) {
+        if records_activity(&batch.messages, &batch.usages, &batch.git_snapshots) {
             w.serialize(SerialLock::Activity).await?;
         }
         let run: Option<(String, String, Option<String>)> =

@@ -59,8 +59,13 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                 };
                 list(ctx, &conn.client, &query, shown).await?;
             }
-            IssueCommand::Diff { key, run, stat } => {
-                diff(ctx, &conn.client, &key, run.as_deref(), stat).await?;
+            IssueCommand::Diff {
+                key,
+                run,
+                turn,
+                stat,
+            } => {
+                diff(ctx, &conn.client, &key, run.as_deref(), turn, stat).await?;
             }
             IssueCommand::Show { key } => {
                 let issue = conn.client.get_issue(&key).await?;
@@ -291,14 +296,19 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
     Ok(())
 }
 
-/// `wujie issue diff`: the run's patch (or `--stat`), from its latest snapshot.
+/// `wujie issue diff`: the run's patch (or `--stat`), from its latest snapshot, or one turn's.
 async fn diff(
     ctx: &Context,
     client: &Client,
     key: &str,
     run: Option<&str>,
+    turn: Option<u32>,
     stat: bool,
 ) -> Result<()> {
+    anyhow::ensure!(
+        turn != Some(0),
+        "--turn counts from 1: turn 1 is what the run changed up to its first snapshot after the start"
+    );
     let issue = client.get_issue(key).await?;
     let run = match run {
         Some(id) => issue
@@ -318,7 +328,20 @@ async fn diff(
         "run {} recorded no code changes: it did not run in a git work tree, or git was not installed",
         run.id
     );
-    let changes = client.run_git(&run.id).await?;
+    let changes = match turn {
+        // The issue was found: a turn not found is said in the server's words, not taken for
+        // a missing issue.
+        Some(turn) => client
+            .run_git_turn(&run.id, turn)
+            .await
+            .map_err(|e| match e.status() {
+                Some(wujie_client::StatusCode::NOT_FOUND) => {
+                    anyhow::anyhow!(crate::user_error::client_error(&e))
+                }
+                _ => e.into(),
+            })?,
+        None => client.run_git(&run.id).await?,
+    };
     if ctx.json() {
         return print_json(&changes);
     }
@@ -655,6 +678,10 @@ fn describe_change(event: &IssueEvent, providers: &HashMap<String, String>) -> S
         IssueChange::CancelRequested { run_id } => format!(
             "asked run {run_id} to stop (cancelled by {})",
             inline(event.by.as_deref().unwrap_or("a user"))
+        ),
+        IssueChange::CodeChanged { run_id, files, .. } => format!(
+            "run {run_id}'s code: {files} {} changed since its start",
+            if *files == 1 { "file" } else { "files" }
         ),
         IssueChange::Usage { usage, .. } => format!(
             "usage: {}/{} in {} out {}",

@@ -283,3 +283,119 @@ while :; do sleep 1; done"#,
     let patch = laptop.ok(&["issue", "diff", &key]);
     assert!(patch.contains("+TWO"), "{patch}");
 }
+
+/// An agent in two turns that change different files: the first edits `edit.txt`, then (once
+/// the file `go` exists) the second adds `second.txt` in a commit.
+fn two_turns(go: &std::path::Path) -> String {
+    format!(
+        "printf 'one\\nTWO\\n' > edit.txt\n\
+         echo '{}'\n\
+         while [ ! -e '{go}' ]; do sleep 0.05; done\n\
+         echo second > second.txt\n\
+         git add second.txt && git commit -q -m 'Add second.txt'\n\
+         echo '{}'",
+        msg("final", "first turn done", "f1"),
+        msg("final", "second turn done", "f2"),
+        go = go.display(),
+    )
+}
+
+fn paths(changes: &serde_json::Value) -> Vec<&str> {
+    changes["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn issue_diff_turn_shows_only_what_that_turn_changed_and_applies_on_the_turn_before() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    let base = git(&repo, &["rev-parse", "HEAD"]);
+    let go = env.work.path().join("go");
+    let plugin = env.plugin("turns", V1, &two_turns(&go));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.create_issue("two turns");
+    let mut run = env
+        .cmd()
+        .current_dir(&repo)
+        .args(["run", &key, "--", "turns"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wujie runs");
+    // The second turn starts once the first one's snapshot is stored.
+    wait_until(30, "the first turn's snapshot", || {
+        env.run(&["issue", "diff", &key, "--turn", "1"])
+            .status
+            .success()
+    });
+    std::fs::write(&go, "").expect("go");
+    assert!(run.wait().expect("run ends").success());
+
+    let first = env.json(&["issue", "diff", &key, "--turn", "1"]);
+    assert_eq!(paths(&first), ["edit.txt"], "{first:#}");
+    assert_eq!(first["commits"], serde_json::json!([]));
+    let second = env.json(&["issue", "diff", &key, "--turn", "2"]);
+    assert_eq!(paths(&second), ["second.txt"], "{second:#}");
+    let commits = second["commits"].as_array().expect("commits");
+    assert_eq!(commits.len(), 1, "{second:#}");
+    assert_eq!(commits[0]["subject"], "Add second.txt");
+    let stat = env.ok(&["issue", "diff", &key, "--turn", "2", "--stat"]);
+    assert!(
+        stat.contains("    second.txt |     1 +  (added)\n"),
+        "{stat}"
+    );
+    assert!(!stat.contains("edit.txt"), "{stat}");
+    // The whole run still has both.
+    let whole = env.json(&["issue", "diff", &key]);
+    assert_eq!(paths(&whole), ["edit.txt", "second.txt"], "{whole:#}");
+
+    // Turn 1's patch applies on the base, and turn 2's on the result: the run's files.
+    let applied = env.work.path().join("applied");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            applied.to_str().unwrap(),
+            &base,
+        ],
+    );
+    for turn in ["1", "2"] {
+        let patch = env.ok(&["issue", "diff", &key, "--turn", turn]);
+        let file = env.work.path().join(format!("turn-{turn}.patch"));
+        std::fs::write(&file, &patch).expect("write patch");
+        git(&applied, &["apply", file.to_str().unwrap()]);
+    }
+    for file in ["edit.txt", "second.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(applied.join(file)).expect("applied file"),
+            std::fs::read_to_string(repo.join(file)).expect("run's file"),
+            "{file}"
+        );
+    }
+
+    // Turns that are not there are said plainly.
+    let run_id = env.issue(&key)["runs"][0]["id"]
+        .as_str()
+        .expect("run id")
+        .to_owned();
+    let error = env.fails(&["issue", "diff", &key, "--turn", "3"]);
+    assert_eq!(
+        error.trim(),
+        format!("wujie: error: run {run_id} has 2 turns with changes recorded: 1, 2")
+    );
+    let error = env.fails(&["issue", "diff", &key, "--turn", "0"]);
+    assert_eq!(
+        error.trim(),
+        "wujie: error: --turn counts from 1: turn 1 is what the run changed up to its first \
+         snapshot after the start"
+    );
+}

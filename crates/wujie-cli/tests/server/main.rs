@@ -9,6 +9,7 @@ mod tokens;
 mod ui_command;
 mod urls;
 mod web_ui_browser;
+mod web_ui_diff;
 mod web_ui_notices;
 mod web_ui_sessions;
 mod web_ui_tabs;

@@ -60,7 +60,7 @@ fn screenshots() -> Option<PathBuf> {
     Some(dir)
 }
 
-fn shot(browser: &mut Browser, name: &str) {
+pub(crate) fn shot(browser: &mut Browser, name: &str) {
     if let Some(dir) = screenshots() {
         browser.screenshot(&dir.join(name));
     }

@@ -1,11 +1,13 @@
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
     RunCancel, RunControl,
 };
 
+use serde::Deserialize;
 use wujie_protocol::git::GitChanges;
 
 use super::{Body, IngestBody, StartKey};
@@ -53,20 +55,40 @@ pub(crate) async fn get_run(
     Ok(Json(state.store.run(&id).await?))
 }
 
+/// `GET /runs/{id}/git` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct GitQuery {
+    /// Only what turn N changed (from 1): from the snapshot before it (the start's for turn
+    /// 1) to the one after it; `files` are that turn's, `commits` those it made.
+    turn: Option<u32>,
+}
+
 #[utoipa::path(get, path = "/api/v1/runs/{id}/git", tag = "runs", security(("bearer" = [])),
-    params(("id" = String, Path, description = "Run id")),
-    responses((status = 200, body = GitChanges, description = "The run's code changes as of its latest snapshot, with the patches"),
-        (status = 404, body = ApiError, description = "No such run, or it recorded no code changes"),
+    params(("id" = String, Path, description = "Run id"), GitQuery),
+    responses((status = 200, body = GitChanges, description = "The run's code changes as of its latest snapshot (or one turn's), with the patches"),
+        (status = 400, body = ApiError, description = "Not a turn number"),
+        (status = 404, body = ApiError, description = "No such run, or it recorded no code changes (or none after that turn)"),
         (status = 401, body = ApiError), (status = 403, body = ApiError)))]
 pub(crate) async fn get_run_git(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    query: Result<Query<GitQuery>, QueryRejection>,
 ) -> ApiResult<Json<GitChanges>> {
+    let Query(query) = query.map_err(|e| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("invalid query: {}", e.body_text()),
+        )
+    })?;
     // A run token of the issue may read it too: the agent can look at its own changes.
     if !caller.is_user() {
         let run = state.store.run(&id).await?;
         caller.require_issue_read(&run.issue_id, &run.issue_key)?;
+    }
+    if let Some(turn) = query.turn {
+        return run_turn(&state, &id, turn).await.map(Json);
     }
     match state.store.run_git_changes(&id).await? {
         Some(changes) => Ok(Json(changes)),
@@ -82,6 +104,43 @@ pub(crate) async fn get_run_git(
             ))
         }
     }
+}
+
+/// What turn `turn` of run `id` changed.
+async fn run_turn(state: &AppState, id: &str, turn: u32) -> Result<GitChanges, Failure> {
+    if turn == 0 {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            "turns count from 1 (turn 1 is what the run changed up to its first snapshot after \
+             the start)",
+        ));
+    }
+    let (before, after) = state.store.run_git_turn(id, turn).await?;
+    let Some(after) = after else {
+        // Tells a missing run apart from one without that turn.
+        state.store.run(id).await?;
+        let turns = state.store.run_git_turns(id).await?;
+        let listed: Vec<String> = turns.iter().map(u32::to_string).collect();
+        let message = match turns.len() {
+            0 => format!("run {id} has no turns with changes recorded"),
+            1 => format!("run {id} has 1 turn with changes recorded: {}", listed[0]),
+            n => format!(
+                "run {id} has {n} turns with changes recorded: {}",
+                listed.join(", ")
+            ),
+        };
+        return Err(Failure::new(StatusCode::NOT_FOUND, message));
+    };
+    let commits_before = before.map(|b| b.commits).unwrap_or_default();
+    after.turn(&commits_before).ok_or_else(|| {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "turn {turn} of run {id} was recorded without its own changes (by a wujie \
+                 from before turns were kept); read the run's whole changes instead"
+            ),
+        )
+    })
 }
 
 #[utoipa::path(post, path = "/api/v1/runs/{id}/events", tag = "runs", security(("bearer" = [])),

@@ -27,6 +27,7 @@ use wujie_store::{Store, StoreError};
 
 use super::WebError;
 use super::auth::Viewer;
+use super::code;
 use super::return_to::ReturnTo;
 use super::view;
 use crate::AppState;
@@ -222,14 +223,41 @@ impl HtmlFeed {
         let data = RunHtml {
             run: run_id,
             head: view::run_head(&self.viewer, &run, &self.prices).into_string(),
+            // A new run's code comes with the `code` events of its snapshots.
             section: new_run
-                .then(|| view::run_section(&self.viewer, &run, &self.prices).into_string()),
+                .then(|| view::run_section(&self.viewer, &run, None, &self.prices).into_string()),
             issue_usage: view::issue_usage(&usage, &self.prices).into_string(),
             ended: ended.map(|(status, error)| {
                 notice::run_ended(view::short_id(run_id), Some(&run.provider), status, error)
             }),
         };
         self.event("run", data, Some(id))
+    }
+}
+
+/// `code`: a run's code section as of its latest snapshot, which replaces the page's.
+#[derive(Serialize)]
+struct CodeHtml<'a> {
+    run: &'a str,
+    snapshot: Option<u32>,
+    html: String,
+}
+
+impl HtmlFeed {
+    async fn code_update(&self, run_id: &str, id: String) -> Event {
+        let changes = match self.store.run_git_changes(run_id).await {
+            Ok(changes) => changes,
+            Err(e) => {
+                tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run's code changes");
+                return self.event("reload", serde_json::json!({}), Some(id));
+            }
+        };
+        let data = CodeHtml {
+            run: run_id,
+            snapshot: changes.as_ref().map(|c| c.snapshot),
+            html: code::run_code(run_id, changes.as_ref()).into_string(),
+        };
+        self.event("code", data, Some(id))
     }
 }
 
@@ -308,6 +336,7 @@ impl FeedFormat for HtmlFeed {
             IssueChange::Usage { run_id, .. } | IssueChange::CancelRequested { run_id } => {
                 self.run_update(run_id, false, id, None).await
             }
+            IssueChange::CodeChanged { run_id, .. } => self.code_update(run_id, id).await,
             // The issue's creation is before any page of it.
             IssueChange::Created { .. } => self.event("noop", serde_json::json!({}), Some(id)),
         }

@@ -9,6 +9,7 @@
 
 mod actions;
 mod auth;
+mod code;
 mod live;
 mod markdown;
 mod pages;

@@ -1,5 +1,7 @@
 //! The pages people read: the issue list, an issue, the discussions.
 
+use std::collections::HashMap;
+
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use serde::Deserialize;
@@ -75,10 +77,17 @@ pub(crate) async fn issue(
             limit: 50,
         })
         .await?;
+    let mut code = HashMap::new();
+    for run in issue.runs.iter().filter(|r| r.git.is_some()) {
+        if let Some(changes) = state.store.run_git_changes(&run.id).await? {
+            code.insert(run.id.clone(), changes);
+        }
+    }
     let after = Cursor { message, activity }.id(true);
     Ok(html(view::issue_page(
         &viewer,
         &issue,
+        &code,
         &jobs,
         &after,
         &state.config.prices,

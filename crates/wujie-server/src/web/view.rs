@@ -1,17 +1,21 @@
 //! The pages' HTML (maud: every `(value)` is escaped; Markdown goes through `markdown::to_html`
 //! and is the only `PreEscaped` content besides JSON encoded by serde).
 
+use std::collections::HashMap;
+
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use wujie_protocol::api::{
     AuthorKind, Comment, Discussion, DiscussionStatus, IssueDetail, IssueStatus, IssueSummary, Run,
     RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
+use wujie_protocol::git::GitChanges;
 use wujie_protocol::jobs::{Job, JobStatus};
 use wujie_protocol::pricing::PriceTable;
 use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::Viewer;
+use super::code;
 use super::markdown;
 use super::return_to::ReturnTo;
 use super::time::{duration_between, elapsed_since, short_time};
@@ -191,9 +195,11 @@ pub(crate) fn issue_actions(viewer: &Viewer, key: &str, status: IssueStatus) -> 
     }
 }
 
+/// `code`: the latest snapshot of each run that recorded one, by run id.
 pub(crate) fn issue_page(
     viewer: &Viewer,
     issue: &IssueDetail,
+    code: &HashMap<String, GitChanges>,
     jobs: &[Job],
     feed_after: &str,
     prices: &PriceTable,
@@ -232,7 +238,7 @@ pub(crate) fn issue_page(
                 h2 { "Runs" }
                 div #runs {
                     @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
-                    @for run in &issue.runs { (run_section(viewer, run, prices)) }
+                    @for run in &issue.runs { (run_section(viewer, run, code.get(&run.id), prices)) }
                 }
                 p.muted #live-state aria-live="polite" {}
                 // Shown by the script where the browser has notifications to allow: asking
@@ -386,10 +392,17 @@ fn run_cancel(viewer: &Viewer, run: &Run) -> Markup {
     }
 }
 
-pub(crate) fn run_section(viewer: &Viewer, run: &Run, prices: &PriceTable) -> Markup {
+/// A run: its head, its code changes as of `code` (its latest snapshot), its transcript.
+pub(crate) fn run_section(
+    viewer: &Viewer,
+    run: &Run,
+    code: Option<&GitChanges>,
+    prices: &PriceTable,
+) -> Markup {
     html! {
         section.run id={"run-" (run.id)} data-run=(run.id) {
             (run_head(viewer, run, prices))
+            (code::run_code(&run.id, code))
             ol.transcript {
                 @for message in &run.messages { (message_view(message)) }
             }

@@ -37,6 +37,7 @@ fn describe(event: &FeedEvent) -> String {
             IssueChange::Usage { usage, .. } => format!("usage {}", usage.input_tokens),
             IssueChange::Edited { .. } => "edited".into(),
             IssueChange::CancelRequested { .. } => "cancel_requested".into(),
+            IssueChange::CodeChanged { snapshot, .. } => format!("code_changed {snapshot}"),
         },
         FeedEvent::Live => "live".into(),
     }

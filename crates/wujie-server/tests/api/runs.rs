@@ -172,6 +172,7 @@ async fn a_runs_code_changes_are_served_to_users_and_to_run_tokens_of_the_issue(
         head_commit: None,
         commits: Vec::new(),
         files: Vec::new(),
+        turn_files: Some(Vec::new()),
         worktree: None,
     };
     let item = IngestItem {
@@ -186,6 +187,20 @@ async fn a_runs_code_changes_are_served_to_users_and_to_run_tokens_of_the_issue(
     assert_eq!(h.admin.run_git(&id).await.expect("user reads"), changes);
     let own = h.client(&created.token);
     assert_eq!(own.run_git(&id).await.expect("run token reads"), changes);
+    // One turn: its own changes, and turns not recorded said by number.
+    let turn = own.run_git_turn(&id, 1).await.expect("turn 1");
+    assert_eq!(turn.snapshot, 1);
+    assert_eq!(turn.turn_files, None);
+    let missing = h.admin.run_git_turn(&id, 2).await.expect_err("no turn 2");
+    assert_eq!(status_of(&missing), 404);
+    assert!(
+        missing
+            .to_string()
+            .ends_with(&format!("run {id} has 1 turn with changes recorded: 1")),
+        "{missing}"
+    );
+    let zero = h.admin.run_git_turn(&id, 0).await.expect_err("turn 0");
+    assert_eq!(status_of(&zero), 400);
 
     let other_issue = h.issue("other").await;
     let other = h.run_on(&other_issue.key).await;

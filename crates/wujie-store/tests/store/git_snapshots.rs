@@ -1,9 +1,9 @@
-//! A run's snapshots of its code: stored once per key, the latest read back, none after the
-//! run's end.
+//! A run's snapshots of its code: stored once per key (each told once in the issue's
+//! activity), the latest read back, none after the run's end.
 
 use super::common::{TestStore, finish_succeeded, issue_with_run};
 
-use wujie_protocol::api::{IngestItem, IngestOutcome};
+use wujie_protocol::api::{IngestItem, IngestOutcome, IssueChange};
 use wujie_protocol::event::Event;
 use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch};
 
@@ -24,6 +24,7 @@ fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestIte
                 subject: "Add a".into(),
                 author: "Ada <ada@example.test>".into(),
             }],
+            turn_files: (snapshot > 0).then(|| files.clone()),
             files,
             worktree: None,
         }),
@@ -46,7 +47,7 @@ fn added(path: &str) -> FileChange {
 async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
     let t = TestStore::open().await;
     let store = &t.store;
-    let (_, run) = issue_with_run(store, "code").await;
+    let (issue, run) = issue_with_run(store, "code").await;
     assert_eq!(store.run_git_changes(&run.id).await.expect("read"), None);
 
     let start = snapshot_item(0, "t0", Vec::new());
@@ -68,6 +69,31 @@ async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
         .await
         .expect("ingest");
     assert_eq!(outcomes(again), [IngestOutcome::Duplicate]);
+
+    // Each stored snapshot is in the issue's activity once, for pages and watchers.
+    let told: Vec<(u32, u32)> = store
+        .issue_activity_after(Some(&issue.id), 0, 100)
+        .await
+        .expect("activity")
+        .into_iter()
+        .filter_map(|e| match e.change {
+            IssueChange::CodeChanged {
+                run_id,
+                snapshot,
+                files,
+            } if run_id == run.id => Some((snapshot, files)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, [(0, 0), (1, 1)]);
+
+    // A turn is read with the snapshot before it.
+    let (before, after) = store.run_git_turn(&run.id, 1).await.expect("read");
+    assert_eq!(before.map(|b| b.snapshot), Some(0));
+    assert_eq!(after.map(|a| a.snapshot), Some(1));
+    assert_eq!(store.run_git_turns(&run.id).await.expect("read"), [1]);
+    let (before, after) = store.run_git_turn(&run.id, 2).await.expect("read");
+    assert_eq!((before, after), (None, None));
 
     let latest = store
         .run_git_changes(&run.id)

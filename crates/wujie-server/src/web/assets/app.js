@@ -154,6 +154,21 @@
       tell(d.ended);
     }
   };
+  // A run's code as of its latest snapshot. The files the reader opened or closed stay so;
+  // an older snapshot arriving again changes nothing.
+  on.code = function (d) {
+    var old = document.getElementById('run-code-' + d.run);
+    if (!old) return;
+    if (old.dataset.snapshot !== undefined && d.snapshot !== null && +old.dataset.snapshot > d.snapshot) return;
+    var chosen = {};
+    old.querySelectorAll('details[data-path]').forEach(function (el) {
+      chosen[el.dataset.path] = el.open;
+    });
+    old.outerHTML = d.html;
+    document.getElementById('run-code-' + d.run).querySelectorAll('details[data-path]').forEach(function (el) {
+      if (Object.prototype.hasOwnProperty.call(chosen, el.dataset.path)) el.open = chosen[el.dataset.path];
+    });
+  };
   on.comment = function (d) {
     if (!document.getElementById('comment-' + d.id)) {
       document.getElementById('comments').insertAdjacentHTML('beforeend', d.html);
