@@ -4,6 +4,7 @@
 
 use reqwest::StatusCode;
 use serde_json::Value;
+use wujie_client::FeedEvent;
 use wujie_protocol::api::{IngestBatch, RunMessage};
 use wujie_protocol::event::MessageKind;
 use wujie_store::{ANSWER_MESSAGE_BYTES, DEFAULT_MESSAGE_PAGE_BYTES};
@@ -248,4 +249,24 @@ async fn bad_page_requests_are_refused_in_words() {
         .await
         .expect_err("missing run");
     assert_eq!(missing.status(), Some(StatusCode::NOT_FOUND));
+}
+
+#[tokio::test]
+async fn the_issue_feed_replays_a_long_transcript_in_order_once() {
+    let h = Harness::start().await;
+    let issue = h.issue("replayed").await;
+    let run = h.run_on(&issue.key).await;
+    // More than one read of the replay holds (4 MiB).
+    store_messages(&h, &run.run.id, 12).await;
+    let mut feed = h.admin.follow_issue(&issue.key, None).await.expect("feed");
+    let mut keys = Vec::new();
+    loop {
+        match feed.next().await.expect("open").expect("event") {
+            FeedEvent::Message { event, .. } => keys.push(event.message.source_key),
+            FeedEvent::Issue { .. } => {}
+            FeedEvent::Live => break,
+        }
+    }
+    let expected: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    assert_eq!(keys, expected);
 }
