@@ -54,7 +54,6 @@ pub use jobs::{JobFilter, MAX_JOB_PAGE};
 pub use tokens::{Principal, mint_token_secret};
 pub use transcript::{
     ANSWER_MESSAGE_BYTES, DEFAULT_MESSAGE_PAGE_BYTES, LatestMessages, MAX_MESSAGE_PAGE_BYTES,
-    MAX_PAGE_MESSAGES,
 };
 
 use dialect::{Backend, SerialLock};

@@ -25,7 +25,7 @@ pub const ANSWER_MESSAGE_BYTES: u64 = 1 << 20;
 
 /// Most messages one read returns however small they are, so a size scan reads a bounded
 /// number of rows too.
-pub const MAX_PAGE_MESSAGES: usize = 1000;
+pub(crate) const MAX_PAGE_MESSAGES: usize = 1000;
 
 /// A message's size as the budgets count it: the bytes of its stored texts.
 /// (BIGINT: PostgreSQL's `octet_length` is a 4-byte integer, which the Any driver does not
