@@ -13,7 +13,8 @@ use wujie_protocol::api::{
     ApiError, BrowserLogin, Comment, CreateComment, CreateDiscussion, CreateIssue, CreateRun,
     CreateToken, CreatedDiscussion, CreatedRun, CreatedToken, Discussion, EditIssue, FinishRun,
     FinishedRun, IngestBatch, IngestResult, IssueDetail, IssueQuery, IssueStatus, IssueSummary,
-    PromoteDiscussion, Promoted, Run, RunSummary, SetIssueStatus, TokenInfo, Workspace,
+    PromoteDiscussion, Promoted, Run, RunMessagePage, RunSummary, SetIssueStatus, TokenInfo,
+    Workspace,
 };
 use wujie_protocol::git::GitChanges;
 
@@ -467,6 +468,22 @@ impl Client {
     pub async fn get_run(&self, run_id: &str) -> Result<Run, ClientError> {
         self.call(Method::GET, &format!("/runs/{}", segment(run_id)), None)
             .await
+    }
+
+    /// One page of the run's transcript: the messages after position `after` (0: from the
+    /// first), at most `max_bytes` of them (the server's default page when `None`). The next
+    /// page is after the answer's `next_after`, while it says `more`.
+    pub async fn run_messages(
+        &self,
+        run_id: &str,
+        after: i64,
+        max_bytes: Option<u64>,
+    ) -> Result<RunMessagePage, ClientError> {
+        let mut path = format!("/runs/{}/messages?after={after}", segment(run_id));
+        if let Some(max_bytes) = max_bytes {
+            path.push_str(&format!("&max_bytes={max_bytes}"));
+        }
+        self.call(Method::GET, &path, None).await
     }
 
     /// The run's code changes as of its latest snapshot, with the patches.

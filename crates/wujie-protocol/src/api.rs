@@ -178,7 +178,17 @@ pub struct Run {
     pub failure_kind: Option<FailureKind>,
     pub started_at: String,
     pub ended_at: Option<String>,
+    /// The run's messages in arrival order: all of them, or when they are more than one
+    /// answer holds (`messages_complete` false), only the latest ones.
     pub messages: Vec<RunMessage>,
+    /// False when earlier messages were left out of `messages` to keep the answer within its
+    /// byte budget: read the whole transcript with `GET /runs/{id}/messages`, page by page.
+    #[serde(default = "all_messages")]
+    pub messages_complete: bool,
+    /// When messages were left out: the position (`seq`) of the first one in `messages`; the
+    /// ones left out are those before it. Null when `messages_complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_before: Option<i64>,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub usage: Vec<Usage>,
     /// What the run changed in the code, as of its latest snapshot; null when it did not run
@@ -188,6 +198,25 @@ pub struct Run {
     /// Set once someone asked for the run to be cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel: Option<CancelRequest>,
+}
+
+/// An answer written before runs said whether their messages are complete held them all.
+fn all_messages() -> bool {
+    true
+}
+
+/// `GET /runs/{id}/messages`: one page of a run's transcript, in arrival order.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMessagePage {
+    /// Messages after the `after` asked for, as many as fit in `max_bytes` (one message bigger
+    /// than that comes alone).
+    pub messages: Vec<RunMessage>,
+    /// The position (`seq`) of the page's last message: the `after` of the next page. The
+    /// `after` asked for when the page is empty.
+    pub next_after: i64,
+    /// Whether messages after this page were stored when it was read.
+    pub more: bool,
 }
 
 /// `GET /issues/{key}` and the body of `wujie issue show --output json`.

@@ -63,18 +63,18 @@ pub(crate) async fn read_after(
     issue_id: Option<&str>,
     mut cursor: Cursor,
 ) -> Result<(Vec<(Entry, Cursor)>, bool), StoreError> {
-    let messages = match issue_id {
+    let (messages, more_messages) = match issue_id {
         Some(id) => {
             store
                 .issue_messages_after(id, cursor.message, MAX_FEED_PAGE)
                 .await?
         }
-        None => Vec::new(),
+        None => (Vec::new(), false),
     };
     let activity = store
         .issue_activity_after(issue_id, cursor.activity, MAX_FEED_PAGE)
         .await?;
-    let more = messages.len() == MAX_FEED_PAGE as usize || activity.len() == MAX_FEED_PAGE as usize;
+    let more = more_messages || activity.len() == MAX_FEED_PAGE as usize;
     let mut entries = Vec::with_capacity(messages.len() + activity.len());
     let mut messages = messages.into_iter().peekable();
     let mut activity = activity.into_iter().peekable();

@@ -17,7 +17,7 @@ use crate::sse;
         issues::create_issue, issues::list_issues, issues::get_issue, issues::add_comment,
         issues::edit_issue, issues::set_status, issues::list_runs, sse::issue_feed,
         sse::workspace_feed,
-        runs::create_run, runs::get_run, runs::get_run_git, runs::ingest_events, runs::heartbeat, runs::finish_run,
+        runs::create_run, runs::get_run, runs::get_run_git, runs::run_messages, runs::ingest_events, runs::heartbeat, runs::finish_run,
         runs::cancel_run, runs::run_control,
         tokens::create_token, tokens::revoke_current, tokens::list_tokens, tokens::revoke_token,
         discussions::create_discussion, discussions::list_discussions,
@@ -40,7 +40,7 @@ use crate::sse;
         job_api::JobStatus, job_api::CreateJob, job_api::Job, job_api::ClaimJob,
         job_api::ClaimedJob, job_api::RenewLease, job_api::FinishJob, job_api::ReleaseJob,
         job_api::JobAttempt,
-        api::CancelRequest, api::RunControl, api::RunCancel,
+        api::CancelRequest, api::RunControl, api::RunCancel, api::RunMessagePage,
     )),
     modifiers(&BearerAuth),
 )]

@@ -7,10 +7,15 @@ use sqlx::AnyConnection;
 use wujie_protocol::api::{Author, AuthorKind, IssueChange, IssueEvent, RunMessageEvent};
 
 use crate::rows::{MESSAGE_COLUMNS, MessageRow, issue_key, message_from_row};
+use crate::transcript::{MESSAGE_BYTES, fitting};
 use crate::{Store, StoreError, time};
 
 /// Most rows one feed read returns; a follower behind by more reads again.
 pub const MAX_FEED_PAGE: u32 = 500;
+
+/// Most bytes of messages one feed read returns (as [`crate::transcript`] counts them): a
+/// feed replaying big messages holds a few at a time, not 500.
+pub const FEED_PAGE_BYTES: u64 = 4 << 20;
 
 pub(crate) fn author_kind_str(kind: AuthorKind) -> &'static str {
     match kind {
@@ -133,13 +138,14 @@ impl Store {
     }
 
     /// Messages stored on any run of `issue_id` after `after` (a message `seq`), in arrival
-    /// order, at most `limit`.
+    /// order, at most `limit` and as many as fit in [`FEED_PAGE_BYTES`] (one bigger comes
+    /// alone); and whether more follow.
     pub async fn issue_messages_after(
         &self,
         issue_id: &str,
         after: i64,
         limit: u32,
-    ) -> Result<Vec<RunMessageEvent>, StoreError> {
+    ) -> Result<(Vec<RunMessageEvent>, bool), StoreError> {
         #[derive(sqlx::FromRow)]
         struct Row {
             seq: i64,
@@ -147,17 +153,37 @@ impl Store {
             #[sqlx(flatten)]
             message: MessageRow,
         }
-        let rows: Vec<Row> = sqlx::query_as(&format!(
-            "SELECT m.seq, m.run_id, {MESSAGE_COLUMNS} FROM run_messages m \
+        let mut conn = self.pool().acquire().await?;
+        let limit = page(limit);
+        let sizes: Vec<(i64, i64)> = sqlx::query_as(&format!(
+            "SELECT m.seq, {MESSAGE_BYTES} AS bytes FROM run_messages m \
              WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = $1) AND m.seq > $2 \
              ORDER BY m.seq LIMIT $3"
         ))
         .bind(issue_id)
         .bind(after)
-        .bind(page(limit))
-        .fetch_all(self.pool())
+        .bind(limit + 1)
+        .fetch_all(&mut *conn)
         .await?;
-        rows.into_iter()
+        let in_limit = sizes
+            .len()
+            .min(usize::try_from(limit).unwrap_or(usize::MAX));
+        let (taken, _) = fitting(&sizes[..in_limit], FEED_PAGE_BYTES);
+        let Some(&(last, _)) = taken.checked_sub(1).map(|i| &sizes[i]) else {
+            return Ok((Vec::new(), false));
+        };
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT m.seq, m.run_id, {MESSAGE_COLUMNS} FROM run_messages m \
+             WHERE m.run_id IN (SELECT id FROM runs WHERE issue_id = $1) AND m.seq > $2 \
+             AND m.seq <= $3 ORDER BY m.seq"
+        ))
+        .bind(issue_id)
+        .bind(after)
+        .bind(last)
+        .fetch_all(&mut *conn)
+        .await?;
+        let messages = rows
+            .into_iter()
             .map(|row| {
                 Ok(RunMessageEvent {
                     seq: row.seq,
@@ -165,6 +191,7 @@ impl Store {
                     message: message_from_row(row.message)?,
                 })
             })
-            .collect()
+            .collect::<Result<_, StoreError>>()?;
+        Ok((messages, taken < sizes.len()))
     }
 }

@@ -196,7 +196,8 @@ impl Store {
         resolve_issue(&mut conn, key_or_id).await
     }
 
-    /// An issue with its comments and runs (messages in arrival order, usage).
+    /// An issue with its comments and runs (usage, and their latest messages in arrival order:
+    /// [`crate::ANSWER_MESSAGE_BYTES`] for all of them, the newest run first).
     pub async fn issue(&self, key_or_id: &str) -> Result<IssueDetail, StoreError> {
         let mut conn = self.pool().acquire().await?;
         let id = resolve_issue(&mut conn, key_or_id).await?;

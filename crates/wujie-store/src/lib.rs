@@ -32,6 +32,7 @@ mod text;
 mod time;
 mod token_state;
 mod tokens;
+mod transcript;
 mod usage_totals;
 
 use std::path::Path;
@@ -51,6 +52,9 @@ pub use db_file::EmptyDatabase;
 pub use error::StoreError;
 pub use jobs::{JobFilter, MAX_JOB_PAGE};
 pub use tokens::{Principal, mint_token_secret};
+pub use transcript::{
+    ANSWER_MESSAGE_BYTES, DEFAULT_MESSAGE_PAGE_BYTES, LatestMessages, MAX_MESSAGE_PAGE_BYTES,
+};
 
 use dialect::{Backend, SerialLock};
 

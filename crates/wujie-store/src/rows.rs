@@ -12,6 +12,7 @@ use wujie_protocol::git::RunGit;
 
 use crate::StoreError;
 use crate::text::Text;
+use crate::transcript::{ANSWER_MESSAGE_BYTES, LatestMessages, latest_messages};
 
 pub(crate) fn issue_key(prefix: &str, seq: i64) -> String {
     format!("{prefix}-{seq}")
@@ -133,19 +134,6 @@ pub(crate) fn message_from_row(row: MessageRow) -> Result<RunMessage, StoreError
     })
 }
 
-async fn load_messages(
-    conn: &mut AnyConnection,
-    run_id: &str,
-) -> Result<Vec<RunMessage>, StoreError> {
-    let rows: Vec<MessageRow> = sqlx::query_as(&format!(
-        "SELECT {MESSAGE_COLUMNS} FROM run_messages WHERE run_id = $1 ORDER BY seq"
-    ))
-    .bind(run_id)
-    .fetch_all(conn)
-    .await?;
-    rows.into_iter().map(message_from_row).collect()
-}
-
 /// A run without its messages and usage, as [`RUN_COLUMNS`] selects it.
 #[derive(sqlx::FromRow)]
 pub(crate) struct RunRow {
@@ -177,10 +165,10 @@ pub(crate) const RUNS_WITH_ISSUES: &str = "runs r JOIN issues i ON i.id = r.issu
      JOIN workspaces w ON w.id = i.workspace_id";
 
 impl RunRow {
-    /// The run as the API shows it, with `messages` and `usage`.
+    /// The run as the API shows it, with (the latest of) its `messages` and `usage`.
     pub(crate) fn into_run(
         self,
-        messages: Vec<RunMessage>,
+        messages: LatestMessages,
         usage: Vec<Usage>,
         git: Option<RunGit>,
     ) -> Result<Run, StoreError> {
@@ -199,7 +187,9 @@ impl RunRow {
             failure_kind: parse_failure_kind(self.failure_kind.as_deref())?,
             started_at: self.started_at,
             ended_at: self.ended_at,
-            messages,
+            messages: messages.messages,
+            messages_complete: messages.complete,
+            messages_before: messages.before,
             usage,
             git,
             cancel,
@@ -225,13 +215,19 @@ impl RunRow {
     }
 }
 
-async fn run_from_row(conn: &mut AnyConnection, row: RunRow) -> Result<Run, StoreError> {
-    let messages = load_messages(conn, &row.id).await?;
+/// The run of `row` with its latest messages that fit in `budget` bytes, and their bytes.
+async fn run_from_row(
+    conn: &mut AnyConnection,
+    row: RunRow,
+    budget: u64,
+) -> Result<(Run, u64), StoreError> {
+    let messages = latest_messages(conn, &row.id, None, budget).await?;
+    let bytes = messages.bytes;
     let usage = load_usage(conn, RUN_USAGE_SQL, &row.id).await?;
     let git = crate::git_snapshots::latest(conn, &row.id)
         .await?
         .map(|changes| changes.summary());
-    row.into_run(messages, usage, git)
+    Ok((row.into_run(messages, usage, git)?, bytes))
 }
 
 pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<Run, StoreError> {
@@ -242,7 +238,7 @@ pub(crate) async fn load_run(conn: &mut AnyConnection, run_id: &str) -> Result<R
     .fetch_optional(&mut *conn)
     .await?;
     let row = row.ok_or_else(|| run_not_found(run_id))?;
-    run_from_row(conn, row).await
+    Ok(run_from_row(conn, row, ANSWER_MESSAGE_BYTES).await?.0)
 }
 
 pub(crate) fn run_not_found(run_id: &str) -> StoreError {
@@ -318,10 +314,15 @@ pub(crate) async fn load_issue(
     .bind(&issue.id)
     .fetch_all(&mut *conn)
     .await?;
+    // The runs share one budget of messages, the newest run first: it is the one being read.
+    let mut budget = ANSWER_MESSAGE_BYTES;
     let mut runs = Vec::with_capacity(run_rows.len());
-    for row in run_rows {
-        runs.push(run_from_row(conn, row).await?);
+    for row in run_rows.into_iter().rev() {
+        let (run, bytes) = run_from_row(conn, row, budget).await?;
+        budget = budget.saturating_sub(bytes);
+        runs.push(run);
     }
+    runs.reverse();
     Ok(IssueDetail {
         key: issue_key(&issue.key_prefix, issue.seq),
         id: issue.id,

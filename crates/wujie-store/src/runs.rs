@@ -11,7 +11,9 @@ use wujie_protocol::api::{
 
 use crate::activity;
 use crate::issues::resolve_issue;
-use crate::rows::{load_run, parse_failure_kind, parse_run_status, run_not_found};
+use crate::rows::{
+    RUNS_WITH_ISSUES, issue_key, load_run, parse_failure_kind, parse_run_status, run_not_found,
+};
 use crate::text::{Text, stored, stored_opt};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
 use crate::{REPORTER_STOPPED, Store, StoreError, new_id, time};
@@ -159,10 +161,23 @@ impl Store {
         Ok(created)
     }
 
-    /// A run with its messages (arrival order) and usage.
+    /// A run with its usage and its latest messages (arrival order) up to
+    /// [`crate::ANSWER_MESSAGE_BYTES`].
     pub async fn run(&self, run_id: &str) -> Result<Run, StoreError> {
         let mut conn = self.pool().acquire().await?;
         load_run(&mut conn, run_id).await
+    }
+
+    /// The issue a run is on: its id and key.
+    pub async fn run_issue(&self, run_id: &str) -> Result<(String, String), StoreError> {
+        let row: Option<(String, i64, String)> = sqlx::query_as(&format!(
+            "SELECT r.issue_id, i.seq, w.key_prefix FROM {RUNS_WITH_ISSUES} WHERE r.id = $1"
+        ))
+        .bind(run_id)
+        .fetch_optional(self.pool())
+        .await?;
+        let (issue_id, seq, prefix) = row.ok_or_else(|| run_not_found(run_id))?;
+        Ok((issue_id, issue_key(&prefix, seq)))
     }
 
     /// Records that the run's reporter is alive. A run failed by the stale-run rule is running

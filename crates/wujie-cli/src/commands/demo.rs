@@ -12,7 +12,7 @@ use wujie_protocol::api::CreateIssue;
 use super::issue::print_issue;
 use super::run::StderrNotice;
 use crate::context::Context;
-use crate::output::{outln, print_json};
+use crate::output::outln;
 
 const FAKE_MANIFEST: &str = include_str!("../../../../examples/fake-provider/provider.json");
 const FAKE_ADAPTER: &str = include_str!("../../../../examples/fake-provider/wujie-localrun-fake");
@@ -82,7 +82,8 @@ pub async fn run(ctx: &Context) -> Result<i32> {
         let issue = conn.client.get_issue(&issue.key).await?;
         let prices = ctx.prices()?;
         if ctx.json() {
-            print_json(&super::cost::priced_issue(&issue, &prices)?)?;
+            let doc = super::cost::priced_issue(&issue, &prices)?;
+            super::transcript::print_issue_json(&conn.client, doc, &issue.runs).await?;
         } else {
             outln!(
                 "4. The run {} and {} events were synced into {}:\n",
@@ -90,7 +91,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 outcome.summary.stats.delivered,
                 issue.key
             );
-            print_issue(&issue, &prices)?;
+            print_issue(&conn.client, &issue, &prices).await?;
             outln!(
                 "\nSee it again with `wujie issue show {}` (add `--output json` for JSON).",
                 issue.key

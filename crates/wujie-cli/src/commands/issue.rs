@@ -16,6 +16,7 @@ use wujie_protocol::notice;
 use wujie_protocol::pricing::PriceTable;
 
 use super::cost::{cost_text, priced_issue};
+use super::transcript::{TranscriptPages, print_issue_json};
 use crate::cli::IssueCommand;
 use crate::context::Context;
 use crate::output::{
@@ -71,9 +72,10 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
                 let issue = conn.client.get_issue(&key).await?;
                 let prices = ctx.prices()?;
                 if ctx.json() {
-                    print_json(&priced_issue(&issue, &prices)?)?;
+                    let doc = priced_issue(&issue, &prices)?;
+                    print_issue_json(&conn.client, doc, &issue.runs).await?;
                 } else {
-                    print_issue(&issue, &prices)?;
+                    print_issue(&conn.client, &issue, &prices).await?;
                     let query = wujie_client::JobQuery {
                         issue: Some(issue.id.clone()),
                         statuses: Vec::new(),
@@ -230,7 +232,8 @@ async fn runs(ctx: &Context, client: &Client, key: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
+/// The issue as text, every run's whole transcript read page by page as it is printed.
+pub async fn print_issue(client: &Client, issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
     outln!(
         "{}  {}  [{}]",
         issue.key,
@@ -271,8 +274,11 @@ pub fn print_issue(issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
         if let Some(git) = &run.git {
             print_run_git(git)?;
         }
-        for m in &run.messages {
-            outln!("  {}", describe(m));
+        let mut pages = TranscriptPages::of(client, run);
+        while let Some(page) = pages.next_page().await? {
+            for m in &page {
+                outln!("  {}", describe(m));
+            }
         }
         for u in &run.usage {
             outln!(

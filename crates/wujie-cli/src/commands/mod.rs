@@ -19,6 +19,7 @@ mod provider;
 mod run;
 mod server;
 mod stop_signals;
+mod transcript;
 mod ui;
 mod worker;
 mod worktree;

@@ -20,4 +20,5 @@ mod reused_keys;
 mod run;
 mod sample_adapters;
 mod start_retry;
+mod transcript_pages;
 mod worktrees;

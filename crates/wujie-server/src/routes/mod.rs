@@ -58,6 +58,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/events", get(sse::workspace_feed))
         .route("/runs/{id}", get(runs::get_run))
         .route("/runs/{id}/git", get(runs::get_run_git))
+        .route("/runs/{id}/messages", get(runs::run_messages))
         .route("/runs/{id}/events", post(runs::ingest_events))
         .route("/runs/{id}/heartbeat", post(runs::heartbeat))
         .route("/runs/{id}/finish", post(runs::finish_run))

@@ -4,8 +4,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
-    RunCancel, RunControl,
+    RunCancel, RunControl, RunMessagePage,
 };
+use wujie_store::{DEFAULT_MESSAGE_PAGE_BYTES, MAX_MESSAGE_PAGE_BYTES};
 
 use serde::Deserialize;
 use wujie_protocol::git::GitChanges;
@@ -55,6 +56,67 @@ pub(crate) async fn get_run(
     Ok(Json(state.store.run(&id).await?))
 }
 
+/// `GET /runs/{id}/messages` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct MessagePageQuery {
+    /// The messages after this position (the `next_after` of the previous page; default 0,
+    /// from the first message).
+    after: Option<i64>,
+    /// At most this many bytes of messages (their stored texts), 1 to 16 MiB, default 1 MiB;
+    /// a single message bigger than that comes alone.
+    max_bytes: Option<u64>,
+}
+
+#[utoipa::path(get, path = "/api/v1/runs/{id}/messages", tag = "runs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Run id"), MessagePageQuery),
+    responses((status = 200, body = RunMessagePage, description = "The next page of the run's \
+         transcript, in arrival order"),
+        (status = 400, body = ApiError), (status = 404, body = ApiError),
+        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+pub(crate) async fn run_messages(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: Result<Query<MessagePageQuery>, QueryRejection>,
+) -> ApiResult<Json<RunMessagePage>> {
+    let Query(query) = query.map_err(|e| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "invalid query: {}; after is the position of a message (a whole number, the \
+                 next_after of the previous page) and max_bytes a number of bytes",
+                e.body_text()
+            ),
+        )
+    })?;
+    let max_bytes = query.max_bytes.unwrap_or(DEFAULT_MESSAGE_PAGE_BYTES);
+    if !(1..=MAX_MESSAGE_PAGE_BYTES).contains(&max_bytes) {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("max_bytes must be 1 to {MAX_MESSAGE_PAGE_BYTES} (16 MiB), not {max_bytes}"),
+        ));
+    }
+    let after = query.after.unwrap_or(0);
+    if after < 0 {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("after must be a message position, 0 or more, not {after}"),
+        ));
+    }
+    // A run token of the issue may read it too: the agent can read its own transcript.
+    if !caller.is_user() {
+        let (issue_id, issue_key) = state.store.run_issue(&id).await?;
+        caller.require_issue_read(&issue_id, &issue_key)?;
+    }
+    Ok(Json(
+        state
+            .store
+            .run_messages_after(&id, after, max_bytes)
+            .await?,
+    ))
+}
+
 /// `GET /runs/{id}/git` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -84,8 +146,8 @@ pub(crate) async fn get_run_git(
     })?;
     // A run token of the issue may read it too: the agent can look at its own changes.
     if !caller.is_user() {
-        let run = state.store.run(&id).await?;
-        caller.require_issue_read(&run.issue_id, &run.issue_key)?;
+        let (issue_id, issue_key) = state.store.run_issue(&id).await?;
+        caller.require_issue_read(&issue_id, &issue_key)?;
     }
     if let Some(turn) = query.turn {
         return run_turn(&state, &id, turn).await.map(Json);
@@ -94,7 +156,7 @@ pub(crate) async fn get_run_git(
         Some(changes) => Ok(Json(changes)),
         None => {
             // Tells a missing run apart from one that recorded nothing.
-            state.store.run(&id).await?;
+            state.store.run_issue(&id).await?;
             Err(Failure::new(
                 StatusCode::NOT_FOUND,
                 format!(

@@ -59,16 +59,53 @@ pub(crate) async fn issues(
     )))
 }
 
+/// An issue page's query: which run shows its messages before which position, in place of
+/// its latest ones (the "Show earlier messages" link).
+#[derive(Deserialize)]
+pub(crate) struct EarlierMessages {
+    run: Option<String>,
+    before: Option<String>,
+}
+
 pub(crate) async fn issue(
     State(state): State<AppState>,
     viewer: Viewer,
     Path(key): Path<String>,
+    Query(earlier): Query<EarlierMessages>,
 ) -> Result<Html<String>, WebError> {
     let issue_id = state.store.resolve_issue(&key).await?;
     // Read before the issue: the live feed starts here, so nothing stored while the page is
     // read is missed (something may come twice; the page skips what it shows).
     let (message, activity) = state.store.issue_feed_head(&issue_id).await?;
-    let issue = state.store.issue(&issue_id).await?;
+    let mut issue = state.store.issue(&issue_id).await?;
+    if let Some(run_id) = &earlier.run {
+        let before = earlier.before.as_deref().unwrap_or("");
+        let before: i64 = before.parse().map_err(|_| {
+            WebError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                format!(
+                    "before must be the position of a message (a whole number), not {before:?}"
+                ),
+            )
+        })?;
+        let run = issue
+            .runs
+            .iter_mut()
+            .find(|run| &run.id == run_id)
+            .ok_or_else(|| {
+                WebError::new(
+                    axum::http::StatusCode::NOT_FOUND,
+                    format!("issue {} has no run {run_id}", issue.key),
+                )
+            })?;
+        let page = state
+            .store
+            .run_messages_before(run_id, Some(before), wujie_store::ANSWER_MESSAGE_BYTES)
+            .await?;
+        run.messages = page.messages;
+        run.messages_complete = page.complete;
+        run.messages_before = page.before;
+    }
     let jobs = state
         .store
         .jobs(&wujie_store::JobFilter {

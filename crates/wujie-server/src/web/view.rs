@@ -403,6 +403,15 @@ pub(crate) fn run_section(
         section.run id={"run-" (run.id)} data-run=(run.id) {
             (run_head(viewer, run, prices))
             (code::run_code(&run.id, code))
+            // The page holds each run's latest messages only; a link (no script needed) shows
+            // the page of messages before them in their place.
+            @if let Some(before) = run.messages_before {
+                p.earlier {
+                    a href={"/issues/" (run.issue_key) "?run=" (run.id) "&before=" (before) "#run-" (run.id)} {
+                        "Show earlier messages"
+                    }
+                }
+            }
             ol.transcript {
                 @for message in &run.messages { (message_view(message)) }
             }

@@ -119,6 +119,7 @@ async fn issue_detail_has_comments_runs_messages_and_usage() {
             "issue_id",
             "issue_key",
             "messages",
+            "messages_complete",
             "provider",
             "started_at",
             "status",

@@ -18,4 +18,5 @@ mod other_writers;
 mod runs;
 mod start_keys;
 mod tokens;
+mod transcript_pages;
 mod web_ui;

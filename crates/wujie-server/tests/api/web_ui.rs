@@ -962,3 +962,65 @@ async fn a_running_runs_cancel_button_asks_it_to_stop_and_returns_to_the_page() 
     assert!(text.contains("already ended as succeeded"), "{text}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_transcript_shows_its_latest_messages_and_a_link_to_the_earlier_ones() {
+    let h = Harness::start().await;
+    let issue = h.issue("Long transcript").await;
+    let run = h.run_on(&issue.key).await;
+    // Six messages of 300 KiB: the page's budget (1 MiB) holds the latest three.
+    let items: Vec<_> = (0..6)
+        .map(|i| {
+            let content = format!("marker-{i} <b>{}</b>", "x".repeat(300 << 10));
+            message(MessageKind::Text, &format!("m{i}"), &content)
+        })
+        .collect();
+    h.admin
+        .ingest_run_events(&run.run.id, &IngestBatch { items })
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let (status, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    let shown = |html: &str| -> Vec<usize> {
+        (0..6)
+            .filter(|i| html.contains(&format!("marker-{i} ")))
+            .collect()
+    };
+    assert_eq!(shown(&html), [3, 4, 5], "the latest messages");
+    assert!(html.contains("&lt;b&gt;"), "agent text stays escaped");
+    let at = html
+        .find("Show earlier messages")
+        .expect("a link to the earlier messages");
+    let href_at = html[..at].rfind("href=\"").expect("the link's href") + 6;
+    let href = html[href_at..]
+        .split('"')
+        .next()
+        .expect("href")
+        .replace("&amp;", "&");
+    assert!(
+        href.starts_with(&format!("/issues/{}?run=", issue.key)),
+        "{href}"
+    );
+
+    let (status, earlier) = page(&h, &href, &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(shown(&earlier), [0, 1, 2], "the page before them");
+    assert!(
+        !earlier.contains("Show earlier messages"),
+        "nothing before the first"
+    );
+
+    let (status, bad) = page(
+        &h,
+        &format!("/issues/{}?run={}&before=soon", issue.key, run.run.id),
+        &cookie,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.contains("before must be the position of a message"),
+        "{bad}"
+    );
+    h.stop().await;
+}

@@ -1,0 +1,73 @@
+//! `wujie issue show` prints a whole transcript however long, read page by page: the issue's
+//! answer holds only each run's latest messages once they are more than it takes.
+
+use wujie_testkit::*;
+
+const MIB: usize = 1 << 20;
+
+/// An adapter printing twelve tool results of 1 MiB, `k0`…`k11`, each of its own letter.
+fn twelve_mib_adapter() -> String {
+    let mut body = String::new();
+    for (i, letter) in ('a'..='l').enumerate() {
+        body.push_str(&format!(
+            "big=$(head -c {MIB} /dev/zero | tr '\\0' {letter})\n\
+             printf '{{\"type\":\"tool_result\",\"tool\":\"sh\",\"output\":\"%s\",\
+             \"source\":\"t\",\"source_key\":\"k{i}\"}}\\n' \"$big\"\n"
+        ));
+    }
+    body
+}
+
+#[test]
+fn issue_show_gives_every_message_of_a_long_transcript() {
+    let env = Env::new();
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        env.plugin("big", V1, &twelve_mib_adapter())
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = env.create_issue("long transcript");
+    env.ok(&["run", &key, "--", "big"]);
+
+    let issue = env.issue(&key);
+    let run = &issue["runs"][0];
+    assert_eq!(
+        run["messages_complete"], true,
+        "the document holds them all"
+    );
+    assert!(run.get("messages_before").is_none());
+    let messages = run["messages"].as_array().expect("messages");
+    let keys: Vec<&str> = messages
+        .iter()
+        .map(|m| m["source_key"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = (0..12).map(|i| format!("k{i}")).collect();
+    assert_eq!(keys, expected, "every message, in order, once");
+    for (m, letter) in messages.iter().zip('a'..='l') {
+        let output = m["output"].as_str().unwrap();
+        assert_eq!(output.len(), MIB);
+        assert!(
+            output.chars().all(|c| c == letter),
+            "{} kept whole",
+            m["source_key"]
+        );
+    }
+    // The issue's cost and the run's other fields are there as before.
+    assert!(
+        issue.get("cost").is_some() && run.get("cost").is_some(),
+        "{}",
+        issue["cost"]
+    );
+
+    // The text lists every tool result too.
+    let text = env.ok(&["issue", "show", &key]);
+    assert_eq!(
+        text.matches("tool_result").count(),
+        12,
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+}
