@@ -361,6 +361,16 @@ impl Store {
         if let Some(other_writers) = &self.other_writers {
             other_writers.stop();
         }
+        // A connection a finished query is still handing back to the pool is neither idle nor
+        // checked out, and the pool's close misses it: it would stay open (and on SQLite keep
+        // the file and its log open) until the process ends. Let those arrive first; a
+        // connection someone really holds is not waited for long.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        while self.pool.num_idle() < self.pool.size() as usize
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         self.pool.close().await;
     }
 
