@@ -25,6 +25,18 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository `project` in the test's work dir with one commit, or a skip without git.
 pub fn require_repository(env: &Env) -> Option<PathBuf> {
+    require_repository_of(
+        env,
+        &[
+            ("edit.txt", "one\ntwo\n"),
+            ("gone.txt", "bye\n"),
+            ("user.txt", "mine\n"),
+        ],
+    )
+}
+
+/// [`require_repository`] whose commit holds `files` (path, text).
+pub fn require_repository_of(env: &Env, files: &[(&str, &str)]) -> Option<PathBuf> {
     wujie_require::require("git")?;
     let repo = env.work.path().join("project");
     std::fs::create_dir(&repo).expect("create repo dir");
@@ -32,11 +44,7 @@ pub fn require_repository(env: &Env) -> Option<PathBuf> {
     git(&repo, &["config", "user.name", "Ada Tester"]);
     git(&repo, &["config", "user.email", "ada@example.test"]);
     git(&repo, &["config", "commit.gpgsign", "false"]);
-    for (file, text) in [
-        ("edit.txt", "one\ntwo\n"),
-        ("gone.txt", "bye\n"),
-        ("user.txt", "mine\n"),
-    ] {
+    for (file, text) in files {
         std::fs::write(repo.join(file), text).expect("write");
     }
     git(&repo, &["add", "-A"]);

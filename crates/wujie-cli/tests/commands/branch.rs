@@ -120,12 +120,8 @@ process.stdout.write(`did ${text} in ${process.cwd()}\n`);
     .unwrap();
 }
 
-fn open_branch(
-    env: &Env,
-    repo: &std::path::Path,
-    branch: &str,
-    extra: &[&str],
-) -> serde_json::Value {
+/// `wujie branch open` of branch `branch` of project shop, driven by writer, on `repo`.
+fn open_args<'a>(repo: &'a std::path::Path, branch: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "branch",
         "open",
@@ -139,7 +135,16 @@ fn open_branch(
         repo.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    env.json(&args)
+    args
+}
+
+fn open_branch(
+    env: &Env,
+    repo: &std::path::Path,
+    branch: &str,
+    extra: &[&str],
+) -> serde_json::Value {
+    env.json(&open_args(repo, branch, extra))
 }
 
 fn prompt(env: &Env, branch: &str, text: &str) -> String {
@@ -253,18 +258,7 @@ fn a_branch_whose_worktree_was_switched_by_hand_is_refused_with_the_way_back() {
     let worktree = std::path::PathBuf::from(opened["worktree"]["path"].as_str().unwrap());
     git(&worktree, &["switch", "-q", "-c", "elsewhere"]);
 
-    let out = env.fails(&[
-        "branch",
-        "open",
-        "--project",
-        "shop",
-        "--branch",
-        "feat/cart",
-        "--agent-cli",
-        "writer",
-        "--workdir",
-        repo.to_str().unwrap(),
-    ]);
+    let out = env.fails(&open_args(&repo, "feat/cart", &[]));
     assert!(
         out.contains("cannot give branch feat/cart a worktree of its own")
             && out.contains("elsewhere")

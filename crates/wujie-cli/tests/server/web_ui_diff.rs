@@ -6,7 +6,7 @@
 use std::process::Stdio;
 
 use wujie_testkit::browser::Browser;
-use wujie_testkit::git_repo::git;
+use wujie_testkit::git_repo::{git, require_repository_of};
 use wujie_testkit::{Env, V1, msg};
 
 use super::web_ui_browser::{Ui, shot};
@@ -37,19 +37,10 @@ fn the_issue_page_shows_each_turns_code_changes_live_and_escaped() {
     let Some(chromium) = wujie_require::require("chromium") else {
         return;
     };
-    let Some(_) = wujie_require::require("git") else {
+    let env = Env::new();
+    let Some(repo) = require_repository_of(&env, &[("page.html", "<p>old</p>\n")]) else {
         return;
     };
-    let env = Env::new();
-    let repo = env.work.path().join("project");
-    std::fs::create_dir(&repo).expect("create repo dir");
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Ada Tester"]);
-    git(&repo, &["config", "user.email", "ada@example.test"]);
-    git(&repo, &["config", "commit.gpgsign", "false"]);
-    std::fs::write(repo.join("page.html"), "<p>old</p>\n").expect("write");
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "base"]);
     let base = git(&repo, &["rev-parse", "--short=7", "HEAD"]);
     two_turn_agent(&env);
     let key = env.create_issue("Change the page");
