@@ -37,8 +37,8 @@ const MAX_PLUGIN_BYTES: u64 = 256 * 1024 * 1024;
 const MAX_PLUGIN_ENTRIES: u64 = 10_000;
 const MAX_PLUGIN_DEPTH: usize = 32;
 
-/// The file in the installed dir whose lock an install holds while it copies.
-const INSTALL_LOCK: &str = ".install-lock";
+/// The lock file earlier versions held in the installed dir; the dir itself is locked now.
+const OLD_INSTALL_LOCK: &str = ".install-lock";
 /// Ends the name of the hidden directory a plugin is copied into (`.<name>.installing`).
 const STAGING_SUFFIX: &str = ".installing";
 
@@ -118,17 +118,14 @@ pub fn install(
     })
 }
 
-/// Waits for any other install on the profile to finish.
+/// Waits for any other install on the profile to finish. The lock is on the installed dir
+/// itself, so that no lock file is left in it; an earlier version's lock file goes.
 fn install_lock(dest_root: &Path) -> Result<Flock<File>, LocalRunError> {
-    let path = dest_root.join(INSTALL_LOCK);
-    let io = |e| LocalRunError::io(&path, e);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io)?;
-    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| io(errno.into()))
+    let io = |e| LocalRunError::io(dest_root, e);
+    let dir = File::open(dest_root).map_err(io)?;
+    let lock = Flock::lock(dir, FlockArg::LockExclusive).map_err(|(_, errno)| io(errno.into()))?;
+    let _ = std::fs::remove_file(dest_root.join(OLD_INSTALL_LOCK));
+    Ok(lock)
 }
 
 /// Removes what installs that died left under a staging name (also the
@@ -426,7 +423,6 @@ mod tests {
         let mut names: Vec<String> = std::fs::read_dir(profile.installed_providers_dir())
             .map(|dir| {
                 dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .filter(|n| n != INSTALL_LOCK)
                     .collect()
             })
             .unwrap_or_default();

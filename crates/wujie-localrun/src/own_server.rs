@@ -42,14 +42,21 @@ struct OwnServer {
 impl OwnServerRecord {
     pub fn write(profile: &Profile, url: &str) -> Result<OwnServerRecord, LocalRunError> {
         let dir = profile.own_servers_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| LocalRunError::io(&dir, e))?;
         let id = uuid::Uuid::new_v4().simple().to_string();
         let path = dir.join(format!("{id}.json"));
         // Written and locked under a name readers skip, then renamed: under its own name a
         // record is complete and locked from its first moment, so no reader takes a starting
         // server for a dead one.
         let staging = dir.join(format!(".{id}.tmp"));
-        let written = write_locked(&staging, url).and_then(|lock| {
+        let locked = loop {
+            std::fs::create_dir_all(&dir).map_err(|e| LocalRunError::io(&dir, e))?;
+            match write_locked(&staging, url) {
+                // The last server to end removed the directory, empty, between the two: again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                locked => break locked.map_err(|e| LocalRunError::io(&staging, e)),
+            }
+        };
+        let written = locked.and_then(|lock| {
             std::fs::rename(&staging, &path).map_err(|e| LocalRunError::io(&path, e))?;
             Ok(lock)
         });
@@ -63,21 +70,19 @@ impl OwnServerRecord {
     }
 }
 
-fn write_locked(path: &Path, url: &str) -> Result<Flock<File>, LocalRunError> {
-    let io = |e| LocalRunError::io(path, e);
+fn write_locked(path: &Path, url: &str) -> std::io::Result<Flock<File>> {
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)
-        .map_err(io)?;
+        .open(path)?;
     // Nobody else opens a file of this name, so the lock is free.
-    let mut lock = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| io(e.into()))?;
+    let mut lock = Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e)?;
     let record = OwnServer {
         url: url.trim_end_matches('/').to_owned(),
     };
-    let bytes = serde_json::to_vec(&record).expect("a string serializes");
-    lock.write_all(&bytes).map_err(io)?;
+    let bytes = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+    lock.write_all(&bytes)?;
     Ok(lock)
 }
 
@@ -86,6 +91,10 @@ impl Drop for OwnServerRecord {
         // Removed while still locked: a reader that opened it just before sees it alive, one
         // that opens it after finds nothing.
         let _ = std::fs::remove_file(&self.path);
+        // The last server takes the directory with it (it fails while another has a record).
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 

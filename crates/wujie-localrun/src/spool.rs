@@ -117,15 +117,22 @@ impl Spool {
 }
 
 fn create_file(path: &Path) -> io::Result<File> {
-    if let Some(dir) = path.parent() {
-        DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    loop {
+        if let Some(dir) = path.parent() {
+            DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        }
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            // The last spool's end removed the directory, empty, between the two: again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            opened => return opened,
+        }
     }
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
 }
 
 fn remove_spool_file(path: &Path) {
@@ -133,6 +140,10 @@ fn remove_spool_file(path: &Path) {
         && e.kind() != io::ErrorKind::NotFound
     {
         tracing::debug!("cannot remove {}: {e}", path.display());
+    }
+    // The last spool takes the directory with it (it fails while another has a file there).
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir(dir);
     }
 }
 

@@ -308,10 +308,15 @@ impl Outbox {
             path: path.display().to_string(),
             source,
         };
-        std::fs::create_dir_all(&self.owners_dir).map_err(io)?;
         let mut busy = 0;
         loop {
-            let file = crate::open_lock_file(&path).map_err(io)?;
+            std::fs::create_dir_all(&self.owners_dir).map_err(io)?;
+            let file = match crate::open_lock_file(&path) {
+                Ok(file) => file,
+                // The last owner removed the directory, empty, between the two: make it again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(e)),
+            };
             let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(lock) => lock,
                 // An owner holds the lock for its whole life, an `is_owned` probe for a few
@@ -610,6 +615,8 @@ impl Outbox {
     /// right here costs only its name.
     pub fn forget_lock_file(&self, target_id: &str) {
         let _ = std::fs::remove_file(self.lock_path(target_id));
+        // The last one takes the directory with it (it fails while another holds a file).
+        let _ = std::fs::remove_dir(&self.owners_dir);
     }
 
     pub async fn targets(&self) -> Result<Vec<TargetState>, OutboxError> {

@@ -278,3 +278,56 @@ fn a_database_kept_in_state_by_an_earlier_version_moves_to_data_with_its_issues(
     let again = env.run(&["issue", "list"]);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("moved"));
 }
+
+/// SQLite's log and index beside a database, which SQLite itself keeps or removes.
+fn sqlite_own(path: &std::path::Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".db-wal") || name.ends_with(".db-shm")
+}
+
+/// Commands leave no empty directories or empty files (lock files and the like) behind in the
+/// profile: what is there after them holds something.
+#[test]
+fn commands_leave_no_empty_files_or_directories_in_the_profile() {
+    let env = Env::new();
+    let key = env.create_issue("nothing empty");
+    let plugin = env.plugin(
+        "echoer",
+        V1,
+        &format!("echo '{}'", msg("final", "done", "1")),
+    );
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    env.ok(&["run", &key, "--", "echoer"]);
+    env.ok(&["issue", "list"]);
+    env.ok(&["issue", "show", &key]);
+    env.ok(&["issue", "comment", &key, "a comment"]);
+    env.ok(&["local-run", "status"]);
+    // A server that ends as Ctrl+C ends it takes its record of itself along.
+    let mut server = Server::start(&env, &[]);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    server.child.wait().unwrap();
+    let mut empty = Vec::new();
+    let mut dirs = vec![env.home.path().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
+        if entries.is_empty() {
+            empty.push(dir.clone());
+        }
+        for entry in entries {
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else if meta.len() == 0 && !sqlite_own(&entry.path()) {
+                empty.push(entry.path());
+            }
+        }
+    }
+    assert!(empty.is_empty(), "left empty: {empty:?}");
+}

@@ -34,7 +34,7 @@ async fn a_held_target_cannot_be_claimed_until_its_lock_is_dropped() {
 }
 
 #[tokio::test]
-async fn a_delivered_target_leaves_no_lock_file_behind() {
+async fn a_delivered_target_leaves_no_lock_file_nor_directory_behind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("outbox.db");
     let outbox = Outbox::open(&path).await.unwrap();
@@ -44,8 +44,12 @@ async fn a_delivered_target_leaves_no_lock_file_behind() {
     outbox.set_finish("run-1", "{}").await.unwrap();
     outbox.finish_delivered("run-1").await.unwrap();
     assert!(outbox.targets().await.unwrap().is_empty());
-    assert_eq!(std::fs::read_dir(&owners).unwrap().count(), 0);
+    // The last lock file takes the directory with it.
+    assert!(!owners.exists());
     // Asking about a target that is gone creates nothing.
     assert!(!outbox.is_owned("run-1"));
-    assert_eq!(std::fs::read_dir(&owners).unwrap().count(), 0);
+    assert!(!owners.exists());
+    // The next target makes the directory again.
+    let _next = outbox.add_target(&target("run-2")).await.unwrap();
+    assert_eq!(std::fs::read_dir(&owners).unwrap().count(), 1);
 }
