@@ -9,7 +9,7 @@ use wujie_protocol::api::{
 use super::Body;
 use crate::AppState;
 use crate::auth::Caller;
-use crate::error::{ApiResult, Failure};
+use crate::error::ApiResult;
 use wujie_store::StoreError;
 
 #[utoipa::path(post, path = "/api/v1/issues", tag = "issues", security(("bearer" = [])),
@@ -38,16 +38,10 @@ pub(crate) async fn list_issues(
     query: Result<Query<IssueQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<IssueSummary>>> {
     caller.require_user("list issues")?;
-    let Query(query) = query.map_err(|e| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "invalid query: {}; status is one of open, in_progress, done, closed and limit a \
-                 number",
-                e.body_text()
-            ),
-        )
-    })?;
+    let query = super::query_params(
+        query,
+        "status is one of open, in_progress, done, closed and limit a number",
+    )?;
     Ok(Json(state.store.list_issues(&query).await?))
 }
 

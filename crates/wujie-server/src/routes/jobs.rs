@@ -93,12 +93,7 @@ pub(crate) async fn list_jobs(
     query: Result<Query<JobQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<Vec<Job>>> {
     caller.require_user("list jobs")?;
-    let Query(query) = query.map_err(|e| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("invalid query: {}", e.body_text()),
-        )
-    })?;
+    let query = super::query_params(query, "")?;
     Ok(Json(state.store.jobs(&query.filter()?).await?))
 }
 

@@ -117,6 +117,23 @@ async fn no_route() -> Failure {
 }
 
 /// `Json<T>` whose rejections are `ApiError` bodies like every other error.
+/// The parameters of a query string, or a 400 that says what was wrong with it and, when
+/// `expected` is not empty, what the parameters take.
+pub(crate) fn query_params<T>(
+    query: Result<axum::extract::Query<T>, axum::extract::rejection::QueryRejection>,
+    expected: &str,
+) -> Result<T, Failure> {
+    query.map(|q| q.0).map_err(|e| {
+        let text = e.body_text();
+        let message = if expected.is_empty() {
+            format!("invalid query: {text}")
+        } else {
+            format!("invalid query: {text}; {expected}")
+        };
+        Failure::new(StatusCode::BAD_REQUEST, message)
+    })
+}
+
 pub(crate) struct Body<T>(pub(crate) T);
 
 impl<T> FromRequest<AppState> for Body<T>

@@ -80,16 +80,11 @@ pub(crate) async fn run_messages(
     Path(id): Path<String>,
     query: Result<Query<MessagePageQuery>, QueryRejection>,
 ) -> ApiResult<Json<RunMessagePage>> {
-    let Query(query) = query.map_err(|e| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "invalid query: {}; after is the position of a message (a whole number, the \
-                 next_after of the previous page) and max_bytes a number of bytes",
-                e.body_text()
-            ),
-        )
-    })?;
+    let query = super::query_params(
+        query,
+        "after is the position of a message (a whole number, the next_after of the previous \
+         page) and max_bytes a number of bytes",
+    )?;
     let max_bytes = query.max_bytes.unwrap_or(DEFAULT_MESSAGE_PAGE_BYTES);
     if !(1..=MAX_MESSAGE_PAGE_BYTES).contains(&max_bytes) {
         return Err(Failure::new(
@@ -138,12 +133,7 @@ pub(crate) async fn get_run_git(
     Path(id): Path<String>,
     query: Result<Query<GitQuery>, QueryRejection>,
 ) -> ApiResult<Json<GitChanges>> {
-    let Query(query) = query.map_err(|e| {
-        Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("invalid query: {}", e.body_text()),
-        )
-    })?;
+    let query = super::query_params(query, "")?;
     // A run token of the issue may read it too: the agent can look at its own changes.
     if !caller.is_user() {
         let (issue_id, issue_key) = state.store.run_issue(&id).await?;
@@ -180,7 +170,7 @@ async fn run_turn(state: &AppState, id: &str, turn: u32) -> Result<GitChanges, F
     let (before, after) = state.store.run_git_turn(id, turn).await?;
     let Some(after) = after else {
         // Tells a missing run apart from one without that turn.
-        state.store.run(id).await?;
+        state.store.run_issue(id).await?;
         let turns = state.store.run_git_turns(id).await?;
         let listed: Vec<String> = turns.iter().map(u32::to_string).collect();
         let message = match turns.len() {
