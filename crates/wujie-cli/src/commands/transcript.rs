@@ -76,9 +76,10 @@ pub async fn print_issue_json(client: &Client, mut doc: Value, runs: &[Run]) -> 
         // The document holds every message: complete, nothing left out.
         fields.insert("messages_complete".into(), Value::Bool(true));
         fields.remove("messages_before");
-        streamed_runs.push(StreamedRun {
+        streamed_runs.push(WithField {
             fields,
-            messages: StreamedMessages {
+            key: "messages",
+            value: StreamedMessages {
                 pages: Mutex::new(TranscriptPages::of(client, run)),
                 handle: handle.clone(),
                 failure: failure.clone(),
@@ -88,9 +89,10 @@ pub async fn print_issue_json(client: &Client, mut doc: Value, runs: &[Run]) -> 
     let Value::Object(fields) = doc else {
         anyhow::bail!("an issue's document is a JSON object");
     };
-    let issue = StreamedIssue {
+    let issue = WithField {
         fields,
-        runs: streamed_runs,
+        key: "runs",
+        value: streamed_runs,
     };
     let written = tokio::task::spawn_blocking(move || {
         let mut out = BufWriter::new(std::io::stdout().lock());
@@ -115,38 +117,20 @@ pub async fn print_issue_json(client: &Client, mut doc: Value, runs: &[Run]) -> 
     }
 }
 
-/// The issue's fields as they are, but `runs` (taken out, its key left in its place).
-struct StreamedIssue {
+/// An object's fields as they are, but the one named `key` (taken out, its key left in its
+/// place), written as `value`: the issue with its runs, a run with its messages.
+struct WithField<T> {
     fields: Map<String, Value>,
-    runs: Vec<StreamedRun>,
+    key: &'static str,
+    value: T,
 }
 
-impl Serialize for StreamedIssue {
+impl<T: Serialize> Serialize for WithField<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.fields.len()))?;
         for (key, value) in &self.fields {
-            if key == "runs" {
-                map.serialize_entry(key, &self.runs)?;
-            } else {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
-    }
-}
-
-/// A run's fields as they are, but `messages`.
-struct StreamedRun {
-    fields: Map<String, Value>,
-    messages: StreamedMessages,
-}
-
-impl Serialize for StreamedRun {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
-        for (key, value) in &self.fields {
-            if key == "messages" {
-                map.serialize_entry(key, &self.messages)?;
+            if key == self.key {
+                map.serialize_entry(key, &self.value)?;
             } else {
                 map.serialize_entry(key, value)?;
             }
