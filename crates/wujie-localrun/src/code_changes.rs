@@ -64,7 +64,6 @@ impl CodeWatch {
             Err(_) => return None,
         };
         let mut snapshots = Snapshots {
-            previous: start.tree.clone(),
             start,
             target_id: target_id.to_owned(),
             worktree: worktree.map(|w| w.display().to_string()),
@@ -112,7 +111,7 @@ impl TurnStart {
     /// when it works in one). Blocks on git.
     pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
         let start = &self.0;
-        let (changes, _) = changes_since(
+        let changes = changes_since(
             &start.repository,
             &start.tree,
             &start.tree,
@@ -155,10 +154,9 @@ struct Snapshots {
     recorder: Recorder,
     /// Snapshots recorded so far (the next one's place in the run).
     taken: u32,
-    /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again.
+    /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again,
+    /// and the next one's turn is diffed from that tree.
     last: Option<(String, Option<String>)>,
-    /// The tree of the last one recorded, from which the next one's turn is diffed.
-    previous: TreeId,
 }
 
 impl Snapshots {
@@ -181,7 +179,12 @@ impl Snapshots {
 
     async fn take(&mut self) {
         let repository = self.start.repository.clone();
-        let trees = (self.start.tree.clone(), self.previous.clone());
+        // Before any was recorded, the turn began at the start.
+        let previous = match &self.last {
+            Some((tree, _)) => TreeId::new(tree.clone()),
+            None => self.start.tree.clone(),
+        };
+        let trees = (self.start.tree.clone(), previous);
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
         let taken = tokio::task::spawn_blocking(move || {
@@ -189,17 +192,13 @@ impl Snapshots {
         })
         .await;
         match taken {
-            Ok(Ok((changes, tree))) => {
+            Ok(Ok(changes)) => {
                 let worktree = self.worktree.clone();
-                let recorded = self
-                    .record(GitChanges {
-                        worktree,
-                        ..changes
-                    })
-                    .await;
-                if recorded {
-                    self.previous = tree;
-                }
+                self.record(GitChanges {
+                    worktree,
+                    ..changes
+                })
+                .await;
             }
             Ok(Err(e)) => wujie_process::stderr_line!(
                 "wujie: cannot take a snapshot of the code after a turn: {}",
@@ -209,11 +208,10 @@ impl Snapshots {
         }
     }
 
-    /// Whether it was recorded (it is not when nothing changed since the last one).
-    async fn record(&mut self, changes: GitChanges) -> bool {
+    async fn record(&mut self, changes: GitChanges) {
         let now = (changes.tree.clone(), changes.head_commit.clone());
         if self.last.as_ref() == Some(&now) {
-            return false;
+            return;
         }
         let item = IngestItem {
             source: REPORTER_SOURCE.to_owned(),
@@ -228,28 +226,24 @@ impl Snapshots {
             Ok(()) => {
                 self.last = Some(now);
                 self.taken += 1;
-                true
             }
-            Err(e) => {
-                wujie_process::stderr_line!(
-                    "wujie: cannot record the run's code changes: {}",
-                    with_causes(&e)
-                );
-                false
-            }
+            Err(e) => wujie_process::stderr_line!(
+                "wujie: cannot record the run's code changes: {}",
+                with_causes(&e)
+            ),
         }
     }
 }
 
 /// The run's changes as of a snapshot taken now, from the `start` snapshot and (the turn's) from
-/// the `previous` one recorded; and the snapshot's tree.
+/// the `previous` one recorded.
 fn changes_since(
     repository: &Repository,
     start: &TreeId,
     previous: &TreeId,
     base: Option<String>,
     snapshot: u32,
-) -> Result<(GitChanges, TreeId), GitError> {
+) -> Result<GitChanges, GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
     let diff = repository.diff(start, &tree, PatchLimits::default())?;
@@ -262,7 +256,7 @@ fn changes_since(
             .files
     };
     let commits = repository.commits_since(base.as_deref())?;
-    let changes = GitChanges {
+    Ok(GitChanges {
         snapshot,
         tree: tree.to_string(),
         repo: info.repo,
@@ -274,6 +268,5 @@ fn changes_since(
         files: diff.files,
         turn_files: Some(turn),
         worktree: None,
-    };
-    Ok((changes, tree))
+    })
 }
