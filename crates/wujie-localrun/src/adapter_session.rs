@@ -151,6 +151,9 @@ pub(crate) struct AdapterSession {
     hears_user_at_input: bool,
     /// A stop that may be asked from elsewhere ([`AdapterSession::stop_when`]).
     elsewhere: Option<ElsewhereWatch>,
+    /// Ctrl+C, SIGTERM and SIGHUP, listened for from before the adapter starts: one that
+    /// arrives while it starts stops the adapter instead of ending `wujie` without it.
+    signals: StopSignals,
 }
 
 impl AdapterSession {
@@ -163,6 +166,7 @@ impl AdapterSession {
         menu: bool,
         spool: SpoolFile,
     ) -> Result<(AdapterSession, Option<TerminalHost>), LocalRunError> {
+        let signals = StopSignals::install()?;
         let (mut adapter, to_adapter, host) = if provider.manifest.capabilities.interactive_pty {
             let size = terminal_size();
             let terminal = TerminalHost::prepare(size, menu)?;
@@ -182,6 +186,7 @@ impl AdapterSession {
             forward_input: host.is_none(),
             hears_user_at_input: provider.origin == Origin::Builtin,
             elsewhere: None,
+            signals,
         };
         Ok((session, host))
     }
@@ -242,7 +247,6 @@ impl AdapterSession {
     async fn pump(&mut self, flow: &mut impl SessionFlow) -> Result<PumpEnd, LocalRunError> {
         let mut life = ExitWatch::new(&self.adapter);
         let (mut stdout_open, mut exited) = (true, false);
-        let mut signals = StopSignals::install()?;
         let mut from_user = self.forward_input.then(UserInput::spawn);
         let mut close = QuietClose::default();
         let mut stop = Stop::new();
@@ -286,7 +290,7 @@ impl AdapterSession {
                     }
                 },
                 () = close.due(), if close.is_armed() => self.to_adapter.close().await,
-                () = signals.recv() => {
+                () = self.signals.recv() => {
                     if stop.requested {
                         self.adapter.signal(Signal::SIGKILL);
                     } else {
