@@ -10,11 +10,15 @@
 //! `--session-id` too. Bound to an issue, the issue goes in as read-only context with
 //! `--append-system-prompt` (appended to the user's own, if any), never as a user message.
 //!
+//! A session switched to in the UI (`/clear`, `/resume`) is followed: Claude Code keeps the
+//! session each of its processes is in in `<config>/sessions/<pid>.json`, and once that names
+//! another session whose transcript exists, that transcript is read from its start.
+//!
 //! What is read from a transcript line (anything else, and lines of subagents, are skipped):
 //!
 //! | record | events |
 //! |---|---|
-//! | any, first `sessionId` | `session` |
+//! | any, first `sessionId` of each transcript read | `session` |
 //! | `user`, text content (not Claude Code's own `<tag>…</tag>` markup, not `isMeta`, not its `[Request interrupted by user…]` marker) | `user_input` |
 //! | `user`, `tool_result` block | `tool_result` |
 //! | `assistant`, `thinking` block | `thinking` |
@@ -180,6 +184,51 @@ pub fn find_transcript(config: &Path, cwd: &Path, transcript: &Transcript) -> Op
     }
 }
 
+/// The session Claude Code process `pid` is in now, from the file it keeps up to date for
+/// each running process, `<config>/sessions/<pid>.json` (`sessionId`): it changes when the
+/// user switches sessions in the UI (`/clear`, `/resume`).
+pub fn current_session(config: &Path, pid: u32) -> Option<String> {
+    let text = std::fs::read(config.join("sessions").join(format!("{pid}.json"))).ok()?;
+    let record: Map<String, Value> = serde_json::from_slice(&text).ok()?;
+    str_field(&record, "sessionId")
+        .filter(|id| !id.trim().is_empty())
+        .map(str::to_owned)
+}
+
+/// This run's transcript: the one [`plan_launch`] chose, then the one of each session the
+/// user switches to.
+struct TranscriptFinder {
+    config: PathBuf,
+    cwd: PathBuf,
+    transcript: Transcript,
+    /// `--continue` opens the newest transcript as it is now; fixed at the first look.
+    newest: Option<PathBuf>,
+}
+
+impl crate::tui::FindLog for TranscriptFinder {
+    fn find(&mut self, _agent_pid: Option<u32>) -> Option<PathBuf> {
+        match &self.transcript {
+            Transcript::Newest => {
+                if self.newest.is_none() {
+                    self.newest = find_transcript(&self.config, &self.cwd, &self.transcript);
+                }
+                self.newest.clone()
+            }
+            session => find_transcript(&self.config, &self.cwd, session),
+        }
+    }
+
+    fn switched(&mut self, agent_pid: Option<u32>, current: &Path) -> Option<PathBuf> {
+        let session = current_session(&self.config, agent_pid?)?;
+        if current.file_stem().is_some_and(|stem| *stem == *session) {
+            return None;
+        }
+        // Claude Code names the new session before it writes its transcript: it is followed
+        // once the file is there.
+        find_transcript(&self.config, &self.cwd, &Transcript::Session(session))
+    }
+}
+
 /// Maps Claude Code transcript records to events (see the module comment).
 #[derive(Debug, Default)]
 pub struct ClaudeMapper {
@@ -216,6 +265,11 @@ impl LogMapper for ClaudeMapper {
             Some("assistant") => self.assistant(record, &uuid, message, out),
             _ => {}
         }
+    }
+
+    /// The first `sessionId` of the next transcript is the session the run goes on in.
+    fn next_log(&mut self) {
+        self.session_id = None;
     }
 }
 
@@ -422,17 +476,11 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let config = config_dir(env("CLAUDE_CONFIG_DIR").as_deref(), env("HOME").as_deref());
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let transcript = launch.transcript.clone();
-    // `--continue` opens the newest transcript as it is now; fixed at the first look.
-    let mut newest: Option<PathBuf> = None;
-    let find = move |_agent: Option<u32>| match &transcript {
-        Transcript::Newest => {
-            if newest.is_none() {
-                newest = find_transcript(&config, &cwd, &transcript);
-            }
-            newest.clone()
-        }
-        session => find_transcript(&config, &cwd, session),
+    let find = TranscriptFinder {
+        config,
+        cwd,
+        transcript: launch.transcript.clone(),
+        newest: None,
     };
     run_with_log(
         &CLAUDE,

@@ -51,6 +51,10 @@ pub trait LogMapper {
     /// The user is back at the agent's input (see [`wujie_process::USER_AT_INPUT`]): the turn
     /// read so far has ended, so a reply held back until that was known is its last.
     fn turn_ended(&mut self, _out: &mut Vec<Event>) {}
+
+    /// The agent switched to another session (`/clear`): the records that follow are read
+    /// from that session's log, from its start.
+    fn next_log(&mut self) {}
 }
 
 /// Reads a session log incrementally: whole lines only, numbered from 1, JSON objects handed to
@@ -85,6 +89,19 @@ impl<M: LogMapper> LogReader<M> {
     pub fn record(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
         map_record(&mut self.mapper, &mut self.line_no, bytes, &mut out);
+        out
+    }
+
+    /// The agent went on in another log ([`FindLog::switched`]): what is read next is that
+    /// log from its start. A last line of the old one without `'\n'` is still read.
+    pub fn next_log(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        let (mapper, line_no) = (&mut self.mapper, &mut self.line_no);
+        self.lines
+            .finish(|piece| map_line(mapper, line_no, piece, &mut out));
+        self.lines = LineSplitter::new(MAX_LOG_LINE_BYTES);
+        self.line_no = 0;
+        self.mapper.next_log();
         out
     }
 
@@ -158,6 +175,13 @@ pub trait FindLog {
     /// agent runs may be an earlier session it chose itself); 0 when the finder cannot say.
     fn earlier_bytes(&self, _path: &Path) -> u64 {
         0
+    }
+
+    /// Asked on every poll once the log at `current` is found: the log the agent has gone on
+    /// in since (it switched sessions with `/clear`, `/new`, `/resume`), or `None` while it
+    /// stays in this one.
+    fn switched(&mut self, _agent_pid: Option<u32>, _current: &Path) -> Option<PathBuf> {
+        None
     }
 }
 
@@ -283,6 +307,14 @@ impl<F: FindLog, M: LogMapper> Observer for LogTail<F, M> {
         }
         if let Some(tail) = self.tail.as_mut() {
             events.extend(self.reader.feed(&tail.read_new()));
+            if let Some(next) = self.find.switched(agent_pid, &tail.path) {
+                events.extend(self.reader.next_log());
+                *tail = Tail {
+                    path: next,
+                    offset: 0,
+                };
+                events.extend(self.reader.feed(&tail.read_new()));
+            }
         }
         events
     }

@@ -333,3 +333,44 @@ fn claude_code_discussion_resumed_by_its_id_goes_on_in_the_same_claude_session()
     );
     runtime.block_on(mock.shutdown());
 }
+
+/// `/clear` starts a new Claude Code session, in a new transcript: the turn after it is this
+/// run's too, and is synced (before, only the first transcript was read).
+#[test]
+fn claude_code_turn_after_clear_is_synced_too() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let script = Script::from_json(
+        r#"{"turns":[{"when":{"user_contains":"first question"},"reply":{"text":"first answer"}},{"when":{"user_contains":"second question"},"reply":{"text":"second answer"}}]}"#,
+    )
+    .expect("the script parses");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, script) else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("cleared");
+    let tmux = tui_agent::start_wujie(&env, &home, "claude-clear", &format!("run {key} -- claude"));
+    wait_ready(&tmux);
+    say(&tmux, "first question");
+    tmux.wait_for("the first answer", |s| s.contains("● first answer"));
+    wait_ready(&tmux);
+    say(&tmux, "/clear");
+    tmux.wait_for("the cleared screen", |s| !s.contains("● first answer"));
+    wait_ready(&tmux);
+    say(&tmux, "second question");
+    tmux.wait_for("the second answer", |s| s.contains("● second answer"));
+    wait_ready(&tmux);
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    // The turns are in two transcripts: what the provider followed is Claude Code's switch.
+    assert_eq!(session_ids(&home).len(), 2, "{:?}", session_ids(&home));
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "claude");
+    let expected = tui_agent::pairs(&[
+        ("user_input", "first question"),
+        ("final", "first answer"),
+        ("user_input", "second question"),
+        ("final", "second answer"),
+    ]);
+    assert_eq!(said(run), expected, "{run:#}");
+    runtime.block_on(mock.shutdown());
+}
