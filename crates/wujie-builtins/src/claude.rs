@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::tui::{LogMapper, LogReader, is_agent_markup, issue_context, run_with_log};
+use crate::tui::{LogMapper, LogReader, file_sizes, is_agent_markup, issue_context, run_with_log};
 use crate::{
     AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value, str_field,
 };
@@ -203,6 +203,9 @@ struct TranscriptFinder {
     transcript: Transcript,
     /// `--continue` opens the newest transcript as it is now; fixed at the first look.
     newest: Option<PathBuf>,
+    /// How large each transcript was before Claude Code started: one resumed in the UI holds
+    /// an earlier conversation, reported by the run that had it.
+    earlier: HashMap<PathBuf, u64>,
 }
 
 impl crate::tui::FindLog for TranscriptFinder {
@@ -226,6 +229,10 @@ impl crate::tui::FindLog for TranscriptFinder {
         // Claude Code names the new session before it writes its transcript: it is followed
         // once the file is there.
         find_transcript(&self.config, &self.cwd, &Transcript::Session(session))
+    }
+
+    fn earlier_bytes(&self, path: &Path) -> u64 {
+        self.earlier.get(path).copied().unwrap_or(0)
     }
 }
 
@@ -476,7 +483,15 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let config = config_dir(env("CLAUDE_CONFIG_DIR").as_deref(), env("HOME").as_deref());
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let looked_in = match &launch.transcript {
+        Transcript::Session(id) => config
+            .join("projects")
+            .join(escape_cwd(&cwd))
+            .join(format!("{id}.jsonl")),
+        Transcript::Newest => config.join("projects").join(escape_cwd(&cwd)),
+    };
     let find = TranscriptFinder {
+        earlier: file_sizes(&config.join("projects")),
         config,
         cwd,
         transcript: launch.transcript.clone(),
@@ -486,6 +501,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         &CLAUDE,
         &program,
         &launch.args,
+        looked_in.display().to_string(),
         find,
         LogReader::new(ClaudeMapper::default()),
     )

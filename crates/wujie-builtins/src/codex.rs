@@ -35,7 +35,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
-use crate::tui::{FindLog, LogMapper, LogReader, is_agent_markup, issue_context, run_with_log};
+use crate::tui::{
+    FindLog, LogMapper, LogReader, file_sizes, is_agent_markup, issue_context, run_with_log,
+};
 use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, str_field};
 
 /// The `source` of every message the codex provider reports.
@@ -93,7 +95,7 @@ pub fn codex_home(codex_home_var: Option<&str>, home: Option<&str>) -> PathBuf {
 /// The rollout log of thread `id`, if there is one.
 pub fn rollout_of(sessions: &Path, id: &str) -> Option<PathBuf> {
     let suffix = format!("-{id}.jsonl");
-    rollout_sizes(sessions)
+    file_sizes(sessions)
         .into_keys()
         .find(|path| path.to_string_lossy().ends_with(&suffix))
 }
@@ -342,13 +344,15 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         codex_home(env("CODEX_HOME").as_deref(), env("HOME").as_deref()).join("sessions");
     let find = RolloutFinder {
         resumed: resumed_thread(&args).and_then(|id| rollout_of(&sessions, id)),
-        earlier: rollout_sizes(&sessions),
+        earlier: file_sizes(&sessions),
         sessions,
     };
+    let looked_in = find.sessions.display().to_string();
     run_with_log(
         &CODEX,
         &program,
         &launch,
+        looked_in,
         find,
         LogReader::new(CodexMapper::default()),
     )
@@ -374,25 +378,6 @@ impl FindLog for RolloutFinder {
     fn earlier_bytes(&self, path: &Path) -> u64 {
         self.earlier.get(path).copied().unwrap_or(0)
     }
-}
-
-/// The size of every rollout log under `sessions`.
-pub fn rollout_sizes(sessions: &Path) -> HashMap<PathBuf, u64> {
-    let mut sizes = HashMap::new();
-    let mut dirs = vec![sessions.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match entry.metadata() {
-                Ok(meta) if meta.is_dir() => dirs.push(path),
-                Ok(meta) => {
-                    sizes.insert(path, meta.len());
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    sizes
 }
 
 #[cfg(test)]

@@ -545,6 +545,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     };
     let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let chat = launch.chat.clone();
+    let looked_in = gemini.join("tmp").join("<project>").join("chats");
     // `--resume latest` opens the newest log as it is now; fixed at the first look.
     let mut newest: Option<PathBuf> = None;
     let find = move |_agent: Option<u32>| match &chat {
@@ -560,6 +561,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         &GEMINI,
         &program,
         &launch.args,
+        looked_in.display().to_string(),
         find,
         LogReader::new(GeminiMapper::default()),
     )

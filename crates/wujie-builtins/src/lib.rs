@@ -10,6 +10,7 @@ pub mod acp;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod missing_log;
 pub mod opencode;
 pub mod pi;
 pub mod tui;

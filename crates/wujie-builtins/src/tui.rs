@@ -9,6 +9,7 @@
 //! once the agent runs (the agent chose an earlier session itself) gets the same treatment for
 //! the bytes it held before the agent started, as the finder measured them.
 
+use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -19,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use wujie_protocol::event::Event;
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
+use crate::missing_log::MissingLog;
 use crate::{AgentProgram, BuiltinError, hold_stop_signals};
 use wujie_process::exit_code_of;
 
@@ -208,15 +210,23 @@ pub trait Observer {
 }
 
 /// Runs `program ARGS…` on our terminal until it exits, reporting its session log (found by
-/// `find`) through `reader`; returns the agent's exit code. A log that `find` already gives
-/// before the agent starts is the baseline (see the module comment).
+/// `find`, in `looked_in` as the user would say it) through `reader`; returns the agent's exit
+/// code. A log that `find` already gives before the agent starts is the baseline (see the
+/// module comment); one never found while the user works with the agent is said
+/// ([`MissingLog`]).
 pub async fn run_with_log<M: LogMapper>(
     program: &AgentProgram,
     path: &Path,
     args: &[String],
+    looked_in: String,
     mut find: impl FindLog,
     mut reader: LogReader<M>,
 ) -> Result<i32, BuiltinError> {
+    let version = crate::BUILTINS
+        .iter()
+        .find(|b| b.name == program.name)
+        .and_then(|b| b.tested?.installed(path));
+    let missing = MissingLog::new(program.name, looked_in, version);
     let mut tail = find.find(None).map(|path| Tail { path, offset: 0 });
     let baseline = match tail.as_mut() {
         Some(tail) => read_baseline(&mut reader, tail, u64::MAX),
@@ -227,6 +237,7 @@ pub async fn run_with_log<M: LogMapper>(
         tail,
         reader,
         baseline,
+        missing,
     };
     run_hosted(program, path, args, &[], observer).await
 }
@@ -286,41 +297,41 @@ struct LogTail<F, M> {
     tail: Option<Tail>,
     reader: LogReader<M>,
     baseline: Vec<Event>,
+    missing: MissingLog,
 }
 
 impl<F: FindLog, M: LogMapper> Observer for LogTail<F, M> {
     async fn poll(&mut self, agent_pid: Option<u32>) -> Vec<Event> {
         let mut events = std::mem::take(&mut self.baseline);
-        if self.tail.is_none() {
-            self.tail = self
-                .find
-                .find(agent_pid)
-                .map(|path| Tail { path, offset: 0 });
-            // A log the agent picked itself (`codex resume --last`, its picker) holds an
-            // earlier conversation: what it held before the agent started is the baseline.
-            if let Some(found) = self.tail.as_mut() {
-                let earlier = self.find.earlier_bytes(&found.path);
-                if earlier > 0 {
-                    events.extend(read_baseline(&mut self.reader, found, earlier));
+        let current = self.tail.as_ref().map(|tail| tail.path.clone());
+        let next = match &current {
+            None => self.find.find(agent_pid),
+            Some(path) => {
+                // The rest of the log the agent is leaving comes first.
+                events.extend(self.read_new());
+                self.find.switched(agent_pid, path)
+            }
+        };
+        match next {
+            Some(path) => {
+                if current.is_some() {
+                    events.extend(self.reader.next_log());
                 }
+                events.extend(self.open(path));
+                events.extend(self.read_new());
             }
-        }
-        if let Some(tail) = self.tail.as_mut() {
-            events.extend(self.reader.feed(&tail.read_new()));
-            if let Some(next) = self.find.switched(agent_pid, &tail.path) {
-                events.extend(self.reader.next_log());
-                *tail = Tail {
-                    path: next,
-                    offset: 0,
-                };
-                events.extend(self.reader.feed(&tail.read_new()));
-            }
+            None if current.is_none() => events.extend(self.missing.poll()),
+            None => {}
         }
         events
     }
 
     async fn finish(&mut self) -> Vec<Event> {
-        self.reader.finish()
+        let mut events = self.reader.finish();
+        if self.tail.is_none() {
+            events.extend(self.missing.at_end());
+        }
+        events
     }
 
     fn turn_ended(&mut self) -> Vec<Event> {
@@ -328,6 +339,49 @@ impl<F: FindLog, M: LogMapper> Observer for LogTail<F, M> {
         self.reader.mapper.turn_ended(&mut out);
         out
     }
+}
+
+impl<F: FindLog, M: LogMapper> LogTail<F, M> {
+    /// Tails the log at `path` from now on. A log the agent picked itself (`codex resume
+    /// --last`, its picker, `/resume`) holds an earlier conversation: what it held before the
+    /// agent started is the baseline.
+    fn open(&mut self, path: PathBuf) -> Vec<Event> {
+        let earlier = self.find.earlier_bytes(&path);
+        let tail = self.tail.insert(Tail { path, offset: 0 });
+        if earlier > 0 {
+            read_baseline(&mut self.reader, tail, earlier)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// What was appended to the log being tailed since the last read.
+    fn read_new(&mut self) -> Vec<Event> {
+        match self.tail.as_mut() {
+            Some(tail) => self.reader.feed(&tail.read_new()),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// The size of every file under `dir`, however deep (what each session log held before the
+/// agent started).
+pub fn file_sizes(dir: &Path) -> HashMap<PathBuf, u64> {
+    let mut sizes = HashMap::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => dirs.push(path),
+                Ok(meta) => {
+                    sizes.insert(path, meta.len());
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    sizes
 }
 
 /// The listener of [`wujie_process::USER_AT_INPUT`]; installed by every built-in adapter

@@ -165,7 +165,7 @@ fn claude_code_in_its_own_terminal_ui_reports_a_tool_run_with_usage_and_the_issu
 fn claude_code_interrupted_by_the_user_reports_no_invented_prompt() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let script = Script::from_json(
-        r#"{"turns":[{"when":{"user_contains":"wait a while"},"reply":{"text":"Waiting.","tool_calls":[{"tool":["Bash"],"arguments":{"command":"timeout 120 cat","description":"Wait"}}]}}]}"#,
+        r#"{"turns":[{"when":{"user_contains":"wait a while"},"reply":{"text":"Waiting.","tool_calls":[{"tool":["Bash"],"arguments":{"command":"timeout 120 tail -f /dev/null","description":"Wait"}}]}}]}"#,
     )
     .expect("the script parses");
     let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, script) else {
@@ -176,7 +176,9 @@ fn claude_code_interrupted_by_the_user_reports_no_invented_prompt() {
     let tmux = tui_agent::start_wujie(&env, &home, "claude-esc", &format!("run {key} -- claude"));
     wait_ready(&tmux);
     say(&tmux, "wait a while");
-    tmux.wait_for("the command", |s| s.contains("timeout 120 cat"));
+    tmux.wait_for("the command", |s| {
+        s.contains("timeout 120 tail -f /dev/null")
+    });
     // Esc until Claude Code says it stopped (the first may only close a permission prompt).
     let interrupted = (0..5).any(|_| {
         tmux.keys(&["Escape"]);
@@ -373,4 +375,62 @@ fn claude_code_turn_after_clear_is_synced_too() {
     ]);
     assert_eq!(said(run), expected, "{run:#}");
     runtime.block_on(mock.shutdown());
+}
+
+/// A Claude Code that keeps its transcript where the provider does not look (as a new version
+/// may): the user who typed to it and waited is told so on the terminal, the run records it,
+/// and the run's summary follows the warning instead of standing alone.
+#[test]
+fn a_claude_code_whose_transcript_is_not_found_is_said_on_the_terminal_and_in_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let key = env.create_issue("nowhere");
+    let agent = env.work.path().join("claude");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\necho 'claude ready'\nwhile IFS= read -r line; do echo \"working on $line\"; done\n",
+    )
+    .expect("write the agent");
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let shell = format!(
+        "cd {work} && env WUJIE_HOME={home} HOME={work} WUJIE_CLAUDE_BIN={agent} TERM=xterm-256color \
+         {WUJIE} run {key} -- claude; echo EXIT=$?; sleep 600",
+        work = env.work.path().display(),
+        home = env.home.path().display(),
+        agent = agent.display(),
+    );
+    let tmux = Tmux::start("claude-nowhere", &shell, 120, 30);
+    tmux.wait_text("claude ready");
+    // A terminal's input time moves in steps of 8 s: typing in a later step than the agent's
+    // start is what tells the user's input from the start-up.
+    std::thread::sleep(std::time::Duration::from_secs(10));
+    tmux.keys(&["-l", "plan it"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("working on plan it");
+    let projects = env.work.path().join(".claude/projects");
+    let warned = tmux.wait_text("nothing it does in this run is synced");
+    assert!(
+        warned.contains("wujie adapter claude: no transcript found at"),
+        "{warned}"
+    );
+    tmux.keys(&["C-d"]);
+    let end = tmux.wait_text("EXIT=");
+    assert!(end.contains("EXIT=0"), "{end}");
+    // Said once: the end of the run does not say it again.
+    assert_eq!(end.matches("no transcript found").count(), 1, "{end}");
+
+    let issue = env.issue(&key);
+    let run = &issue["runs"][0];
+    let errors: Vec<&str> = run["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["type"] == "error")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(errors.len(), 1, "{run:#}");
+    assert!(
+        errors[0].starts_with(&format!("no transcript found at {}", projects.display())),
+        "{run:#}"
+    );
 }
