@@ -103,6 +103,12 @@ pub fn rollout_of(sessions: &Path, id: &str) -> Option<PathBuf> {
 /// A `rollout-*.jsonl` under `sessions` that process `root` or one of its descendants holds
 /// open (read from `/proc`).
 pub fn rollout_held_by(root: u32, sessions: &Path) -> Option<PathBuf> {
+    rollouts_held_by(root, sessions).into_iter().next()
+}
+
+/// Every `rollout-*.jsonl` under `sessions` that process `root` or one of its descendants
+/// holds open: Codex keeps an earlier thread's open for a while after `/new`.
+pub fn rollouts_held_by(root: u32, sessions: &Path) -> Vec<PathBuf> {
     let mut parents: HashMap<u32, Vec<u32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -122,20 +128,23 @@ pub fn rollout_held_by(root: u32, sessions: &Path) -> Option<PathBuf> {
         family.extend(parents.get(&pid).into_iter().flatten());
         i += 1;
     }
-    family.iter().find_map(|pid| {
-        std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-            .find(|target| {
-                target.starts_with(sessions)
-                    && target.file_name().is_some_and(|n| {
-                        let n = n.to_string_lossy();
-                        n.starts_with("rollout-") && n.ends_with(".jsonl")
-                    })
-            })
-    })
+    family
+        .iter()
+        .flat_map(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| {
+            target.starts_with(sessions)
+                && target.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("rollout-") && n.ends_with(".jsonl")
+                })
+        })
+        .collect()
 }
 
 /// The parent pid from `/proc/<pid>/stat` (the field after the parenthesised command name).
@@ -193,6 +202,11 @@ impl LogMapper for CodexMapper {
         // Codex exited without saying the turn was complete: the answer is not known to be
         // its final one.
         self.release_answer(MessageKind::Text, out);
+    }
+
+    /// The first `session_meta` of the next rollout is the thread the run goes on in.
+    fn next_log(&mut self) {
+        self.session_id = None;
     }
 }
 
@@ -346,6 +360,8 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         resumed: resumed_thread(&args).and_then(|id| rollout_of(&sessions, id)),
         earlier: file_sizes(&sessions),
         sessions,
+        switch_checked: None,
+        followed: HashSet::new(),
     };
     let looked_in = find.sessions.display().to_string();
     run_with_log(
@@ -359,12 +375,20 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     .await
 }
 
+/// How often the rollout Codex holds open is checked once one is read: finding it walks every
+/// process, which is too much for every poll.
+const SWITCH_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Finds this run's rollout log: the resumed thread's before Codex starts, else the one Codex
-/// holds open; knows how large each log was before Codex started.
+/// holds open, which is another once the user starts or resumes a thread in the UI (`/new`,
+/// `/resume`); knows how large each log was before Codex started.
 struct RolloutFinder {
     sessions: PathBuf,
     resumed: Option<PathBuf>,
     earlier: HashMap<PathBuf, u64>,
+    switch_checked: Option<std::time::Instant>,
+    /// The rollouts read so far: one still held open after a switch is not switched back to.
+    followed: HashSet<PathBuf>,
 }
 
 impl FindLog for RolloutFinder {
@@ -377,6 +401,22 @@ impl FindLog for RolloutFinder {
 
     fn earlier_bytes(&self, path: &Path) -> u64 {
         self.earlier.get(path).copied().unwrap_or(0)
+    }
+
+    fn switched(&mut self, agent_pid: Option<u32>, current: &Path) -> Option<PathBuf> {
+        let now = std::time::Instant::now();
+        if self
+            .switch_checked
+            .is_some_and(|at| now.duration_since(at) < SWITCH_CHECK)
+        {
+            return None;
+        }
+        self.switch_checked = Some(now);
+        self.followed.insert(current.to_path_buf());
+        // Codex may hold none open between writes: only one not read yet is a switch.
+        rollouts_held_by(agent_pid?, &self.sessions)
+            .into_iter()
+            .find(|held| !self.followed.contains(held))
     }
 }
 

@@ -150,3 +150,46 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     assert_eq!(kinds, ["user_input", "final", "user_input", "final"]);
     runtime.block_on(mock.shutdown());
 }
+
+/// `/new` starts another Codex thread, in a rollout of its own: the turn after it is this
+/// run's too, and is synced (before, only the first rollout was read).
+#[test]
+fn codex_turn_after_new_is_synced_too() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Codex, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("two threads");
+    let tmux = tui_agent::start_wujie(&env, &home, "codex-new", &format!("run {key} -- codex"));
+    tmux.wait_text(COMPOSER);
+    say(&tmux, "first question");
+    tmux.wait_text("• pong");
+    tmux.wait_text(COMPOSER);
+    say(&tmux, "/new");
+    tmux.wait_for("the new thread", |s| !s.contains("• pong"));
+    tmux.wait_text(COMPOSER);
+    say(&tmux, "second question");
+    tmux.wait_text("• pong");
+    wait_until(60, "both turns to be synced", || {
+        let run = &env.issue(&key)["runs"][0];
+        let said = tui_agent::said(&run["messages"]);
+        said.iter().filter(|(kind, _)| kind == "final").count() == 2
+    });
+    let run = &env.issue(&key)["runs"][0];
+    let prompts: Vec<(String, String)> = tui_agent::said(&run["messages"])
+        .into_iter()
+        .filter(|(kind, _)| kind == "user_input")
+        .collect();
+    assert_eq!(
+        prompts,
+        tui_agent::pairs(&[
+            ("user_input", "first question"),
+            ("user_input", "second question")
+        ]),
+        "{run:#}"
+    );
+    drop(tmux);
+    runtime.block_on(mock.shutdown());
+}
