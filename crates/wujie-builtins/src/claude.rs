@@ -275,7 +275,7 @@ impl LogMapper for ClaudeMapper {
     }
 
     /// The first `sessionId` of the next transcript is the session the run goes on in.
-    fn next_log(&mut self) {
+    fn next_log(&mut self, _out: &mut Vec<Event>) {
         self.session_id = None;
     }
 }

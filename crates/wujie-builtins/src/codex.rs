@@ -36,7 +36,8 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::tui::{
-    FindLog, LogMapper, LogReader, file_sizes, is_agent_markup, issue_context, run_with_log,
+    Every, FindLog, LogMapper, LogReader, SWITCH_CHECK, file_sizes, is_agent_markup, issue_context,
+    run_with_log,
 };
 use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, str_field};
 
@@ -205,7 +206,7 @@ impl LogMapper for CodexMapper {
     }
 
     /// The first `session_meta` of the next rollout is the thread the run goes on in.
-    fn next_log(&mut self) {
+    fn next_log(&mut self, _out: &mut Vec<Event>) {
         self.session_id = None;
     }
 }
@@ -360,7 +361,7 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
         resumed: resumed_thread(&args).and_then(|id| rollout_of(&sessions, id)),
         earlier: file_sizes(&sessions),
         sessions,
-        switch_checked: None,
+        switch_check: Every::new(SWITCH_CHECK),
         followed: HashSet::new(),
     };
     let looked_in = find.sessions.display().to_string();
@@ -375,10 +376,6 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     .await
 }
 
-/// How often the rollout Codex holds open is checked once one is read: finding it walks every
-/// process, which is too much for every poll.
-const SWITCH_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Finds this run's rollout log: the resumed thread's before Codex starts, else the one Codex
 /// holds open, which is another once the user starts or resumes a thread in the UI (`/new`,
 /// `/resume`); knows how large each log was before Codex started.
@@ -386,7 +383,8 @@ struct RolloutFinder {
     sessions: PathBuf,
     resumed: Option<PathBuf>,
     earlier: HashMap<PathBuf, u64>,
-    switch_checked: Option<std::time::Instant>,
+    /// Finding the rollouts Codex holds open walks every process: not on every poll.
+    switch_check: Every,
     /// The rollouts read so far: one still held open after a switch is not switched back to.
     followed: HashSet<PathBuf>,
 }
@@ -404,14 +402,9 @@ impl FindLog for RolloutFinder {
     }
 
     fn switched(&mut self, agent_pid: Option<u32>, current: &Path) -> Option<PathBuf> {
-        let now = std::time::Instant::now();
-        if self
-            .switch_checked
-            .is_some_and(|at| now.duration_since(at) < SWITCH_CHECK)
-        {
+        if !self.switch_check.due() {
             return None;
         }
-        self.switch_checked = Some(now);
         self.followed.insert(current.to_path_buf());
         // Codex may hold none open between writes: only one not read yet is a switch.
         rollouts_held_by(agent_pid?, &self.sessions)

@@ -50,7 +50,8 @@ use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, MessageKind, Usage};
 
 use crate::tui::{
-    LogMapper, LogReader, PROVIDER_STATE_DIR_VAR, is_agent_markup, issue_context, run_with_log,
+    Every, FindLog, LogMapper, LogReader, PROVIDER_STATE_DIR_VAR, SWITCH_CHECK, is_agent_markup,
+    issue_context, run_with_log,
 };
 use crate::{AgentProgram, BuiltinError, bare_message, content_message, count_field, str_field};
 
@@ -230,6 +231,59 @@ fn chat_logs(gemini: &Path) -> impl Iterator<Item = PathBuf> {
         .filter(|path| is_session_log(path))
 }
 
+/// This run's chat log: the one [`plan_launch`] chose, then the one Gemini CLI starts when the
+/// user clears the chat (`/clear` begins a new session, in a new log of the same project).
+/// Gemini CLI records no link between a process and its session, so a new log is taken for
+/// this run's only when it is the one log begun in the project since the agent started that
+/// was not read yet: with two Gemini CLIs at work in one directory, neither is followed.
+struct ChatFinder {
+    gemini: PathBuf,
+    cwd: PathBuf,
+    chat: Chat,
+    /// `--resume latest` opens the newest log as it is now; fixed at the first look.
+    newest: Option<PathBuf>,
+    started: std::time::SystemTime,
+    followed: HashSet<PathBuf>,
+    switch_check: Every,
+}
+
+impl FindLog for ChatFinder {
+    fn find(&mut self, _agent_pid: Option<u32>) -> Option<PathBuf> {
+        match &self.chat {
+            Chat::Newest => {
+                if self.newest.is_none() {
+                    self.newest = newest_log(&self.gemini, &self.cwd);
+                }
+                self.newest.clone()
+            }
+            Chat::Session(id) => find_session_log(&self.gemini, id),
+        }
+    }
+
+    fn switched(&mut self, _agent_pid: Option<u32>, current: &Path) -> Option<PathBuf> {
+        if !self.switch_check.due() {
+            return None;
+        }
+        self.followed.insert(current.to_path_buf());
+        let begun_since = |path: &PathBuf| {
+            path.metadata()
+                .and_then(|meta| meta.created().or_else(|_| meta.modified()))
+                .is_ok_and(|at| at >= self.started)
+        };
+        let mut new: Vec<PathBuf> = std::fs::read_dir(current.parent()?)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .filter(|path| is_session_log(path) && !self.followed.contains(path))
+            .filter(begun_since)
+            .collect();
+        match (new.pop(), new.is_empty()) {
+            (Some(only), true) => Some(only),
+            _ => None,
+        }
+    }
+}
+
 /// The `sessionId` of a log's first line.
 fn session_of(path: &Path) -> Option<String> {
     use std::io::{BufRead, Read};
@@ -350,6 +404,12 @@ impl LogMapper for GeminiMapper {
 
     fn turn_ended(&mut self, out: &mut Vec<Event>) {
         self.release_answer(MessageKind::Final, out);
+    }
+
+    fn next_log(&mut self, out: &mut Vec<Event>) {
+        // The chat was cleared: the reply held was the last of its turn.
+        self.release_answer(MessageKind::Final, out);
+        self.session_id = None;
     }
 }
 
@@ -546,16 +606,14 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
     let launch = plan_launch(&args, &new_id, context.as_deref())?;
     let chat = launch.chat.clone();
     let looked_in = gemini.join("tmp").join("<project>").join("chats");
-    // `--resume latest` opens the newest log as it is now; fixed at the first look.
-    let mut newest: Option<PathBuf> = None;
-    let find = move |_agent: Option<u32>| match &chat {
-        Chat::Newest => {
-            if newest.is_none() {
-                newest = newest_log(&gemini, &cwd);
-            }
-            newest.clone()
-        }
-        Chat::Session(id) => find_session_log(&gemini, id),
+    let find = ChatFinder {
+        gemini,
+        cwd,
+        chat,
+        newest: None,
+        started: std::time::SystemTime::now(),
+        followed: HashSet::new(),
+        switch_check: Every::new(SWITCH_CHECK),
     };
     run_with_log(
         &GEMINI,

@@ -54,9 +54,9 @@ pub trait LogMapper {
     /// read so far has ended, so a reply held back until that was known is its last.
     fn turn_ended(&mut self, _out: &mut Vec<Event>) {}
 
-    /// The agent switched to another session (`/clear`): the records that follow are read
-    /// from that session's log, from its start.
-    fn next_log(&mut self) {}
+    /// The agent switched to another session (`/clear`): the turn before has ended, and the
+    /// records that follow are read from that session's log, from its start.
+    fn next_log(&mut self, _out: &mut Vec<Event>) {}
 }
 
 /// Reads a session log incrementally: whole lines only, numbered from 1, JSON objects handed to
@@ -103,7 +103,7 @@ impl<M: LogMapper> LogReader<M> {
             .finish(|piece| map_line(mapper, line_no, piece, &mut out));
         self.lines = LineSplitter::new(MAX_LOG_LINE_BYTES);
         self.line_no = 0;
-        self.mapper.next_log();
+        self.mapper.next_log(&mut out);
         out
     }
 
@@ -363,6 +363,36 @@ impl<F: FindLog, M: LogMapper> LogTail<F, M> {
         }
     }
 }
+
+/// A check that costs too much for every poll (walking `/proc`, listing a directory), made at
+/// most once a period.
+#[derive(Debug)]
+pub struct Every {
+    period: Duration,
+    last: Option<std::time::Instant>,
+}
+
+impl Every {
+    pub fn new(period: Duration) -> Every {
+        Every { period, last: None }
+    }
+
+    /// Whether the check is due now; if so, the period starts again.
+    pub fn due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|at| now.duration_since(at) < self.period)
+        {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}
+
+/// How often a provider looks for a session the agent switched to.
+pub const SWITCH_CHECK: Duration = Duration::from_secs(1);
 
 /// The size of every file under `dir`, however deep (what each session log held before the
 /// agent started).

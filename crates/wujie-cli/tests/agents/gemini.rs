@@ -435,3 +435,47 @@ fn without_gemini_cli_the_adapter_says_what_it_looked_for() {
         "{err}"
     );
 }
+
+/// `/clear` in Gemini CLI begins a new session in a new chat log: the turn after it is this
+/// run's too, and is synced (before, only the first log was read).
+#[test]
+fn gemini_cli_turn_after_clear_is_synced_too() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Gemini, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("cleared");
+    let tmux = start(&env, &home, "gemini-clear", &format!("run {key} -- gemini"));
+    trust_context(&tmux);
+    say(&tmux, "first question");
+    tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    say(&tmux, "/clear");
+    tmux.wait_settled("the cleared screen", |s| {
+        !s.contains("✦ pong") && s.contains(READY)
+    });
+    say(&tmux, "second question");
+    tmux.wait_for("the second answer", |s| s.contains("✦ pong"));
+    tmux.wait_settled("the input box", |s| s.contains(READY));
+    let end = quit(&tmux);
+    assert!(end.contains("EXIT=0"), "{end}");
+    // Two chat logs: the turn after `/clear` was followed into Gemini CLI's new session.
+    assert_eq!(session_ids(&home).len(), 2, "{:?}", session_ids(&home));
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "gemini");
+    let prompts: Vec<(String, String)> = said(run)
+        .into_iter()
+        .filter(|(kind, _)| kind == "user_input")
+        .collect();
+    assert_eq!(
+        prompts,
+        tui_agent::pairs(&[
+            ("user_input", "first question"),
+            ("user_input", "second question")
+        ]),
+        "{run:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
