@@ -1,7 +1,7 @@
 //! The pages' HTML (maud: every `(value)` is escaped; Markdown goes through `markdown::to_html`
 //! and is the only `PreEscaped` content besides JSON encoded by serde).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use wujie_protocol::api::{
@@ -45,8 +45,12 @@ fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                     @if let Some(viewer) = viewer {
                         nav {
                             a href="/" { "Issues" }
+                            a href="/board" { "Board" }
                             a href="/discussions" { "Discussions" }
                         }
+                        // In the header, which stays on screen: whether the page follows
+                        // the tracker live (set by the script on pages that do).
+                        span #live-state .live-state aria-live="polite" {}
                         form.logout method="post" action="/logout" {
                             (csrf_field(viewer))
                             button type="submit" { "Log out" }
@@ -108,51 +112,71 @@ pub(crate) struct ListFilter<'a> {
     pub(crate) status: Option<IssueStatus>,
 }
 
+/// Issues as the list and the board show them.
+pub(crate) struct Listed {
+    pub(crate) issues: Vec<IssueSummary>,
+    /// The ids of those an agent is working on now.
+    pub(crate) running: HashSet<String>,
+    /// Where the page's live updates start.
+    pub(crate) feed_after: String,
+}
+
+const STATUSES: [IssueStatus; 4] = [
+    IssueStatus::Open,
+    IssueStatus::InProgress,
+    IssueStatus::Done,
+    IssueStatus::Closed,
+];
+
+/// An issue's row in the list, or its card on the board (the same markup, styled by where it
+/// is); the live updates replace it whole.
+pub(crate) fn issue_row(issue: &IssueSummary, running: bool) -> Markup {
+    html! {
+        li.issue id={"issue-" (issue.key)} data-status=(issue.status.as_str()) {
+            a href={"/issues/" (issue.key)} {
+                span.key { (issue.key) }
+                " "
+                span.title { (issue.title) }
+            }
+            " "
+            span class={"badge status-" (issue.status.as_str())} { (status_name(issue.status)) }
+            @if running { " " span.badge.agent-running title="An agent is working on it now" { "agent running" } }
+            span.when { (short_time(&issue.created_at)) }
+        }
+    }
+}
+
 pub(crate) fn issue_list(
     viewer: &Viewer,
-    issues: &[IssueSummary],
+    listed: &Listed,
     filter: &ListFilter<'_>,
     cost: &str,
 ) -> Markup {
-    let statuses = [
-        IssueStatus::Open,
-        IssueStatus::InProgress,
-        IssueStatus::Done,
-        IssueStatus::Closed,
-    ];
+    let status_filter = filter.status.map_or("", IssueStatus::as_str);
     layout(
         "Issues",
         Some(viewer),
         html! {
             h1 { "Issues" }
-            p.muted #workspace-cost { "Workspace cost: " (cost) }
+            p.muted #workspace-cost { "Workspace cost: " (cost) " · " a href="/board" { "Board view" } }
             form.filters method="get" action="/" role="search" {
                 input type="search" name="search" value=(filter.search) placeholder="Search titles, descriptions, comments" aria-label="Search";
                 select name="status" aria-label="Status" {
                     option value="" selected[filter.status.is_none()] { "any status" }
-                    @for s in statuses {
+                    @for s in STATUSES {
                         option value=(s.as_str()) selected[filter.status == Some(s)] { (status_name(s)) }
                     }
                 }
                 button type="submit" { "Filter" }
             }
-            @if issues.is_empty() {
-                p.muted { "No issues match." }
-            } @else {
-                ul.issues {
-                    @for issue in issues {
-                        li {
-                            a href={"/issues/" (issue.key)} {
-                                span.key { (issue.key) }
-                                " "
-                                span.title { (issue.title) }
-                            }
-                            " "
-                            span class={"badge status-" (issue.status.as_str())} { (status_name(issue.status)) }
-                            span.when { (short_time(&issue.created_at)) }
-                        }
-                    }
-                }
+            @if listed.issues.is_empty() {
+                p.muted #no-issues { "No issues match." }
+            }
+            // What the live updates may add: new issues only where the list is not searched,
+            // and of the status filtered on.
+            ul.issues #issue-list data-feed-after=(listed.feed_after)
+                data-status-filter=(status_filter) data-searched[!filter.search.is_empty()] {
+                @for issue in &listed.issues { (issue_row(issue, listed.running.contains(&issue.id))) }
             }
             details.card.new-issue {
                 summary { "New issue" }
@@ -163,6 +187,29 @@ pub(crate) fn issue_list(
                     label for="new-description" { "Description (Markdown)" }
                     textarea #new-description name="description" rows="5" {}
                     button type="submit" { "Create issue" }
+                }
+            }
+        },
+    )
+}
+
+/// One column per status, each issue a card in its status's column.
+pub(crate) fn board(viewer: &Viewer, listed: &Listed) -> Markup {
+    layout(
+        "Board",
+        Some(viewer),
+        html! {
+            h1 { "Board" }
+            p.muted { "The newest issues by status · " a href="/" { "List view" } }
+            div.board #issue-board data-feed-after=(listed.feed_after) {
+                @for status in STATUSES {
+                    @let cards: Vec<&IssueSummary> = listed.issues.iter().filter(|i| i.status == status).collect();
+                    section.column data-status=(status.as_str()) {
+                        h2 { (status_name(status)) " " span.count { (cards.len()) } }
+                        ul.issues.cards {
+                            @for issue in cards { (issue_row(issue, listed.running.contains(&issue.id))) }
+                        }
+                    }
                 }
             }
         },
@@ -223,6 +270,17 @@ pub(crate) fn issue_page(
                     }
                 }
                 div #issue-description .prose { (markdown(&issue.description)) }
+                details.card #edit-issue {
+                    summary { "Edit title and description" }
+                    form #edit-form method="post" action={"/issues/" (issue.key) "/edit"} {
+                        (csrf_field(viewer))
+                        label for="edit-title" { "Title" }
+                        input #edit-title type="text" name="title" required maxlength="500" value=(issue.title);
+                        label for="edit-description" { "Description (Markdown)" }
+                        textarea #edit-description name="description" rows="8" { (issue.description) }
+                        button type="submit" { "Save" }
+                    }
+                }
                 (issue_actions(viewer, &issue.key, issue.status))
                 h2 { "Comments" }
                 div #comments {
@@ -240,7 +298,6 @@ pub(crate) fn issue_page(
                     @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
                     @for run in &issue.runs { (run_section(viewer, run, code.get(&run.id), prices)) }
                 }
-                p.muted #live-state aria-live="polite" {}
                 // Shown by the script where the browser has notifications to allow: asking
                 // for them is left to this button, never done on load.
                 button.secondary #notify-me type="button" hidden { "Notify me" }
@@ -487,6 +544,21 @@ fn capped(text: &str) -> Markup {
     }
 }
 
+/// What a transcript entry is, in words: who said it, or what it is.
+fn kind_label(kind: MessageKind) -> &'static str {
+    match kind {
+        MessageKind::UserInput => "You",
+        MessageKind::Text => "Agent",
+        MessageKind::Final => "Reply",
+        MessageKind::Thinking => "Thinking",
+        MessageKind::Plan => "Plan",
+        MessageKind::Question => "Question",
+        MessageKind::ToolUse => "Tool",
+        MessageKind::ToolResult => "Tool result",
+        MessageKind::Error => "Error",
+    }
+}
+
 /// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
 /// updates skip an entry the page already shows.
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
@@ -495,21 +567,10 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
     html! {
         li class={"msg " (message.kind.as_str())} data-key=(key) {
             @match message.kind {
-                MessageKind::UserInput => {
-                    div.label { "User" }
-                    div.prose { (markdown(content)) }
-                }
-                MessageKind::Final => {
-                    div.label { "Final reply" }
-                    div.prose { (markdown(content)) }
-                }
                 MessageKind::Text => { div.prose { (markdown(content)) } }
-                MessageKind::Thinking => {
-                    div.label { "Thinking" }
-                    div.prose { (markdown(content)) }
-                }
-                MessageKind::Question | MessageKind::Plan => {
-                    div.label { @if message.kind == MessageKind::Plan { "Plan" } @else { "Question" } }
+                MessageKind::UserInput | MessageKind::Final | MessageKind::Thinking
+                | MessageKind::Question | MessageKind::Plan => {
+                    div.label { (kind_label(message.kind)) }
                     div.prose { (markdown(content)) }
                 }
                 MessageKind::ToolUse | MessageKind::ToolResult => {
@@ -534,7 +595,7 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                     }
                 }
                 MessageKind::Error => {
-                    div.label role="alert" { "Error" }
+                    div.label role="alert" { (kind_label(message.kind)) }
                     pre { (content) }
                 }
             }
@@ -599,7 +660,7 @@ pub(crate) fn discussion_page(
             ol.transcript {
                 @for e in &d.entries {
                     li class={"msg " (e.kind.as_str())} {
-                        div.label { (e.kind.as_str()) }
+                        div.label { (kind_label(e.kind)) }
                         div.prose { (markdown(&e.content)) }
                     }
                 }
