@@ -8,6 +8,7 @@ mod team_tokens;
 mod tokens;
 mod ui_command;
 mod urls;
+mod web_ui_board;
 mod web_ui_browser;
 mod web_ui_diff;
 mod web_ui_notices;

@@ -215,6 +215,12 @@ struct EditedHtml<'a> {
 impl HtmlFeed {
     /// An event of this issue; `at` is the position after it.
     fn event(&self, name: &str, data: impl Serialize, at: Option<String>) -> Event {
+        // The list's position is the workspace feed's (an activity seq); pages and feed.js
+        // give every position as `<message seq>.<activity seq>`.
+        let at = match self.issue_id {
+            Some(_) => at,
+            None => at.map(|activity| format!("0.{activity}")),
+        };
         let data = OfIssue {
             issue: &self.key,
             at,
