@@ -228,7 +228,7 @@ fn the_web_ui_in_a_real_browser() {
     b.eval("document.querySelector('#comment-form button').click()");
     b.wait_for(
         "the comment",
-        "document.querySelector('#comments') !== null && document.querySelector('#comments').innerText.includes('Looks good from the browser')",
+        "document.querySelector('#timeline') !== null && document.querySelector('#timeline').innerText.includes('Looks good from the browser')",
     );
     b.eval("document.querySelector('#issue-actions form button').click()");
     b.wait_for(

@@ -198,11 +198,14 @@ struct CommentHtml<'a> {
     html: String,
 }
 
-/// `status`: the badge and the close/reopen buttons for the new status.
+/// `status`: the badge and the close/reopen buttons for the new status, and the change's
+/// entry on the timeline.
 #[derive(Serialize)]
 struct StatusHtml {
     badge: String,
     actions: String,
+    entry_id: String,
+    entry: Option<String>,
 }
 
 /// `edited`: a new title (text) and/or description (HTML).
@@ -369,6 +372,11 @@ impl FeedFormat for HtmlFeed {
             return self.row_update(change, id).await;
         };
         match &change.change {
+            // A run's prompt or reply: its transcript shows it (the page's timeline does
+            // not repeat it as a comment).
+            IssueChange::Comment { comment } if comment.run_id.is_some() => {
+                self.event("noop", serde_json::json!({}), Some(id))
+            }
             IssueChange::Comment { comment } => {
                 let data = CommentHtml {
                     id: &comment.id,
@@ -381,6 +389,9 @@ impl FeedFormat for HtmlFeed {
                     badge: view::status_badge(*status).into_string(),
                     actions: view::issue_actions(&self.viewer, &change.issue_key, *status)
                         .into_string(),
+                    entry_id: format!("activity-{}", change.seq),
+                    entry: view::status_shown(*status)
+                        .then(|| view::status_entry(change, *status).into_string()),
                 };
                 self.event("status", data, Some(id))
             }

@@ -151,12 +151,14 @@ pub(crate) async fn issue(
             code.insert(run.id.clone(), changes);
         }
     }
+    let statuses = state.store.issue_status_changes(&issue.id).await?;
     let after = Cursor { message, activity }.id(true);
     Ok(html(view::issue_page(
         &viewer,
         &issue,
         &code,
         &jobs,
+        &statuses,
         &after,
         &state.config.prices,
     )))

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use wujie_protocol::api::{
-    AuthorKind, Comment, Discussion, DiscussionStatus, IssueDetail, IssueStatus, IssueSummary, Run,
-    RunMessage, RunStatus,
+    AuthorKind, Comment, Discussion, DiscussionStatus, IssueChange, IssueDetail, IssueEvent,
+    IssueStatus, IssueSummary, Run, RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
 use wujie_protocol::git::GitChanges;
@@ -248,6 +248,7 @@ pub(crate) fn issue_page(
     issue: &IssueDetail,
     code: &HashMap<String, GitChanges>,
     jobs: &[Job],
+    statuses: &[IssueEvent],
     feed_after: &str,
     prices: &PriceTable,
 ) -> Markup {
@@ -282,10 +283,17 @@ pub(crate) fn issue_page(
                     }
                 }
                 (issue_actions(viewer, &issue.key, issue.status))
-                h2 { "Comments" }
-                div #comments {
-                    @for comment in &issue.comments { (comment_view(comment)) }
+                h2 { "Timeline" }
+                div #timeline {
+                    @for entry in timeline(issue, statuses) {
+                        @match entry {
+                            Entry::Comment(comment) => (comment_view(comment)),
+                            Entry::Status(change, status) => (status_entry(change, status)),
+                            Entry::Run(run) => (run_section(viewer, run, code.get(&run.id), prices)),
+                        }
+                    }
                 }
+                @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } ", or queue one below." } }
                 form.card #comment-form method="post" action={"/issues/" (issue.key) "/comments"} {
                     (csrf_field(viewer))
                     label for="comment-body" { "Comment (Markdown)" }
@@ -293,11 +301,6 @@ pub(crate) fn issue_page(
                     button type="submit" { "Comment" }
                 }
                 (jobs_section(viewer, &issue.key, jobs))
-                h2 { "Runs" }
-                div #runs {
-                    @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
-                    @for run in &issue.runs { (run_section(viewer, run, code.get(&run.id), prices)) }
-                }
                 // Shown by the script where the browser has notifications to allow: asking
                 // for them is left to this button, never done on load.
                 button.secondary #notify-me type="button" hidden { "Notify me" }
@@ -306,6 +309,72 @@ pub(crate) fn issue_page(
             }
         },
     )
+}
+
+/// One entry of an issue's timeline.
+enum Entry<'a> {
+    Comment(&'a Comment),
+    Status(&'a IssueEvent, IssueStatus),
+    /// A run with its transcript, its code changes and its end, at its start.
+    Run(&'a Run),
+}
+
+/// The issue's comments, status changes and runs, oldest first. A comment a run made of its
+/// prompt or its final reply is left out: the run's transcript shows it, in its place.
+fn timeline<'a>(issue: &'a IssueDetail, statuses: &'a [IssueEvent]) -> Vec<Entry<'a>> {
+    let shown_run = |id: &String| issue.runs.iter().any(|run| &run.id == id);
+    let mut entries: Vec<(&str, Entry<'a>)> = Vec::new();
+    for comment in &issue.comments {
+        if !comment.run_id.as_ref().is_some_and(shown_run) {
+            entries.push((&comment.created_at, Entry::Comment(comment)));
+        }
+    }
+    for change in statuses {
+        if let IssueChange::Status { status } = change.change
+            && status_shown(status)
+        {
+            entries.push((&change.created_at, Entry::Status(change, status)));
+        }
+    }
+    for run in &issue.runs {
+        entries.push((&run.started_at, Entry::Run(run)));
+    }
+    // Times are all written alike (UTC, fixed width), so they sort as text; a stable sort
+    // keeps what happened at the same moment in the order above.
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.into_iter().map(|(_, entry)| entry).collect()
+}
+
+/// Whether a change to `status` has an entry on the timeline: an issue is in progress once a
+/// run starts on it, and the run's own entry says so.
+pub(crate) fn status_shown(status: IssueStatus) -> bool {
+    status != IssueStatus::InProgress
+}
+
+/// What a status change did, in words.
+fn status_change_words(status: IssueStatus) -> &'static str {
+    match status {
+        IssueStatus::Open => "reopened the issue",
+        IssueStatus::InProgress => "started a run: in progress",
+        IssueStatus::Done => "closed the issue as done",
+        IssueStatus::Closed => "closed the issue as not planned",
+    }
+}
+
+/// A status change on the timeline: who made it, and what it did.
+pub(crate) fn status_entry(change: &IssueEvent, status: IssueStatus) -> Markup {
+    let who = match (&change.by, change.author.kind) {
+        (Some(name), _) => name.as_str(),
+        (None, AuthorKind::Agent) => "an agent",
+        (None, AuthorKind::User) => "the server",
+    };
+    html! {
+        div.status-change id={"activity-" (change.seq)} {
+            span class={"badge status-" (status.as_str())} { (status_name(status)) }
+            " " strong { (who) } " " (status_change_words(status))
+            span.when { (short_time(&change.created_at)) }
+        }
+    }
 }
 
 /// The issue's jobs (runs asked for from the tracker, for a `wujie worker`) and the form that

@@ -1237,3 +1237,81 @@ async fn the_list_and_the_board_mark_the_issues_an_agent_is_working_on() {
     assert!(!row(&list, &busy.key).contains("agent running"), "{list}");
     h.stop().await;
 }
+
+#[tokio::test]
+async fn the_issue_page_is_one_timeline_of_comments_status_changes_and_runs() {
+    let h = Harness::start().await;
+    let issue = h.issue("One timeline").await;
+    let comment = |body: &str| wujie_protocol::api::CreateComment { body: body.into() };
+    h.admin
+        .add_comment(&issue.key, &comment("Said before the run"))
+        .await
+        .expect("comment");
+    let run = h.run_on(&issue.key).await;
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::UserInput, "1", "Please do it"),
+                    message(MessageKind::Final, "2", "Did it"),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    h.admin
+        .finish_run(
+            &run.run.id,
+            &wujie_protocol::api::FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    h.admin
+        .add_comment(&issue.key, &comment("Said after the run"))
+        .await
+        .expect("comment");
+    h.admin
+        .set_issue_status(&issue.key, wujie_protocol::api::IssueStatus::Done)
+        .await
+        .expect("close");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let (_, timeline) = html
+        .split_once(r#"<div id="timeline">"#)
+        .unwrap_or_else(|| panic!("no timeline: {html}"));
+    let at = |what: &str| {
+        timeline
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} is not on the timeline: {timeline}"))
+    };
+    // Oldest first: the comment, the run with its transcript, the comment after it, the
+    // issue closed. (The run's start set the issue in progress: the run says so itself.)
+    let order = [
+        at("Said before the run"),
+        at(&format!(r#"id="run-{}""#, run.run.id)),
+        at("Please do it"),
+        at("Did it"),
+        at("Said after the run"),
+        at("closed the issue as done"),
+    ];
+    assert!(order.is_sorted(), "{order:?}: {timeline}");
+    // The run's prompt and reply are comments of the issue too, but shown once: in the run.
+    assert_eq!(
+        h.admin
+            .get_issue(&issue.key)
+            .await
+            .expect("issue")
+            .comments
+            .len(),
+        4
+    );
+    assert_eq!(timeline.matches("Please do it").count(), 1, "{timeline}");
+    assert_eq!(timeline.matches("Did it").count(), 1, "{timeline}");
+    assert!(!timeline.contains("in progress"), "{timeline}");
+    h.stop().await;
+}

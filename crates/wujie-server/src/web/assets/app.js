@@ -98,7 +98,7 @@
     // again is not news. A run's section may come in with its first entries already in it.
     var over = new Set();
     var asked = new Set();
-    document.querySelectorAll('#runs .run').forEach(function (section) {
+    document.querySelectorAll('#timeline .run').forEach(function (section) {
       if (!section.querySelector('.run-head .run-running')) over.add(section.dataset.run);
       section.querySelectorAll('.transcript > li.question[data-key]').forEach(function (li) {
         asked.add(section.dataset.run + '/' + li.dataset.key);
@@ -151,7 +151,7 @@
       if (!document.getElementById('run-' + d.run) && d.section) {
         var none = document.getElementById('no-runs');
         if (none) none.remove();
-        document.getElementById('runs').insertAdjacentHTML('beforeend', d.section);
+        document.getElementById('timeline').insertAdjacentHTML('beforeend', d.section);
       } else {
         replace('run-head-' + d.run, d.head);
       }
@@ -178,12 +178,15 @@
     };
     on.comment = function (d) {
       if (!document.getElementById('comment-' + d.id)) {
-        document.getElementById('comments').insertAdjacentHTML('beforeend', d.html);
+        document.getElementById('timeline').insertAdjacentHTML('beforeend', d.html);
       }
     };
     on.status = function (d) {
       replace('issue-status', d.badge);
       replace('issue-actions', d.actions);
+      if (d.entry && !document.getElementById(d.entry_id)) {
+        document.getElementById('timeline').insertAdjacentHTML('beforeend', d.entry);
+      }
     };
     on.edited = function (d) {
       if (d.title !== null) document.getElementById('issue-title').textContent = d.title;
