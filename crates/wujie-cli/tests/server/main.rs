@@ -14,3 +14,4 @@ mod web_ui_diff;
 mod web_ui_notices;
 mod web_ui_sessions;
 mod web_ui_tabs;
+mod web_ui_timeline;

@@ -470,10 +470,22 @@ pub(crate) fn issue_usage(usage: &[Usage], prices: &PriceTable) -> Markup {
     html! { span #issue-usage { (usage_text(usage)) " · cost " (prices.cost(usage).text()) } }
 }
 
+/// The models that used the tokens (in the order first seen), then the tokens.
 fn usage_text(usage: &[Usage]) -> String {
     let sum = |f: fn(&Usage) -> u64| usage.iter().map(f).fold(0u64, u64::saturating_add);
+    let mut models: Vec<&str> = Vec::new();
+    for u in usage {
+        if !u.model.is_empty() && !models.contains(&u.model.as_str()) {
+            models.push(&u.model);
+        }
+    }
+    let models = match models.as_slice() {
+        [] => String::new(),
+        [one] => format!("model {one} · "),
+        many => format!("models {} · ", many.join(", ")),
+    };
     format!(
-        "tokens in {} · out {} · cache read {} · cache write {}",
+        "{models}tokens in {} · out {} · cache read {} · cache write {}",
         sum(|u| u.input_tokens),
         sum(|u| u.output_tokens),
         sum(|u| u.cache_read_tokens),
@@ -539,7 +551,7 @@ pub(crate) fn run_section(
                 }
             }
             ol.transcript {
-                @for message in &run.messages { (message_view(message)) }
+                (transcript(&run.messages))
             }
         }
     }
@@ -628,13 +640,43 @@ fn kind_label(kind: MessageKind) -> &'static str {
     }
 }
 
-/// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
-/// updates skip an entry the page already shows.
+/// A run's entries, in order; a tool call followed at once by the result of the same tool is
+/// one row, the call with its result.
+fn transcript(messages: &[RunMessage]) -> Markup {
+    let mut rows = Vec::with_capacity(messages.len());
+    let mut messages = messages.iter().peekable();
+    while let Some(message) = messages.next() {
+        let result = match message.kind {
+            MessageKind::ToolUse => messages.next_if(|next| is_result_of(next, message)),
+            _ => None,
+        };
+        rows.push(entry_view(message, result));
+    }
+    html! { @for row in rows { (row) } }
+}
+
+fn is_result_of(result: &RunMessage, call: &RunMessage) -> bool {
+    result.kind == MessageKind::ToolResult && result.tool == call.tool
+}
+
+fn message_key(message: &RunMessage) -> String {
+    format!("{}/{}", message.source, message.source_key)
+}
+
+/// One transcript entry, as the live updates send it (the page puts a tool's result that
+/// comes in after its call into the call's row).
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
-    let key = format!("{}/{}", message.source, message.source_key);
+    entry_view(message, None)
+}
+
+/// One transcript entry; for a tool call, with its result when there is one. `data-key`
+/// (source and source key, unique in a run; `data-result-key` for the result in the row)
+/// lets the live updates skip an entry the page already shows.
+fn entry_view(message: &RunMessage, result: Option<&RunMessage>) -> Markup {
     let content = message.content.as_deref().unwrap_or("");
     html! {
-        li class={"msg " (message.kind.as_str())} data-key=(key) {
+        li class={"msg " (message.kind.as_str())} data-key=(message_key(message))
+            data-result-key=[result.map(message_key)] data-tool=[message.tool.as_deref()] {
             @match message.kind {
                 MessageKind::Text => { div.prose { (markdown(content)) } }
                 MessageKind::UserInput | MessageKind::Final | MessageKind::Thinking
@@ -652,14 +694,11 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                                 " " code.gist { (gist) }
                             }
                         }
-                        @if let Some(input) = &message.input {
-                            div.label { "Input" }
-                            pre { (pretty_json(input)) }
-                        }
-                        @if !content.is_empty() { (capped(content)) }
-                        @if let Some(output) = &message.output {
-                            div.label { "Output" }
-                            (capped(output))
+                        @if message.kind == MessageKind::ToolResult {
+                            (tool_result(message))
+                        } @else {
+                            (tool_text(message))
+                            @if let Some(result) = result { (tool_result(result)) }
                         }
                     }
                 }
@@ -668,6 +707,32 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                     pre { (content) }
                 }
             }
+        }
+    }
+}
+
+/// A tool message's input, text and output.
+fn tool_text(message: &RunMessage) -> Markup {
+    let content = message.content.as_deref().unwrap_or("");
+    html! {
+        @if let Some(input) = &message.input {
+            div.label { "Input" }
+            pre { (pretty_json(input)) }
+        }
+        @if !content.is_empty() { (capped(content)) }
+        @if let Some(output) = &message.output {
+            div.label { "Output" }
+            (capped(output))
+        }
+    }
+}
+
+/// A tool's result, in its own row or in its call's.
+fn tool_result(result: &RunMessage) -> Markup {
+    html! {
+        div.tool-result {
+            div.label { (kind_label(MessageKind::ToolResult)) }
+            (tool_text(result))
         }
     }
 }

@@ -85,6 +85,7 @@
         shown[runId] = new Set();
         list.querySelectorAll(':scope > li[data-key]').forEach(function (li) {
           shown[runId].add(li.dataset.key);
+          if (li.dataset.resultKey) shown[runId].add(li.dataset.resultKey);
         });
       }
       return shown[runId];
@@ -145,7 +146,19 @@
       var keys = keysOf(d.run, list);
       if (keys.has(d.key)) return;
       keys.add(d.key);
-      list.insertAdjacentHTML('beforeend', d.html);
+      var row = document.createElement('template');
+      row.innerHTML = d.html;
+      var entry = row.content.firstElementChild;
+      // A tool's result goes into the row of the call just before it, as the server pairs
+      // them when it renders the page.
+      var call = list.lastElementChild;
+      if (entry.classList.contains('tool_result') && call && call.classList.contains('tool_use') &&
+          call.dataset.resultKey === undefined && call.dataset.tool === entry.dataset.tool) {
+        call.querySelector('details').appendChild(entry.querySelector('.tool-result'));
+        call.dataset.resultKey = d.key;
+      } else {
+        list.appendChild(entry);
+      }
     };
     on.run = function (d) {
       if (!document.getElementById('run-' + d.run) && d.section) {
