@@ -137,6 +137,26 @@ impl Store {
         rows.into_iter().map(event_from_row).collect()
     }
 
+    /// The issue's latest status changes (at most [`MAX_FEED_PAGE`]), oldest first, for its
+    /// page's timeline. A change is stored as JSON whose first field is its type (serde
+    /// writes an internally tagged enum's tag first), so a prefix finds them without reading
+    /// every usage change besides.
+    pub async fn issue_status_changes(
+        &self,
+        issue_id: &str,
+    ) -> Result<Vec<IssueEvent>, StoreError> {
+        let mut rows: Vec<ActivityRow> = sqlx::query_as(&format!(
+            "{ACTIVITY_SELECT} WHERE a.issue_id = $1 AND a.change LIKE '{{\"type\":\"status\"%' \
+             ORDER BY a.seq DESC LIMIT $2"
+        ))
+        .bind(issue_id)
+        .bind(page(MAX_FEED_PAGE))
+        .fetch_all(self.pool())
+        .await?;
+        rows.reverse();
+        rows.into_iter().map(event_from_row).collect()
+    }
+
     /// Messages stored on any run of `issue_id` after `after` (a message `seq`), in arrival
     /// order, at most `limit` and as many as fit in [`FEED_PAGE_BYTES`] (one bigger comes
     /// alone); and whether more follow.

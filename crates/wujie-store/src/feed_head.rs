@@ -20,4 +20,13 @@ impl Store {
         .await?;
         Ok(head)
     }
+
+    /// The newest activity `seq` of the workspace, 0 for none: where the issue list's live
+    /// updates start (read before the list, like [`Store::issue_feed_head`]).
+    pub async fn workspace_feed_head(&self) -> Result<i64, StoreError> {
+        let (head,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(seq), 0) FROM issue_activity")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(head)
+    }
 }

@@ -1,5 +1,7 @@
 //! Issues and user comments. Keys are `<prefix>-<n>` with a per-workspace sequence.
 
+use std::collections::HashSet;
+
 use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, Comment, CreateIssue, EditIssue, IssueChange, IssueDetail, IssueQuery, IssueStatus,
@@ -145,10 +147,7 @@ impl Store {
                 "limit {limit} is out of range; ask for 1 to {MAX_ISSUE_LIST} issues"
             )));
         }
-        let mut sql = String::from(
-            "SELECT i.id, i.seq, w.key_prefix, i.title, i.status, i.created_at FROM issues i \
-             JOIN workspaces w ON w.id = i.workspace_id WHERE w.key_prefix = $1",
-        );
+        let mut sql = format!("{SUMMARY_SELECT} w.key_prefix = $1");
         let mut binds: Vec<String> = vec![DEFAULT_KEY_PREFIX.to_owned()];
         if let Some(status) = query.status {
             binds.push(status.as_str().to_owned());
@@ -178,16 +177,41 @@ impl Store {
         }
         let rows: Vec<IssueSummaryRow> =
             select.bind(i64::from(limit)).fetch_all(self.pool()).await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| IssueSummary {
-                key: issue_key(&row.key_prefix, row.seq),
-                id: row.id,
-                title: row.title.into(),
-                status: parse_issue_status(&row.status),
-                created_at: row.created_at,
-            })
-            .collect())
+        Ok(rows.into_iter().map(IssueSummaryRow::summary).collect())
+    }
+
+    /// One issue as the issue list shows it.
+    pub async fn issue_summary(&self, key_or_id: &str) -> Result<IssueSummary, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let id = resolve_issue(&mut conn, key_or_id).await?;
+        let row: IssueSummaryRow = sqlx::query_as(&format!("{SUMMARY_SELECT} i.id = $1"))
+            .bind(&id)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(row.summary())
+    }
+
+    /// The ids of the issues an agent is working on now (a run of theirs is running); of
+    /// `issue_id` alone when given.
+    pub async fn issues_with_running_runs(
+        &self,
+        issue_id: Option<&str>,
+    ) -> Result<HashSet<String>, StoreError> {
+        let ids: Vec<(String,)> =
+            match issue_id {
+                Some(id) => sqlx::query_as(
+                    "SELECT DISTINCT issue_id FROM runs WHERE status = 'running' AND issue_id = $1",
+                )
+                .bind(id)
+                .fetch_all(self.pool())
+                .await?,
+                None => {
+                    sqlx::query_as("SELECT DISTINCT issue_id FROM runs WHERE status = 'running'")
+                        .fetch_all(self.pool())
+                        .await?
+                }
+            };
+        Ok(ids.into_iter().map(|(id,)| id).collect())
     }
 
     /// The id of the issue with key (any case) or id `key_or_id`.
@@ -342,6 +366,22 @@ struct IssueSummaryRow {
     title: Text,
     status: String,
     created_at: String,
+}
+
+/// The columns of an [`IssueSummaryRow`], up to the conditions of a `WHERE`.
+const SUMMARY_SELECT: &str = "SELECT i.id, i.seq, w.key_prefix, i.title, i.status, i.created_at \
+     FROM issues i JOIN workspaces w ON w.id = i.workspace_id WHERE";
+
+impl IssueSummaryRow {
+    fn summary(self) -> IssueSummary {
+        IssueSummary {
+            key: issue_key(&self.key_prefix, self.seq),
+            id: self.id,
+            title: self.title.into(),
+            status: parse_issue_status(&self.status),
+            created_at: self.created_at,
+        }
+    }
 }
 
 #[derive(sqlx::FromRow)]

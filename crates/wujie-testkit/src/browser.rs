@@ -1,6 +1,6 @@
 //! A real headless Chromium for the web UI's tests, driven over the DevTools protocol: one
 //! WebSocket (tungstenite) and the handful of commands the tests use (navigate, evaluate,
-//! screenshot, viewport). Chromium runs in its own process group with a fresh profile
+//! screenshot, viewport, colour scheme). Chromium runs in its own process group with a fresh profile
 //! directory, and the whole group is killed when the browser is dropped.
 
 use std::net::TcpStream;
@@ -205,6 +205,15 @@ impl Browser {
         self.call(
             "Emulation.setDeviceMetricsOverride",
             json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}),
+        );
+    }
+
+    /// Makes the pages see the system's colour scheme as `scheme` (`dark` or `light`), as
+    /// `prefers-color-scheme` tells it.
+    pub fn prefer_color_scheme(&mut self, scheme: &str) {
+        self.call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
         );
     }
 

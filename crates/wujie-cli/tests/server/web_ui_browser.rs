@@ -183,7 +183,12 @@ fn the_web_ui_in_a_real_browser() {
     let keys = b.eval(
         "[...document.querySelectorAll('.transcript li')].map(li => li.dataset.key).join(',')",
     );
-    assert_eq!(keys, "t/1,t/2,t/3,t/3r,t/4,t/5,t/6");
+    assert_eq!(keys, "t/1,t/2,t/3,t/4,t/5,t/6");
+    // A tool call and its result are one row.
+    assert_eq!(
+        b.eval("document.querySelector('.transcript li[data-key=\"t/3\"]').dataset.resultKey"),
+        "t/3r"
+    );
     // Tool calls collapsed with their input and output; errors visible; cost priced.
     assert_eq!(
         b.eval("document.querySelector('.msg.tool_use details').open"),
@@ -194,10 +199,16 @@ fn the_web_ui_in_a_real_browser() {
         tool.as_str().unwrap().contains("\"command\": \"ls\""),
         "{tool}"
     );
-    let result = b.eval("document.querySelector('.msg.tool_result details').textContent");
+    let result = b.eval("document.querySelector('.msg.tool_use .tool-result').textContent");
     assert!(result.as_str().unwrap().contains("Cargo.toml"), "{result}");
     assert!(b.text().contains("a recoverable error"));
     assert!(b.text().contains("$0.0105"), "the run's cost: {}", b.text());
+    assert!(
+        b.text()
+            .contains("model claude-sonnet-4-5 · tokens in 1000"),
+        "the model with the usage: {}",
+        b.text()
+    );
 
     // Agent markup stayed text: nothing ran, no javascript: link, no image.
     assert_eq!(b.eval("typeof window.pwned"), "undefined");
@@ -219,7 +230,7 @@ fn the_web_ui_in_a_real_browser() {
     assert_eq!(b.eval("typeof window.pwned"), "undefined");
     assert_eq!(
         b.eval("document.querySelectorAll('.transcript li').length"),
-        7
+        6
     );
     shot(&mut b, "issue.png");
 
@@ -228,7 +239,7 @@ fn the_web_ui_in_a_real_browser() {
     b.eval("document.querySelector('#comment-form button').click()");
     b.wait_for(
         "the comment",
-        "document.querySelector('#comments') !== null && document.querySelector('#comments').innerText.includes('Looks good from the browser')",
+        "document.querySelector('#timeline') !== null && document.querySelector('#timeline').innerText.includes('Looks good from the browser')",
     );
     b.eval("document.querySelector('#issue-actions form button').click()");
     b.wait_for(

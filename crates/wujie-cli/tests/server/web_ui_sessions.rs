@@ -108,8 +108,8 @@ fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
     env.ok(&["issue", "comment", &key, "written after the restart"]);
     b.wait_for(
         "both comments, on the same page",
-        "document.getElementById('comments').innerText.includes('written while the server was down') \
-         && document.getElementById('comments').innerText.includes('written after the restart')",
+        "document.getElementById('timeline').innerText.includes('written while the server was down') \
+         && document.getElementById('timeline').innerText.includes('written after the restart')",
     );
     b.wait_for(
         "the run's end and its final reply",
@@ -122,16 +122,16 @@ fn an_issue_page_catches_up_after_a_server_restart_without_a_new_login() {
         serde_json::json!(true),
         "the page was reloaded"
     );
-    // Nothing twice: the run's prompt and reply are comments too, then ours.
-    let comments =
-        b.eval("[...document.querySelectorAll('#comments > *')].map(c => c.innerText).join('\\n')");
-    let comments = comments.as_str().expect("text");
+    // Nothing twice: the run's reply is in its transcript, not repeated as a comment.
+    let timeline =
+        b.eval("[...document.querySelectorAll('#timeline > *')].map(c => c.innerText).join('\\n')");
+    let timeline = timeline.as_str().expect("text");
     for once in [
         "written while the server was down",
         "written after the restart",
         "Finished while the server was down",
     ] {
-        assert_eq!(comments.matches(once).count(), 1, "{once}: {comments}");
+        assert_eq!(timeline.matches(once).count(), 1, "{once}: {timeline}");
     }
     drop(b);
     drop(ui);

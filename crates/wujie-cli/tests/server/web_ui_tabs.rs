@@ -52,7 +52,7 @@ fn twenty_open_issue_pages_all_stay_live_and_the_list_still_loads() {
         b.wait_for(
             &format!("the comment on {key}, live in its tab"),
             &format!(
-                "document.getElementById('comments').innerText.includes('a comment on {key}')"
+                "document.getElementById('timeline').innerText.includes('a comment on {key}')"
             ),
         );
     }

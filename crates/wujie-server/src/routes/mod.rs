@@ -12,7 +12,7 @@ pub(crate) mod tokens;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -109,11 +109,19 @@ async fn run_to_completion(req: Request, next: Next) -> Response {
     }
 }
 
-async fn no_route() -> Failure {
-    Failure::new(
-        StatusCode::NOT_FOUND,
-        "no such API route; /api/v1/openapi.json lists the routes",
-    )
+/// Under `/api` a JSON error, like every API answer; anywhere else a page, as a browser
+/// that followed a wrong link expects.
+async fn no_route(uri: Uri) -> Response {
+    let path = uri.path();
+    if path == "/api" || path.starts_with("/api/") {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            "no such API route; /api/v1/openapi.json lists the routes",
+        )
+        .into_response()
+    } else {
+        crate::web::no_page()
+    }
 }
 
 /// `Json<T>` whose rejections are `ApiError` bodies like every other error.

@@ -1,5 +1,5 @@
-//! What the pages' forms do: create an issue, comment, close or reopen, cancel a run, queue
-//! or cancel a job, promote a discussion.
+//! What the pages' forms do: create or edit an issue, comment, close or reopen, cancel a run,
+//! queue or cancel a job, promote a discussion.
 //! Each takes a [`CsrfForm`] (same origin, the session's CSRF token) and answers with a
 //! redirect to the page that shows the result.
 
@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
-use wujie_protocol::api::{Author, AuthorKind, CreateIssue, IssueStatus};
+use wujie_protocol::api::{Author, AuthorKind, CreateIssue, EditIssue, IssueStatus};
 use wujie_protocol::jobs::CreateJob;
 use wujie_protocol::promotion::IssueDraft;
 
@@ -43,6 +43,36 @@ pub(crate) async fn create_issue(
             description: form.description,
             discussion_id: None,
         })
+        .await?;
+    Ok(see_other(&format!("/issues/{}", issue.key)))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct IssueEdit {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// Changes the title and description, as `PATCH /issues/{key}` does (what is unchanged is not
+/// recorded); pages open on the issue show the change live.
+pub(crate) async fn edit_issue(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    CsrfForm { form, token_id }: CsrfForm<IssueEdit>,
+) -> Result<Response, WebError> {
+    let issue = state
+        .store
+        .written_by(&token_id)
+        .edit_issue(
+            &key,
+            &EditIssue {
+                title: Some(form.title),
+                description: Some(form.description),
+            },
+            &user(),
+        )
         .await?;
     Ok(see_other(&format!("/issues/{}", issue.key)))
 }

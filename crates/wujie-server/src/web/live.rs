@@ -1,5 +1,6 @@
-//! The issue pages' live updates: each issue's feed (`sse::feed`, the same cursor, replay and
-//! bounds as the API's) with each item rendered to the HTML the page inserts.
+//! The pages' live updates: each issue's feed (`sse::feed`, the same cursor, replay and
+//! bounds as the API's) with each item rendered to the HTML the page inserts; for the issue
+//! list and the board, the workspace's feed, each change sent as the issue's new row.
 //!
 //! A browser opens at most six HTTP/1.1 connections to a host, and a feed holds one for as
 //! long as it is open: a feed per tab would leave the seventh tab, and every other page of the
@@ -36,6 +37,10 @@ use crate::sse::{Cursor, FeedFormat, Follow, event, feed};
 
 /// The most issues one connection follows: bounds what one request makes the server hold.
 const MAX_ISSUES: usize = 200;
+
+/// The key that stands for the issue list (and the board) among the issues followed: every
+/// issue's changes, each sent as the issue's new row.
+const LIST_KEY: &str = "*";
 
 #[derive(Deserialize)]
 pub(crate) struct Issues {
@@ -95,9 +100,12 @@ pub(crate) async fn issues_feed(
     };
     let mut follows = Vec::with_capacity(wanted.len());
     for (key, cursor) in wanted {
-        let issue_id = state.store.resolve_issue(&key).await?;
+        let issue_id = match key.as_str() {
+            LIST_KEY => None,
+            key => Some(state.store.resolve_issue(key).await?),
+        };
         follows.push(Follow {
-            issue_id: Some(issue_id.clone()),
+            issue_id: issue_id.clone(),
             cursor,
             format: HtmlFeed {
                 store: state.store.clone(),
@@ -127,9 +135,12 @@ struct EndedHtml {
     html: String,
 }
 
-/// `ended` for the page of issue `key`.
+/// `ended` for the page of issue `key` (or the list's).
 fn session_ended(key: &str) -> Event {
-    let page = ReturnTo::parse(&format!("/issues/{key}"));
+    let page = match key {
+        LIST_KEY => ReturnTo::parse("/"),
+        key => ReturnTo::parse(&format!("/issues/{key}")),
+    };
     let data = EndedHtml {
         html: view::session_ended(page.as_ref()).into_string(),
     };
@@ -145,9 +156,19 @@ struct HtmlFeed {
     store: Store,
     prices: PriceTable,
     viewer: Viewer,
-    issue_id: String,
-    /// The issue's key as the page asked for it.
+    /// None for the issue list's feed (every issue's changes).
+    issue_id: Option<String>,
+    /// The issue's key as the page asked for it, or [`LIST_KEY`].
     key: String,
+}
+
+/// `row`: an issue's row in the list (its card on the board), after a change to what it
+/// shows (title, status, an agent running).
+#[derive(Serialize)]
+struct RowHtml<'a> {
+    key: &'a str,
+    status: &'static str,
+    html: String,
 }
 
 /// `message`: one transcript entry for the run's list; for a question, the notice (text).
@@ -177,11 +198,14 @@ struct CommentHtml<'a> {
     html: String,
 }
 
-/// `status`: the badge and the close/reopen buttons for the new status.
+/// `status`: the badge and the close/reopen buttons for the new status, and the change's
+/// entry on the timeline.
 #[derive(Serialize)]
 struct StatusHtml {
     badge: String,
     actions: String,
+    entry_id: String,
+    entry: Option<String>,
 }
 
 /// `edited`: a new title (text) and/or description (HTML).
@@ -194,6 +218,12 @@ struct EditedHtml<'a> {
 impl HtmlFeed {
     /// An event of this issue; `at` is the position after it.
     fn event(&self, name: &str, data: impl Serialize, at: Option<String>) -> Event {
+        // The list's position is the workspace feed's (an activity seq); pages and feed.js
+        // give every position as `<message seq>.<activity seq>`.
+        let at = match self.issue_id {
+            Some(_) => at,
+            None => at.map(|activity| format!("0.{activity}")),
+        };
         let data = OfIssue {
             issue: &self.key,
             at,
@@ -202,9 +232,47 @@ impl HtmlFeed {
         event(name, &data, None)
     }
 
+    /// `row` for the list: the issue's row as it is now, for the changes a row shows.
+    async fn row_update(&self, change: &IssueEvent, id: String) -> Event {
+        let shown = matches!(
+            change.change,
+            IssueChange::Created { .. }
+                | IssueChange::Edited { .. }
+                | IssueChange::Status { .. }
+                | IssueChange::RunStarted { .. }
+                | IssueChange::RunFinished { .. }
+        );
+        if !shown {
+            return self.event("noop", serde_json::json!({}), Some(id));
+        }
+        let read = async {
+            let issue = self.store.issue_summary(&change.issue_id).await?;
+            let running = self
+                .store
+                .issues_with_running_runs(Some(&change.issue_id))
+                .await?;
+            Ok::<_, StoreError>((issue, !running.is_empty()))
+        };
+        match read.await {
+            Ok((issue, running)) => {
+                let data = RowHtml {
+                    key: &issue.key,
+                    status: issue.status.as_str(),
+                    html: view::issue_row(&issue, running).into_string(),
+                };
+                self.event("row", data, Some(id))
+            }
+            Err(e) => {
+                tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live list could not read an issue");
+                self.event("reload", serde_json::json!({}), Some(id))
+            }
+        }
+    }
+
     /// `ended`: the status and error the run ended with, when this is its end.
     async fn run_update(
         &self,
+        issue_id: &str,
         run_id: &str,
         new_run: bool,
         id: String,
@@ -212,7 +280,7 @@ impl HtmlFeed {
     ) -> Event {
         let (run, usage) = match (
             self.store.run(run_id).await,
-            self.store.issue_usage(&self.issue_id).await,
+            self.store.issue_usage(issue_id).await,
         ) {
             (Ok(run), Ok(usage)) => (run, usage),
             (Err(e), _) | (_, Err(e)) => {
@@ -300,7 +368,15 @@ impl FeedFormat for HtmlFeed {
     }
 
     async fn issue(&self, change: &IssueEvent, id: String) -> Event {
+        let Some(issue_id) = &self.issue_id else {
+            return self.row_update(change, id).await;
+        };
         match &change.change {
+            // A run's prompt or reply: its transcript shows it (the page's timeline does
+            // not repeat it as a comment).
+            IssueChange::Comment { comment } if comment.run_id.is_some() => {
+                self.event("noop", serde_json::json!({}), Some(id))
+            }
             IssueChange::Comment { comment } => {
                 let data = CommentHtml {
                     id: &comment.id,
@@ -313,6 +389,9 @@ impl FeedFormat for HtmlFeed {
                     badge: view::status_badge(*status).into_string(),
                     actions: view::issue_actions(&self.viewer, &change.issue_key, *status)
                         .into_string(),
+                    entry_id: format!("activity-{}", change.seq),
+                    entry: view::status_shown(*status)
+                        .then(|| view::status_entry(change, *status).into_string()),
                 };
                 self.event("status", data, Some(id))
             }
@@ -323,7 +402,9 @@ impl FeedFormat for HtmlFeed {
                 };
                 self.event("edited", data, Some(id))
             }
-            IssueChange::RunStarted { run_id, .. } => self.run_update(run_id, true, id, None).await,
+            IssueChange::RunStarted { run_id, .. } => {
+                self.run_update(issue_id, run_id, true, id, None).await
+            }
             IssueChange::RunFinished {
                 run_id,
                 status,
@@ -331,10 +412,11 @@ impl FeedFormat for HtmlFeed {
                 ..
             } => {
                 let ended = (*status, error.as_deref());
-                self.run_update(run_id, false, id, Some(ended)).await
+                self.run_update(issue_id, run_id, false, id, Some(ended))
+                    .await
             }
             IssueChange::Usage { run_id, .. } | IssueChange::CancelRequested { run_id } => {
-                self.run_update(run_id, false, id, None).await
+                self.run_update(issue_id, run_id, false, id, None).await
             }
             IssueChange::CodeChanged { run_id, .. } => self.code_update(run_id, id).await,
             // The issue's creation is before any page of it.

@@ -35,8 +35,10 @@ use crate::request_log::AnsweredError;
 pub(crate) fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(pages::issues))
+        .route("/board", get(pages::board))
         .route("/issues", post(actions::create_issue))
         .route("/issues/{key}", get(pages::issue))
+        .route("/issues/{key}/edit", post(actions::edit_issue))
         .route("/issues/{key}/comments", post(actions::comment))
         .route("/issues/{key}/status", post(actions::set_status))
         .route("/issues/{key}/jobs", post(actions::assign))
@@ -63,7 +65,22 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
      img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; \
      frame-ancestors 'none'";
 
-async fn security_headers(mut response: Response) -> Response {
+async fn security_headers(response: Response) -> Response {
+    secured(response)
+}
+
+/// The answer to an address that is no page: a 404 page, with the pages' headers.
+pub(crate) fn no_page() -> Response {
+    secured(
+        WebError::new(
+            StatusCode::NOT_FOUND,
+            "there is no page at this address; check the link, or start from the issues",
+        )
+        .into_response(),
+    )
+}
+
+fn secured(mut response: Response) -> Response {
     let headers = response.headers_mut();
     let set = [
         ("content-security-policy", CONTENT_SECURITY_POLICY),

@@ -1,4 +1,4 @@
-//! The pages people read: the issue list, an issue, the discussions.
+//! The pages people read: the issue list, the board, an issue, the discussions.
 
 use std::collections::HashMap;
 
@@ -45,7 +45,7 @@ pub(crate) async fn issues(
         search: (!search.is_empty()).then(|| search.to_owned()),
         limit: Some(LIST_LIMIT),
     };
-    let issues = state.store.list_issues(&query).await?;
+    let listed = listed(&state, &query).await?;
     let cost = state
         .config
         .prices
@@ -53,10 +53,41 @@ pub(crate) async fn issues(
         .text();
     Ok(html(view::issue_list(
         &viewer,
-        &issues,
+        &listed,
         &ListFilter { search, status },
         &cost,
     )))
+}
+
+/// The board: the newest issues, in one column per status.
+pub(crate) async fn board(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> Result<Html<String>, WebError> {
+    let query = IssueQuery {
+        status: None,
+        search: None,
+        limit: Some(LIST_LIMIT),
+    };
+    let listed = listed(&state, &query).await?;
+    Ok(html(view::board(&viewer, &listed)))
+}
+
+/// The issues `query` matches, which of them an agent is working on, and where the live
+/// updates of the list start: read first, so nothing changed meanwhile is missed.
+async fn listed(state: &AppState, query: &IssueQuery) -> Result<view::Listed, WebError> {
+    let activity = state.store.workspace_feed_head().await?;
+    let issues = state.store.list_issues(query).await?;
+    let running = state.store.issues_with_running_runs(None).await?;
+    Ok(view::Listed {
+        issues,
+        running,
+        feed_after: Cursor {
+            message: 0,
+            activity,
+        }
+        .id(true),
+    })
 }
 
 /// An issue page's query: which run shows its messages before which position, in place of
@@ -120,12 +151,14 @@ pub(crate) async fn issue(
             code.insert(run.id.clone(), changes);
         }
     }
+    let statuses = state.store.issue_status_changes(&issue.id).await?;
     let after = Cursor { message, activity }.id(true);
     Ok(html(view::issue_page(
         &viewer,
         &issue,
         &code,
         &jobs,
+        &statuses,
         &after,
         &state.config.prices,
     )))

@@ -1,12 +1,12 @@
 //! The pages' HTML (maud: every `(value)` is escaped; Markdown goes through `markdown::to_html`
 //! and is the only `PreEscaped` content besides JSON encoded by serde).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use wujie_protocol::api::{
-    AuthorKind, Comment, Discussion, DiscussionStatus, IssueDetail, IssueStatus, IssueSummary, Run,
-    RunMessage, RunStatus,
+    AuthorKind, Comment, Discussion, DiscussionStatus, IssueChange, IssueDetail, IssueEvent,
+    IssueStatus, IssueSummary, Run, RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
 use wujie_protocol::git::GitChanges;
@@ -45,8 +45,12 @@ fn layout(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                     @if let Some(viewer) = viewer {
                         nav {
                             a href="/" { "Issues" }
+                            a href="/board" { "Board" }
                             a href="/discussions" { "Discussions" }
                         }
+                        // In the header, which stays on screen: whether the page follows
+                        // the tracker live (set by the script on pages that do).
+                        span #live-state .live-state aria-live="polite" {}
                         form.logout method="post" action="/logout" {
                             (csrf_field(viewer))
                             button type="submit" { "Log out" }
@@ -108,51 +112,71 @@ pub(crate) struct ListFilter<'a> {
     pub(crate) status: Option<IssueStatus>,
 }
 
+/// Issues as the list and the board show them.
+pub(crate) struct Listed {
+    pub(crate) issues: Vec<IssueSummary>,
+    /// The ids of those an agent is working on now.
+    pub(crate) running: HashSet<String>,
+    /// Where the page's live updates start.
+    pub(crate) feed_after: String,
+}
+
+const STATUSES: [IssueStatus; 4] = [
+    IssueStatus::Open,
+    IssueStatus::InProgress,
+    IssueStatus::Done,
+    IssueStatus::Closed,
+];
+
+/// An issue's row in the list, or its card on the board (the same markup, styled by where it
+/// is); the live updates replace it whole.
+pub(crate) fn issue_row(issue: &IssueSummary, running: bool) -> Markup {
+    html! {
+        li.issue id={"issue-" (issue.key)} data-status=(issue.status.as_str()) {
+            a href={"/issues/" (issue.key)} {
+                span.key { (issue.key) }
+                " "
+                span.title { (issue.title) }
+            }
+            " "
+            span class={"badge status-" (issue.status.as_str())} { (status_name(issue.status)) }
+            @if running { " " span.badge.agent-running title="An agent is working on it now" { "agent running" } }
+            span.when { (short_time(&issue.created_at)) }
+        }
+    }
+}
+
 pub(crate) fn issue_list(
     viewer: &Viewer,
-    issues: &[IssueSummary],
+    listed: &Listed,
     filter: &ListFilter<'_>,
     cost: &str,
 ) -> Markup {
-    let statuses = [
-        IssueStatus::Open,
-        IssueStatus::InProgress,
-        IssueStatus::Done,
-        IssueStatus::Closed,
-    ];
+    let status_filter = filter.status.map_or("", IssueStatus::as_str);
     layout(
         "Issues",
         Some(viewer),
         html! {
             h1 { "Issues" }
-            p.muted #workspace-cost { "Workspace cost: " (cost) }
+            p.muted #workspace-cost { "Workspace cost: " (cost) " · " a href="/board" { "Board view" } }
             form.filters method="get" action="/" role="search" {
                 input type="search" name="search" value=(filter.search) placeholder="Search titles, descriptions, comments" aria-label="Search";
                 select name="status" aria-label="Status" {
                     option value="" selected[filter.status.is_none()] { "any status" }
-                    @for s in statuses {
+                    @for s in STATUSES {
                         option value=(s.as_str()) selected[filter.status == Some(s)] { (status_name(s)) }
                     }
                 }
                 button type="submit" { "Filter" }
             }
-            @if issues.is_empty() {
-                p.muted { "No issues match." }
-            } @else {
-                ul.issues {
-                    @for issue in issues {
-                        li {
-                            a href={"/issues/" (issue.key)} {
-                                span.key { (issue.key) }
-                                " "
-                                span.title { (issue.title) }
-                            }
-                            " "
-                            span class={"badge status-" (issue.status.as_str())} { (status_name(issue.status)) }
-                            span.when { (short_time(&issue.created_at)) }
-                        }
-                    }
-                }
+            @if listed.issues.is_empty() {
+                p.muted #no-issues { "No issues match." }
+            }
+            // What the live updates may add: new issues only where the list is not searched,
+            // and of the status filtered on.
+            ul.issues #issue-list data-feed-after=(listed.feed_after)
+                data-status-filter=(status_filter) data-searched[!filter.search.is_empty()] {
+                @for issue in &listed.issues { (issue_row(issue, listed.running.contains(&issue.id))) }
             }
             details.card.new-issue {
                 summary { "New issue" }
@@ -163,6 +187,29 @@ pub(crate) fn issue_list(
                     label for="new-description" { "Description (Markdown)" }
                     textarea #new-description name="description" rows="5" {}
                     button type="submit" { "Create issue" }
+                }
+            }
+        },
+    )
+}
+
+/// One column per status, each issue a card in its status's column.
+pub(crate) fn board(viewer: &Viewer, listed: &Listed) -> Markup {
+    layout(
+        "Board",
+        Some(viewer),
+        html! {
+            h1 { "Board" }
+            p.muted { "The newest issues by status · " a href="/" { "List view" } }
+            div.board #issue-board data-feed-after=(listed.feed_after) {
+                @for status in STATUSES {
+                    @let cards: Vec<&IssueSummary> = listed.issues.iter().filter(|i| i.status == status).collect();
+                    section.column data-status=(status.as_str()) {
+                        h2 { (status_name(status)) " " span.count { (cards.len()) } }
+                        ul.issues.cards {
+                            @for issue in cards { (issue_row(issue, listed.running.contains(&issue.id))) }
+                        }
+                    }
                 }
             }
         },
@@ -201,6 +248,7 @@ pub(crate) fn issue_page(
     issue: &IssueDetail,
     code: &HashMap<String, GitChanges>,
     jobs: &[Job],
+    statuses: &[IssueEvent],
     feed_after: &str,
     prices: &PriceTable,
 ) -> Markup {
@@ -223,11 +271,29 @@ pub(crate) fn issue_page(
                     }
                 }
                 div #issue-description .prose { (markdown(&issue.description)) }
-                (issue_actions(viewer, &issue.key, issue.status))
-                h2 { "Comments" }
-                div #comments {
-                    @for comment in &issue.comments { (comment_view(comment)) }
+                details.card #edit-issue {
+                    summary { "Edit title and description" }
+                    form #edit-form method="post" action={"/issues/" (issue.key) "/edit"} {
+                        (csrf_field(viewer))
+                        label for="edit-title" { "Title" }
+                        input #edit-title type="text" name="title" required maxlength="500" value=(issue.title);
+                        label for="edit-description" { "Description (Markdown)" }
+                        textarea #edit-description name="description" rows="8" { (issue.description) }
+                        button type="submit" { "Save" }
+                    }
                 }
+                (issue_actions(viewer, &issue.key, issue.status))
+                h2 { "Timeline" }
+                div #timeline {
+                    @for entry in timeline(issue, statuses) {
+                        @match entry {
+                            Entry::Comment(comment) => (comment_view(comment)),
+                            Entry::Status(change, status) => (status_entry(change, status)),
+                            Entry::Run(run) => (run_section(viewer, run, code.get(&run.id), prices)),
+                        }
+                    }
+                }
+                @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } ", or queue one below." } }
                 form.card #comment-form method="post" action={"/issues/" (issue.key) "/comments"} {
                     (csrf_field(viewer))
                     label for="comment-body" { "Comment (Markdown)" }
@@ -235,12 +301,6 @@ pub(crate) fn issue_page(
                     button type="submit" { "Comment" }
                 }
                 (jobs_section(viewer, &issue.key, jobs))
-                h2 { "Runs" }
-                div #runs {
-                    @if issue.runs.is_empty() { p.muted #no-runs { "No runs yet. Start one with " code { "wujie run " (issue.key) " -- PROVIDER" } "." } }
-                    @for run in &issue.runs { (run_section(viewer, run, code.get(&run.id), prices)) }
-                }
-                p.muted #live-state aria-live="polite" {}
                 // Shown by the script where the browser has notifications to allow: asking
                 // for them is left to this button, never done on load.
                 button.secondary #notify-me type="button" hidden { "Notify me" }
@@ -249,6 +309,72 @@ pub(crate) fn issue_page(
             }
         },
     )
+}
+
+/// One entry of an issue's timeline.
+enum Entry<'a> {
+    Comment(&'a Comment),
+    Status(&'a IssueEvent, IssueStatus),
+    /// A run with its transcript, its code changes and its end, at its start.
+    Run(&'a Run),
+}
+
+/// The issue's comments, status changes and runs, oldest first. A comment a run made of its
+/// prompt or its final reply is left out: the run's transcript shows it, in its place.
+fn timeline<'a>(issue: &'a IssueDetail, statuses: &'a [IssueEvent]) -> Vec<Entry<'a>> {
+    let shown_run = |id: &String| issue.runs.iter().any(|run| &run.id == id);
+    let mut entries: Vec<(&str, Entry<'a>)> = Vec::new();
+    for comment in &issue.comments {
+        if !comment.run_id.as_ref().is_some_and(shown_run) {
+            entries.push((&comment.created_at, Entry::Comment(comment)));
+        }
+    }
+    for change in statuses {
+        if let IssueChange::Status { status } = change.change
+            && status_shown(status)
+        {
+            entries.push((&change.created_at, Entry::Status(change, status)));
+        }
+    }
+    for run in &issue.runs {
+        entries.push((&run.started_at, Entry::Run(run)));
+    }
+    // Times are all written alike (UTC, fixed width), so they sort as text; a stable sort
+    // keeps what happened at the same moment in the order above.
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.into_iter().map(|(_, entry)| entry).collect()
+}
+
+/// Whether a change to `status` has an entry on the timeline: an issue is in progress once a
+/// run starts on it, and the run's own entry says so.
+pub(crate) fn status_shown(status: IssueStatus) -> bool {
+    status != IssueStatus::InProgress
+}
+
+/// What a status change did, in words.
+fn status_change_words(status: IssueStatus) -> &'static str {
+    match status {
+        IssueStatus::Open => "reopened the issue",
+        IssueStatus::InProgress => "started a run: in progress",
+        IssueStatus::Done => "closed the issue as done",
+        IssueStatus::Closed => "closed the issue as not planned",
+    }
+}
+
+/// A status change on the timeline: who made it, and what it did.
+pub(crate) fn status_entry(change: &IssueEvent, status: IssueStatus) -> Markup {
+    let who = match (&change.by, change.author.kind) {
+        (Some(name), _) => name.as_str(),
+        (None, AuthorKind::Agent) => "an agent",
+        (None, AuthorKind::User) => "the server",
+    };
+    html! {
+        div.status-change id={"activity-" (change.seq)} {
+            span class={"badge status-" (status.as_str())} { (status_name(status)) }
+            " " strong { (who) } " " (status_change_words(status))
+            span.when { (short_time(&change.created_at)) }
+        }
+    }
 }
 
 /// The issue's jobs (runs asked for from the tracker, for a `wujie worker`) and the form that
@@ -344,10 +470,22 @@ pub(crate) fn issue_usage(usage: &[Usage], prices: &PriceTable) -> Markup {
     html! { span #issue-usage { (usage_text(usage)) " · cost " (prices.cost(usage).text()) } }
 }
 
+/// The models that used the tokens (in the order first seen), then the tokens.
 fn usage_text(usage: &[Usage]) -> String {
     let sum = |f: fn(&Usage) -> u64| usage.iter().map(f).fold(0u64, u64::saturating_add);
+    let mut models: Vec<&str> = Vec::new();
+    for u in usage {
+        if !u.model.is_empty() && !models.contains(&u.model.as_str()) {
+            models.push(&u.model);
+        }
+    }
+    let models = match models.as_slice() {
+        [] => String::new(),
+        [one] => format!("model {one} · "),
+        many => format!("models {} · ", many.join(", ")),
+    };
     format!(
-        "tokens in {} · out {} · cache read {} · cache write {}",
+        "{models}tokens in {} · out {} · cache read {} · cache write {}",
         sum(|u| u.input_tokens),
         sum(|u| u.output_tokens),
         sum(|u| u.cache_read_tokens),
@@ -413,7 +551,7 @@ pub(crate) fn run_section(
                 }
             }
             ol.transcript {
-                @for message in &run.messages { (message_view(message)) }
+                (transcript(&run.messages))
             }
         }
     }
@@ -487,29 +625,63 @@ fn capped(text: &str) -> Markup {
     }
 }
 
-/// One transcript entry. `data-key` (source and source key, unique in a run) lets the live
-/// updates skip an entry the page already shows.
+/// What a transcript entry is, in words: who said it, or what it is.
+fn kind_label(kind: MessageKind) -> &'static str {
+    match kind {
+        MessageKind::UserInput => "You",
+        MessageKind::Text => "Agent",
+        MessageKind::Final => "Reply",
+        MessageKind::Thinking => "Thinking",
+        MessageKind::Plan => "Plan",
+        MessageKind::Question => "Question",
+        MessageKind::ToolUse => "Tool",
+        MessageKind::ToolResult => "Tool result",
+        MessageKind::Error => "Error",
+    }
+}
+
+/// A run's entries, in order; a tool call followed at once by the result of the same tool is
+/// one row, the call with its result.
+fn transcript(messages: &[RunMessage]) -> Markup {
+    let mut rows = Vec::with_capacity(messages.len());
+    let mut messages = messages.iter().peekable();
+    while let Some(message) = messages.next() {
+        let result = match message.kind {
+            MessageKind::ToolUse => messages.next_if(|next| is_result_of(next, message)),
+            _ => None,
+        };
+        rows.push(entry_view(message, result));
+    }
+    html! { @for row in rows { (row) } }
+}
+
+fn is_result_of(result: &RunMessage, call: &RunMessage) -> bool {
+    result.kind == MessageKind::ToolResult && result.tool == call.tool
+}
+
+fn message_key(message: &RunMessage) -> String {
+    format!("{}/{}", message.source, message.source_key)
+}
+
+/// One transcript entry, as the live updates send it (the page puts a tool's result that
+/// comes in after its call into the call's row).
 pub(crate) fn message_view(message: &RunMessage) -> Markup {
-    let key = format!("{}/{}", message.source, message.source_key);
+    entry_view(message, None)
+}
+
+/// One transcript entry; for a tool call, with its result when there is one. `data-key`
+/// (source and source key, unique in a run; `data-result-key` for the result in the row)
+/// lets the live updates skip an entry the page already shows.
+fn entry_view(message: &RunMessage, result: Option<&RunMessage>) -> Markup {
     let content = message.content.as_deref().unwrap_or("");
     html! {
-        li class={"msg " (message.kind.as_str())} data-key=(key) {
+        li class={"msg " (message.kind.as_str())} data-key=(message_key(message))
+            data-result-key=[result.map(message_key)] data-tool=[message.tool.as_deref()] {
             @match message.kind {
-                MessageKind::UserInput => {
-                    div.label { "User" }
-                    div.prose { (markdown(content)) }
-                }
-                MessageKind::Final => {
-                    div.label { "Final reply" }
-                    div.prose { (markdown(content)) }
-                }
                 MessageKind::Text => { div.prose { (markdown(content)) } }
-                MessageKind::Thinking => {
-                    div.label { "Thinking" }
-                    div.prose { (markdown(content)) }
-                }
-                MessageKind::Question | MessageKind::Plan => {
-                    div.label { @if message.kind == MessageKind::Plan { "Plan" } @else { "Question" } }
+                MessageKind::UserInput | MessageKind::Final | MessageKind::Thinking
+                | MessageKind::Question | MessageKind::Plan => {
+                    div.label { (kind_label(message.kind)) }
                     div.prose { (markdown(content)) }
                 }
                 MessageKind::ToolUse | MessageKind::ToolResult => {
@@ -522,22 +694,45 @@ pub(crate) fn message_view(message: &RunMessage) -> Markup {
                                 " " code.gist { (gist) }
                             }
                         }
-                        @if let Some(input) = &message.input {
-                            div.label { "Input" }
-                            pre { (pretty_json(input)) }
-                        }
-                        @if !content.is_empty() { (capped(content)) }
-                        @if let Some(output) = &message.output {
-                            div.label { "Output" }
-                            (capped(output))
+                        @if message.kind == MessageKind::ToolResult {
+                            (tool_result(message))
+                        } @else {
+                            (tool_text(message))
+                            @if let Some(result) = result { (tool_result(result)) }
                         }
                     }
                 }
                 MessageKind::Error => {
-                    div.label role="alert" { "Error" }
+                    div.label role="alert" { (kind_label(message.kind)) }
                     pre { (content) }
                 }
             }
+        }
+    }
+}
+
+/// A tool message's input, text and output.
+fn tool_text(message: &RunMessage) -> Markup {
+    let content = message.content.as_deref().unwrap_or("");
+    html! {
+        @if let Some(input) = &message.input {
+            div.label { "Input" }
+            pre { (pretty_json(input)) }
+        }
+        @if !content.is_empty() { (capped(content)) }
+        @if let Some(output) = &message.output {
+            div.label { "Output" }
+            (capped(output))
+        }
+    }
+}
+
+/// A tool's result, in its own row or in its call's.
+fn tool_result(result: &RunMessage) -> Markup {
+    html! {
+        div.tool-result {
+            div.label { (kind_label(MessageKind::ToolResult)) }
+            (tool_text(result))
         }
     }
 }
@@ -599,7 +794,7 @@ pub(crate) fn discussion_page(
             ol.transcript {
                 @for e in &d.entries {
                     li class={"msg " (e.kind.as_str())} {
-                        div.label { (e.kind.as_str()) }
+                        div.label { (kind_label(e.kind)) }
                         div.prose { (markdown(&e.content)) }
                     }
                 }

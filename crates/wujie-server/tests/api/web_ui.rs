@@ -704,7 +704,10 @@ async fn a_tool_rows_folded_line_says_what_ran() {
         .expect("ingest");
     let cookie = log_in(&h).await;
     let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
-    let summaries: Vec<&str> = html
+    let (_, transcript) = html
+        .split_once(r#"<ol class="transcript">"#)
+        .unwrap_or_else(|| panic!("no transcript: {html}"));
+    let summaries: Vec<&str> = transcript
         .split("<summary>")
         .skip(1)
         .filter_map(|s| s.split_once("</summary>").map(|(summary, _)| summary))
@@ -1022,5 +1025,293 @@ async fn a_long_transcript_shows_its_latest_messages_and_a_link_to_the_earlier_o
         bad.contains("before must be the position of a message"),
         "{bad}"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_page_answers_an_html_page_and_the_api_json() {
+    let h = Harness::start().await;
+    let cookie = log_in(&h).await;
+    for path in ["/no-such-page", "/issues/WUJ-1/nothing-here"] {
+        let answer = browser()
+            .get(format!("{}{path}", h.url()))
+            .header(COOKIE, &cookie)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(
+            answer.headers()["content-type"],
+            "text/html; charset=utf-8",
+            "{path}"
+        );
+        assert!(answer.headers().contains_key("content-security-policy"));
+        let html = answer.text().await.expect("body");
+        assert!(html.contains("<h1>Error 404</h1>"), "{html}");
+        assert!(html.contains("there is no page at this address"), "{html}");
+    }
+    let api = browser()
+        .get(format!("{}/api/v1/no-such-route", h.url()))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(api.status(), StatusCode::NOT_FOUND);
+    assert_eq!(api.headers()["content-type"], "application/json");
+    let error: serde_json::Value = api.json().await.expect("JSON");
+    assert!(
+        error["error"]
+            .as_str()
+            .expect("an error")
+            .contains("no such API route"),
+        "{error}"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_title_and_description_are_edited_from_the_issue_page() {
+    let h = Harness::start().await;
+    let issue = h.issue("Tpyo in the title").await;
+    let cookie = log_in(&h).await;
+    let path = format!("/issues/{}", issue.key);
+    let (_, html) = page(&h, &path, &cookie).await;
+    // The form starts from what the issue says.
+    assert!(
+        html.contains(r#"id="edit-title" type="text" name="title" required maxlength="500" value="Tpyo in the title""#),
+        "{html}"
+    );
+    let csrf = csrf_of(&html);
+    let edit = format!("{path}/edit");
+    let answer = post(
+        &h,
+        &edit,
+        &cookie,
+        Some(&h.url()),
+        &[
+            ("title", "Typo in the title"),
+            ("description", "Now with **a description**"),
+            ("csrf", &csrf),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    assert_eq!(answer.headers()[LOCATION], path.as_str());
+    let edited = h.admin.get_issue(&issue.key).await.expect("issue");
+    assert_eq!(edited.title, "Typo in the title");
+    assert_eq!(edited.description, "Now with **a description**");
+    let (_, html) = page(&h, &path, &cookie).await;
+    assert!(html.contains("<strong>a description</strong>"), "{html}");
+    // An empty title is refused in words, and nothing changes.
+    let answer = post(
+        &h,
+        &edit,
+        &cookie,
+        Some(&h.url()),
+        &[("title", "  "), ("description", "gone"), ("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let text = answer.text().await.expect("body");
+    assert!(text.contains("an issue needs a non-empty title"), "{text}");
+    let kept = h.admin.get_issue(&issue.key).await.expect("issue");
+    assert_eq!(kept.description, "Now with **a description**");
+    // Like every form, it needs the session's token.
+    let answer = post(
+        &h,
+        &edit,
+        &cookie,
+        Some(&h.url()),
+        &[("title", "Forged"), ("description", "")],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        h.admin.get_issue(&issue.key).await.expect("issue").title,
+        "Typo in the title"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn discussion_and_transcript_entries_are_labelled_in_words() {
+    let h = Harness::start().await;
+    let id = h.discussion("grok").await.discussion.id;
+    h.admin
+        .ingest_discussion_events(
+            &id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::UserInput, "1", "how do we make it fast?"),
+                    message(MessageKind::Question, "2", "Which cache?"),
+                    message(MessageKind::Plan, "3", "1. Cache it"),
+                    message(MessageKind::Final, "4", "Planned."),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    let issue = h.issue("Labels").await;
+    let run = h.run_on(&issue.key).await;
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::UserInput, "1", "fix it"),
+                    message(MessageKind::Final, "2", "fixed"),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    let cookie = log_in(&h).await;
+    let labels = |html: &str| -> Vec<String> {
+        html.split(r#"<div class="label">"#)
+            .skip(1)
+            .filter_map(|s| s.split_once("</div>").map(|(label, _)| label.to_owned()))
+            .collect()
+    };
+    let (_, html) = page(&h, &format!("/discussions/{id}"), &cookie).await;
+    assert_eq!(
+        labels(&html),
+        ["You", "Question", "Plan", "Reply"],
+        "{html}"
+    );
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    assert_eq!(labels(&html), ["You", "Reply"], "{html}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_list_and_the_board_mark_the_issues_an_agent_is_working_on() {
+    let h = Harness::start().await;
+    let idle = h.issue("Waiting for someone").await;
+    let busy = h.issue("Being worked on").await;
+    let run = h.run_on(&busy.key).await;
+    let cookie = log_in(&h).await;
+    let row = |html: &str, key: &str| -> String {
+        let start = html
+            .find(&format!(r#"id="issue-{key}""#))
+            .unwrap_or_else(|| panic!("no row of {key}: {html}"));
+        let end = html[start..].find("</li>").expect("the row ends") + start;
+        html[start..end].to_owned()
+    };
+    let (status, list) = page(&h, "/", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(row(&list, &busy.key).contains("agent running"), "{list}");
+    assert!(!row(&list, &idle.key).contains("agent running"), "{list}");
+    assert!(
+        list.contains(r#"href="/board""#),
+        "the list links the board"
+    );
+
+    // One column per status, each issue in its status's.
+    let (status, board) = page(&h, "/board", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    let columns: Vec<&str> = board
+        .split(r#"<section class="column" data-status=""#)
+        .skip(1)
+        .collect();
+    let names: Vec<&str> = columns
+        .iter()
+        .map(|c| c.split('"').next().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["open", "in_progress", "done", "closed"]);
+    assert!(columns[0].contains(&format!(r#"id="issue-{}""#, idle.key)));
+    assert!(columns[1].contains(&format!(r#"id="issue-{}""#, busy.key)));
+    assert!(row(&board, &busy.key).contains("agent running"), "{board}");
+
+    // Once the run ends, the mark goes.
+    h.admin
+        .finish_run(
+            &run.run.id,
+            &wujie_protocol::api::FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    let (_, list) = page(&h, "/", &cookie).await;
+    assert!(!row(&list, &busy.key).contains("agent running"), "{list}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn the_issue_page_is_one_timeline_of_comments_status_changes_and_runs() {
+    let h = Harness::start().await;
+    let issue = h.issue("One timeline").await;
+    let comment = |body: &str| wujie_protocol::api::CreateComment { body: body.into() };
+    h.admin
+        .add_comment(&issue.key, &comment("Said before the run"))
+        .await
+        .expect("comment");
+    let run = h.run_on(&issue.key).await;
+    h.admin
+        .ingest_run_events(
+            &run.run.id,
+            &IngestBatch {
+                items: vec![
+                    message(MessageKind::UserInput, "1", "Please do it"),
+                    message(MessageKind::Final, "2", "Did it"),
+                ],
+            },
+        )
+        .await
+        .expect("ingest");
+    h.admin
+        .finish_run(
+            &run.run.id,
+            &wujie_protocol::api::FinishRun {
+                status: RunStatus::Succeeded,
+                exit_code: Some(0),
+                error: None,
+            },
+        )
+        .await
+        .expect("finish");
+    h.admin
+        .add_comment(&issue.key, &comment("Said after the run"))
+        .await
+        .expect("comment");
+    h.admin
+        .set_issue_status(&issue.key, wujie_protocol::api::IssueStatus::Done)
+        .await
+        .expect("close");
+    let cookie = log_in(&h).await;
+    let (_, html) = page(&h, &format!("/issues/{}", issue.key), &cookie).await;
+    let (_, timeline) = html
+        .split_once(r#"<div id="timeline">"#)
+        .unwrap_or_else(|| panic!("no timeline: {html}"));
+    let at = |what: &str| {
+        timeline
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} is not on the timeline: {timeline}"))
+    };
+    // Oldest first: the comment, the run with its transcript, the comment after it, the
+    // issue closed. (The run's start set the issue in progress: the run says so itself.)
+    let order = [
+        at("Said before the run"),
+        at(&format!(r#"id="run-{}""#, run.run.id)),
+        at("Please do it"),
+        at("Did it"),
+        at("Said after the run"),
+        at("closed the issue as done"),
+    ];
+    assert!(order.is_sorted(), "{order:?}: {timeline}");
+    // The run's prompt and reply are comments of the issue too, but shown once: in the run.
+    assert_eq!(
+        h.admin
+            .get_issue(&issue.key)
+            .await
+            .expect("issue")
+            .comments
+            .len(),
+        4
+    );
+    assert_eq!(timeline.matches("Please do it").count(), 1, "{timeline}");
+    assert_eq!(timeline.matches("Did it").count(), 1, "{timeline}");
+    assert!(!timeline.contains("in progress"), "{timeline}");
     h.stop().await;
 }

@@ -9,7 +9,7 @@
 // reopened from where each issue was: nothing missed.
 'use strict';
 
-var EVENTS = ['live', 'message', 'run', 'code', 'comment', 'status', 'edited', 'reload', 'ended', 'noop'];
+var EVENTS = ['live', 'message', 'run', 'code', 'comment', 'status', 'edited', 'row', 'reload', 'ended', 'noop'];
 var feeds = {}; // issue key -> {at: 'message.activity' or '', live: bool, ports: Set}
 var ports = new Set();
 var source = null;
