@@ -7,7 +7,8 @@
 //! another terminal's: the session it creates (`session.created` of a session without a parent;
 //! subagents' sessions have one and are skipped), the one given with `-s <id>` (reported at
 //! once, so `wujie discuss -- opencode -s <id>` finds its discussion), or, with `-c`, the
-//! session the first message belongs to. Messages opencode created before the provider started
+//! session the first message belongs to; then each root session the process creates later
+//! (`/new`), where the user goes on. Messages opencode created before the provider started
 //! it (what a resumed or forked session already held, by opencode's own creation times) are the
 //! baseline: they build no events and count no usage again. Bound to an issue, the issue goes in
 //! as read-only context the way opencode takes rules: a file listed in its `instructions`, given
@@ -18,7 +19,7 @@
 //!
 //! | event | events |
 //! |---|---|
-//! | `session.created` (no `parentID`) | `session` |
+//! | `session.created` (no `parentID`): the first, and each one after it (`/new`), which the run follows | `session` |
 //! | `message.part.updated` `text` of a user message (not `synthetic`/`ignored`) | `user_input` |
 //! | `message.part.updated` `text` of an assistant message, once ended | `final` when its message completes with `finish` other than `tool-calls`, else `text` |
 //! | `message.part.updated` `reasoning`, once ended | `thinking` |
@@ -257,7 +258,8 @@ impl OpencodeMapper {
         }
     }
 
-    /// Whether events of `session` are this run's; the first root session seen is bound.
+    /// Whether events of `session` are this run's; the first root session seen is bound (until
+    /// another is created, see [`OpencodeMapper::switch_to`]).
     fn ours(&mut self, session: Option<&str>, out: &mut Vec<Event>) -> bool {
         let Some(session) = session.filter(|s| !s.trim().is_empty()) else {
             return false;
@@ -273,6 +275,21 @@ impl OpencodeMapper {
                 true
             }
         }
+    }
+
+    /// A root session this opencode process created: the first is the run's, and one created
+    /// later (`/new`) is where the user goes on, in the same run.
+    fn switch_to(&mut self, session: &str, out: &mut Vec<Event>) {
+        if self
+            .session
+            .as_deref()
+            .is_some_and(|bound| bound != session)
+        {
+            // Not known to have ended its turn: the session it belonged to was left.
+            self.release_answer(MessageKind::Text, out);
+            self.session = None;
+        }
+        self.ours(Some(session), out);
     }
 
     fn key(&self, what: &str) -> String {
@@ -481,7 +498,7 @@ impl LogMapper for OpencodeMapper {
                 if info.get("parentID").is_some_and(|p| !p.is_null()) {
                     self.children.insert(id.to_owned());
                 } else {
-                    self.ours(Some(id), out);
+                    self.switch_to(id, out);
                 }
             }
             Some("message.updated") => {
@@ -838,7 +855,7 @@ mod tests {
     }
 
     #[test]
-    fn another_session_and_a_subagent_are_not_this_runs() {
+    fn a_subagent_and_a_session_this_process_did_not_create_are_not_this_runs() {
         let other = |kind: &str, body: &str| {
             format!(r#"{{"type":"{kind}","properties":{body}}}"#).into_bytes()
         };
@@ -859,12 +876,25 @@ mod tests {
         log.push(b'\n');
         log.extend_from_slice(FIXTURE);
         assert_eq!(map_chunks([&log[..]]), map_chunks([FIXTURE]));
-        // Bound to another session by `-s`: none of the fixture's is reported.
+        // Bound to another session by `-s`: none of the fixture's events is reported while
+        // its session is not one this process created...
+        let without_creation: Vec<u8> = FIXTURE
+            .split_inclusive(|b| *b == b'\n')
+            .filter(|line| !line.windows(15).any(|w| w == b"session.created"))
+            .flatten()
+            .copied()
+            .collect();
+        let out = testing::map_chunks(
+            OpencodeMapper::new(Some("ses_other".to_owned()), 0),
+            [&without_creation[..]],
+        );
+        assert_eq!(out, []);
+        // ...and once the process creates it (`/new`), the run goes on in it.
         let out = testing::map_chunks(
             OpencodeMapper::new(Some("ses_other".to_owned()), 0),
             [FIXTURE],
         );
-        assert_eq!(out, []);
+        assert_eq!(out, map_chunks([FIXTURE]));
     }
 
     #[test]

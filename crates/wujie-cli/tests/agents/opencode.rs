@@ -233,3 +233,49 @@ fn opencode_is_built_in_and_says_what_it_needs() {
         assert!(err.contains(arg) && err.contains("opencode"), "{err}");
     }
 }
+
+/// `/new` in opencode starts another session of the same process: the turn in it is this
+/// run's too, and is synced (before, only the first session was).
+#[test]
+fn opencode_turn_in_a_new_session_is_synced_too() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Opencode, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("two sessions");
+    let tmux = start(
+        &env,
+        &home,
+        "opencode-new",
+        &format!("run {key} -- opencode"),
+    );
+    say(&tmux, "first question");
+    answered(&tmux, "pong");
+    say(&tmux, "/new");
+    wait(&tmux, "the new session", |s| {
+        !shows(s, "pong") && s.contains(READY)
+    });
+    say(&tmux, "second question");
+    answered(&tmux, "pong");
+    quit(&tmux);
+    drop(tmux);
+
+    let run = &tui_agent::first_run_succeeded(&env, &key, "opencode");
+    let prompts: Vec<(String, String)> = said(&run["messages"])
+        .into_iter()
+        .filter(|(kind, _)| kind == "user_input" || kind == "final")
+        .collect();
+    assert_eq!(
+        prompts,
+        tui_agent::pairs(&[
+            ("user_input", "first question"),
+            ("final", "pong"),
+            ("user_input", "second question"),
+            ("final", "pong"),
+        ]),
+        "{run:#}"
+    );
+    runtime.block_on(mock.shutdown());
+}
