@@ -58,6 +58,12 @@ pub fn print_json_line<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     Ok(())
 }
 
+/// `n` events in words: "1 event", "2 events".
+pub fn events(n: impl Into<i128>) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { "event" } else { "events" })
+}
+
 /// A stored string printed within a line of text.
 pub fn inline(text: &str) -> Cow<'_, str> {
     terminal_safe(text, Layout::Inline)

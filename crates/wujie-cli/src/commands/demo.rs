@@ -86,9 +86,9 @@ pub async fn run(ctx: &Context) -> Result<i32> {
             super::transcript::print_issue_json(&conn.client, doc, &issue.runs).await?;
         } else {
             outln!(
-                "4. The run {} and {} events were synced into {}:\n",
+                "4. The run {} and {} synced into {}:\n",
                 outcome.status.as_str(),
-                outcome.summary.stats.delivered,
+                crate::output::events(outcome.summary.stats.delivered),
                 issue.key
             );
             print_issue(&conn.client, &issue, &prices).await?;

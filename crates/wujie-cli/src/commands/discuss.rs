@@ -101,8 +101,8 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
     }
     if o.summary.pending > 0 {
         wujie_process::stderr_line!(
-            "wujie: {} events are not delivered yet; deliver them with `wujie local-run sync`.",
-            o.summary.pending
+            "wujie: {} not delivered yet; deliver them with `wujie local-run sync`.",
+            crate::output::events(o.summary.pending)
         );
     }
     Ok(o.exit_code)

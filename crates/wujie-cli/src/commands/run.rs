@@ -14,7 +14,7 @@ use wujie_store::outbox::{Outbox, OutboxPlace};
 
 use crate::cli::RunArgs;
 use crate::context::Context;
-use crate::output::{inline, one_line, print_json};
+use crate::output::{events, inline, one_line, print_json};
 
 /// Tells the user about delivery trouble on stderr, without flooding it during long outages.
 pub struct StderrNotice {
@@ -219,11 +219,11 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
         // Delivery that gave up (server unreachable) counts nothing it did: what matters then
         // is what still waits.
         let delivery = if s.pending > 0 && s.outbox == OutboxPlace::Replaced {
-            format!("{} events were not delivered", s.pending)
+            format!("{} not delivered", events(s.pending))
         } else if s.pending > 0 {
-            format!("{} events wait in the outbox", s.pending)
+            format!("{} waiting in the outbox", events(s.pending))
         } else {
-            format!("{} events synced", s.stats.delivered)
+            format!("{} synced", events(s.stats.delivered))
         };
         wujie_process::stderr_line!(
             "wujie: run {} on {} {}{error}; {delivery}. See it with `wujie issue show {}`.",
@@ -242,24 +242,24 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
         ),
         OutboxPlace::Replaced => {
             wujie_process::stderr_line!(
-                "wujie: the outbox {} was replaced by another file while this run used it, so {} events (and the run's end) that were not delivered could not be kept.",
+                "wujie: the outbox {} was replaced by another file while this run used it, so {} (and the run's end) that were not delivered could not be kept.",
                 outbox.display(),
-                s.pending + s.failed
+                events(s.pending + s.failed)
             );
             return Ok(());
         }
     }
     if s.pending > 0 || !s.finish_delivered {
         wujie_process::stderr_line!(
-            "wujie: {} events (and the run's end) are not delivered yet: the server is unreachable. They are kept in {}; deliver them with `wujie local-run sync`.",
-            s.pending,
+            "wujie: {} (and the run's end) are not delivered yet: the server is unreachable. They are kept in {}; deliver them with `wujie local-run sync`.",
+            events(s.pending),
             outbox.display()
         );
     }
     if s.failed > 0 {
         wujie_process::stderr_line!(
-            "wujie: {} events were refused by the server; see `wujie local-run status`.",
-            s.failed
+            "wujie: {} refused by the server; see `wujie local-run status`.",
+            events(s.failed)
         );
     }
     Ok(())

@@ -96,7 +96,7 @@ struct RunReport {
 impl RunReport {
     /// What became of the run's events, as `wujie run` says it.
     fn delivery(&self) -> String {
-        let mut said = format!("{} events synced", self.delivered);
+        let mut said = format!("{} synced", crate::output::events(self.delivered));
         if self.pending > 0 {
             said.push_str(&format!(
                 ", {} wait in the outbox (`wujie local-run sync`)",

@@ -133,7 +133,10 @@ fn a_run_that_could_not_deliver_says_how_many_events_wait_in_the_outbox() {
         .lines()
         .find(|l| l.contains(&format!("on {key} succeeded")))
         .unwrap_or_else(|| panic!("no summary line: {stderr}"));
-    assert!(summary.contains("2 events wait in the outbox"), "{summary}");
+    assert!(
+        summary.contains("2 events waiting in the outbox"),
+        "{summary}"
+    );
     assert!(!summary.contains("0 events synced"), "{summary}");
 }
 

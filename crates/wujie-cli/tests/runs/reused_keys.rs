@@ -41,10 +41,7 @@ fn a_key_reused_for_a_different_event_is_refused_and_reported() {
         .find(|l| l.contains(&format!("on {key} failed")))
         .unwrap_or_else(|| panic!("no summary line: {stderr}"));
     assert!(summary.contains("4 events synced"), "{summary}");
-    assert!(
-        stderr.contains("1 events were refused by the server"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("1 event refused by the server"), "{stderr}");
     assert!(
         stderr.contains("k2") && stderr.contains("already used"),
         "the refusal names the key: {stderr}"
