@@ -6,6 +6,7 @@
 //! here, next to what every such adapter needs: finding the agent's executable and building
 //! its events.
 
+pub mod abort_dump;
 pub mod acp;
 pub mod claude;
 pub mod codex;

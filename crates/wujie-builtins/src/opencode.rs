@@ -15,6 +15,10 @@
 //! through `OPENCODE_CONFIG_CONTENT` (merged with the user's own config), never as a user
 //! message.
 //!
+//! The server prints a dump of each request it aborts as opencode quits (about forty lines
+//! each, on the user's terminal, which plain opencode never shows): opencode's stderr passes
+//! through the provider without them ([`crate::abort_dump`]).
+//!
 //! What is read from the stream (anything else, and any other session, is skipped):
 //!
 //! | event | events |
@@ -43,7 +47,9 @@ use tokio::sync::mpsc;
 use wujie_protocol::event::{Event, MessageKind, Usage};
 use wujie_protocol::sse::{SseDecoder, SseItem};
 
-use crate::tui::{LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted};
+use crate::tui::{
+    AgentStderr, LogMapper, LogReader, MAX_LOG_LINE_BYTES, Observer, issue_context, run_hosted,
+};
 use crate::{
     AgentProgram, BuiltinError, bare_message, content_message, count_field, flag_value, str_field,
 };
@@ -724,7 +730,15 @@ async fn run(args: Vec<String>) -> Result<i32, BuiltinError> {
             })
             .collect(),
     };
-    let outcome = run_hosted(&OPENCODE, &program, &launch.args, &envs, observer).await;
+    let outcome = run_hosted(
+        &OPENCODE,
+        &program,
+        &launch.args,
+        &envs,
+        AgentStderr::WithoutAbortDumps,
+        observer,
+    )
+    .await;
     if let Some(file) = context_file {
         let _ = std::fs::remove_file(file);
     }

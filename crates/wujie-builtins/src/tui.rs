@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use wujie_protocol::event::Event;
 use wujie_protocol::lines::{LinePiece, LineSplitter};
 
+use crate::abort_dump::AbortDumps;
 use crate::missing_log::MissingLog;
 use crate::{AgentProgram, BuiltinError, hold_stop_signals};
 use wujie_process::exit_code_of;
@@ -239,8 +240,21 @@ pub async fn run_with_log<M: LogMapper>(
         baseline,
         missing,
     };
-    run_hosted(program, path, args, &[], observer).await
+    run_hosted(program, path, args, &[], AgentStderr::AsIs, observer).await
 }
+
+/// What becomes of the agent's stderr, which is the user's terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentStderr {
+    AsIs,
+    /// Passed on without the dumps of aborted requests that opencode's server prints as it
+    /// quits ([`AbortDumps`]).
+    WithoutAbortDumps,
+}
+
+/// How long what the agent wrote on stderr is still passed on after it exited (a descendant
+/// may hold the pipe open).
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 /// Runs `program ARGS…` (with `envs` added to its environment) on our terminal until it
 /// exits, reporting what `observer` sees; returns the agent's exit code.
@@ -249,6 +263,7 @@ pub async fn run_hosted(
     path: &Path,
     args: &[String],
     envs: &[(String, String)],
+    stderr: AgentStderr,
     mut observer: impl Observer,
 ) -> Result<i32, BuiltinError> {
     // The agent draws on our terminal: its stdout is our stderr, so our stdout stays events.
@@ -261,9 +276,16 @@ pub async fn run_hosted(
         .envs(envs.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::inherit())
         .stdout(Stdio::from(screen))
-        .stderr(Stdio::inherit())
+        .stderr(match stderr {
+            AgentStderr::AsIs => Stdio::inherit(),
+            AgentStderr::WithoutAbortDumps => Stdio::piped(),
+        })
         .spawn()
         .map_err(|source| spawn_error(program, path, source))?;
+    let mut passing = child
+        .stderr
+        .take()
+        .map(|from| tokio::spawn(pass_stderr(from)));
     // A stop signal reaches the agent too (same process group): stay alive to report what it
     // still writes while it winds down, and exit with its code.
     let _stop_signals = hold_stop_signals();
@@ -288,7 +310,34 @@ pub async fn run_hosted(
         }
     };
     events.send(observer.finish().await).await;
+    if let Some(passing) = passing.as_mut()
+        && tokio::time::timeout(STDERR_DRAIN, &mut *passing)
+            .await
+            .is_err()
+    {
+        passing.abort();
+    }
     Ok(exit_code_of(status))
+}
+
+/// Copies the agent's stderr to ours without opencode's dumps of aborted requests.
+async fn pass_stderr(mut from: tokio::process::ChildStderr) {
+    use tokio::io::AsyncReadExt;
+    let mut filter = AbortDumps::default();
+    let mut to = tokio::io::stderr();
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n @ 1..) = from.read(&mut buf).await {
+        let shown = filter.feed(&buf[..n]);
+        if !shown.is_empty() && write_flushed(&mut to, &shown).await.is_err() {
+            return;
+        }
+    }
+    let _ = write_flushed(&mut to, &filter.finish()).await;
+}
+
+async fn write_flushed(to: &mut tokio::io::Stderr, bytes: &[u8]) -> std::io::Result<()> {
+    to.write_all(bytes).await?;
+    to.flush().await
 }
 
 /// The session log of [`run_with_log`]: its baseline first, then what is appended.

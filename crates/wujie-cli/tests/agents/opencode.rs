@@ -279,3 +279,41 @@ fn opencode_turn_in_a_new_session_is_synced_too() {
     );
     runtime.block_on(mock.shutdown());
 }
+
+/// Ctrl+C quits opencode as it does without wujie: no dump of its server's aborted requests
+/// on the user's terminal (before, two to four of about forty lines each).
+#[test]
+fn opencode_quit_with_ctrl_c_leaves_no_stack_on_the_terminal() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Opencode, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("ctrl c");
+    let tmux = start(
+        &env,
+        &home,
+        "opencode-ctrl-c",
+        &format!("run {key} -- opencode"),
+    );
+    say(&tmux, "first question");
+    answered(&tmux, "pong");
+    let end = (0..5)
+        .find_map(|_| {
+            tmux.keys(&["C-c"]);
+            tmux.poll_for(Duration::from_secs(10), |s| s.contains("EXIT="))
+        })
+        .unwrap_or_else(|| panic!("opencode did not quit:\n{}", tmux.screen()));
+    std::thread::sleep(Duration::from_secs(2));
+    let end = format!(
+        "{end}\n---\n{}",
+        tmux.tmux(&["capture-pane", "-p", "-S", "-200"])
+    );
+    assert!(
+        !end.contains("AbortError") && !end.contains("    at "),
+        "{end}"
+    );
+    drop(tmux);
+    runtime.block_on(mock.shutdown());
+}
