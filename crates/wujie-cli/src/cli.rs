@@ -244,7 +244,16 @@ pub enum IssueCommand {
         all: bool,
     },
     /// Show an issue with its comments and runs.
-    Show { key: String },
+    Show {
+        key: String,
+        /// Only the last N messages of each run's transcript.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        /// Print straight to the terminal, not through the pager ($WUJIE_PAGER, $PAGER or
+        /// less) used when stdout is a terminal.
+        #[arg(long)]
+        no_pager: bool,
+    },
     /// Print what a run changed in the code as a patch that `git apply` accepts on the run's
     /// base (the files as they were when the run started).
     Diff {
@@ -392,7 +401,7 @@ impl IssueCommand {
     pub fn key(&self) -> Option<&str> {
         match self {
             IssueCommand::Create { .. } | IssueCommand::List { .. } => None,
-            IssueCommand::Show { key }
+            IssueCommand::Show { key, .. }
             | IssueCommand::Diff { key, .. }
             | IssueCommand::Comment { key, .. }
             | IssueCommand::Edit { key, .. }

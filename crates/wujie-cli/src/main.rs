@@ -9,6 +9,7 @@ mod commands;
 mod context;
 mod logging;
 mod output;
+mod pager;
 mod user_error;
 
 use std::io::Write;

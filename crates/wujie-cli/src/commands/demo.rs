@@ -91,7 +91,7 @@ pub async fn run(ctx: &Context) -> Result<i32> {
                 crate::output::events(outcome.summary.stats.delivered),
                 issue.key
             );
-            print_issue(&conn.client, &issue, &prices).await?;
+            print_issue(&conn.client, &issue, &prices, None).await?;
             outln!(
                 "\nSee it again with `wujie issue show {}` (add `--output json` for JSON).",
                 issue.key

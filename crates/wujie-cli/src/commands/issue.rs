@@ -16,7 +16,7 @@ use wujie_protocol::notice;
 use wujie_protocol::pricing::PriceTable;
 
 use super::cost::{cost_text, priced_issue};
-use super::transcript::{TranscriptPages, print_issue_json};
+use super::transcript::{TranscriptPages, last_messages, print_issue_json};
 use crate::cli::IssueCommand;
 use crate::context::Context;
 use crate::output::{
@@ -68,14 +68,24 @@ pub async fn run(ctx: &Context, cmd: IssueCommand) -> Result<()> {
             } => {
                 diff(ctx, &conn.client, &key, run.as_deref(), turn, stat).await?;
             }
-            IssueCommand::Show { key } => {
+            IssueCommand::Show {
+                key,
+                tail,
+                no_pager,
+            } => {
+                if ctx.json() && tail.is_some() {
+                    anyhow::bail!(
+                        "--tail shortens the text output; with --output json every message is in the document (cut it with jq, e.g. '.runs[].messages[-20:]')"
+                    );
+                }
                 let issue = conn.client.get_issue(&key).await?;
                 let prices = ctx.prices()?;
                 if ctx.json() {
                     let doc = priced_issue(&issue, &prices)?;
                     print_issue_json(&conn.client, doc, &issue.runs).await?;
                 } else {
-                    print_issue(&conn.client, &issue, &prices).await?;
+                    let _pager = (!no_pager).then(crate::pager::Pager::start).flatten();
+                    print_issue(&conn.client, &issue, &prices, tail).await?;
                     let query = wujie_client::JobQuery {
                         issue: Some(issue.id.clone()),
                         statuses: Vec::new(),
@@ -233,7 +243,13 @@ async fn runs(ctx: &Context, client: &Client, key: &str) -> Result<()> {
 }
 
 /// The issue as text, every run's whole transcript read page by page as it is printed.
-pub async fn print_issue(client: &Client, issue: &IssueDetail, prices: &PriceTable) -> Result<()> {
+/// `issue`, its runs with their transcripts (the last `tail` messages of each when given).
+pub async fn print_issue(
+    client: &Client,
+    issue: &IssueDetail,
+    prices: &PriceTable,
+    tail: Option<usize>,
+) -> Result<()> {
     outln!(
         "{}  {}  [{}]",
         issue.key,
@@ -274,10 +290,26 @@ pub async fn print_issue(client: &Client, issue: &IssueDetail, prices: &PriceTab
         if let Some(git) = &run.git {
             print_run_git(git)?;
         }
-        let mut pages = TranscriptPages::of(client, run);
-        while let Some(page) = pages.next_page().await? {
-            for m in &page {
-                outln!("  {}", describe(m));
+        match tail {
+            None => {
+                let mut pages = TranscriptPages::of(client, run);
+                while let Some(page) = pages.next_page().await? {
+                    for m in &page {
+                        outln!("  {}", describe(m));
+                    }
+                }
+            }
+            Some(n) => {
+                let last = last_messages(client, run, n).await?;
+                match last.earlier {
+                    Some(0) => {}
+                    Some(1) => outln!("  … 1 earlier message not shown (--tail {n})"),
+                    Some(k) => outln!("  … {k} earlier messages not shown (--tail {n})"),
+                    None => outln!("  … earlier messages not shown (--tail {n})"),
+                }
+                for m in &last.messages {
+                    outln!("  {}", describe(m));
+                }
             }
         }
         for u in &run.usage {

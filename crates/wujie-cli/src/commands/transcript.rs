@@ -58,6 +58,43 @@ impl TranscriptPages {
     }
 }
 
+/// The last messages of a run's transcript ([`last_messages`]).
+pub struct LastMessages {
+    pub messages: Vec<RunMessage>,
+    /// How many came before them: `None` when there were some but how many is not known
+    /// without reading them all.
+    pub earlier: Option<u64>,
+}
+
+/// The last `n` messages of `run`: from the latest ones its answer holds when they are
+/// enough, else read page by page from the first, keeping only the last `n`.
+pub async fn last_messages(client: &Client, run: &Run, n: usize) -> Result<LastMessages> {
+    let held = &run.messages;
+    if held.len() >= n || run.messages_complete {
+        let skip = held.len().saturating_sub(n);
+        return Ok(LastMessages {
+            messages: held[skip..].to_vec(),
+            earlier: run.messages_complete.then_some(skip as u64),
+        });
+    }
+    let mut last = std::collections::VecDeque::new();
+    let mut earlier = 0;
+    let mut pages = TranscriptPages::of(client, run);
+    while let Some(page) = pages.next_page().await? {
+        for message in page {
+            last.push_back(message);
+            if last.len() > n {
+                last.pop_front();
+                earlier += 1;
+            }
+        }
+    }
+    Ok(LastMessages {
+        messages: last.into(),
+        earlier: Some(earlier),
+    })
+}
+
 /// Prints `doc` (an issue's `--output json` document, its runs in the order of `runs`) as
 /// `print_json` would, with every run's whole transcript in its `messages`, read page by page
 /// while it is written.

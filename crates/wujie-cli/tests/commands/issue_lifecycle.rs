@@ -329,3 +329,39 @@ fn watch_next_waits_for_the_next_run_and_ends_with_it() {
         "{rest:?}"
     );
 }
+
+/// On a terminal `issue show` goes through the pager (`$WUJIE_PAGER`, with `LESS=FRX` unless
+/// the user set `LESS`); `--no-pager`, or a pipe, prints straight out.
+#[test]
+fn issue_show_on_a_terminal_goes_through_the_pager_unless_told_not_to() {
+    let env = Env::new();
+    let key = env.create_issue("paged title");
+    let paged = env.work.path().join("paged.txt");
+    let pager = "printf '%s\\n' \"$LESS\" > less.txt; cat > paged.txt";
+    let show = |args: &[&str]| {
+        let mut term = term::Term::spawn_with_vars(
+            &env,
+            WUJIE,
+            args,
+            term::Terminal::STANDARD,
+            &[("WUJIE_PAGER", pager)],
+        );
+        let status = term.wait_exit();
+        assert!(status.success(), "{}", term.contents());
+        term.contents()
+    };
+    let screen = show(&["issue", "show", &key]);
+    let text = std::fs::read_to_string(&paged).expect("the pager's input");
+    assert!(text.contains("paged title"), "{text}");
+    assert!(!screen.contains("paged title"), "{screen}");
+    let less = std::fs::read_to_string(env.work.path().join("less.txt")).expect("LESS");
+    assert_eq!(less.trim(), "FRX");
+
+    std::fs::remove_file(&paged).expect("remove");
+    let screen = show(&["issue", "show", &key, "--no-pager"]);
+    assert!(screen.contains("paged title"), "{screen}");
+    assert!(!paged.exists(), "the pager ran with --no-pager");
+    // Into a pipe: no pager.
+    assert!(env.ok(&["issue", "show", &key]).contains("paged title"));
+    assert!(!paged.exists(), "the pager ran for a pipe");
+}

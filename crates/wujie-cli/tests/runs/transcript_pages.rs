@@ -71,3 +71,44 @@ fn issue_show_gives_every_message_of_a_long_transcript() {
         &text[..text.len().min(2000)]
     );
 }
+
+#[test]
+fn issue_show_tail_gives_the_last_messages_of_each_run_and_says_what_it_left_out() {
+    let env = Env::new();
+    env.ok(&[
+        "local-run",
+        "provider",
+        "install",
+        env.plugin("big", V1, &twelve_mib_adapter())
+            .to_str()
+            .unwrap(),
+    ]);
+    let key = env.create_issue("long transcript");
+    env.ok(&["run", &key, "--", "big"]);
+    // The answer holds one or two of the twelve: the rest is read page by page, keeping three.
+    let text = env.ok(&["issue", "show", &key, "--tail", "3"]);
+    assert!(
+        text.contains("… 9 earlier messages not shown (--tail 3)"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let results: Vec<&str> = text.lines().filter(|l| l.contains("tool_result")).collect();
+    assert_eq!(results.len(), 3, "{}", &text[..text.len().min(2000)]);
+    for (line, letter) in results.iter().zip(['j', 'k', 'l']) {
+        assert!(line.contains(&letter.to_string().repeat(20)), "{line}");
+    }
+    // What the answer holds is enough for one: how many came before is not read.
+    let text = env.ok(&["issue", "show", &key, "--tail", "1"]);
+    assert!(
+        text.contains("… earlier messages not shown (--tail 1)"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert_eq!(text.matches("tool_result").count(), 1);
+    // JSON is the whole document.
+    let err = env.fails(&["issue", "show", &key, "--tail", "3", "--output", "json"]);
+    assert!(
+        err.contains("--tail shortens the text output") && err.contains("jq"),
+        "{err}"
+    );
+}
