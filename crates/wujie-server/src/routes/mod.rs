@@ -89,6 +89,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .merge(crate::web::router())
         .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(run_to_completion))
         .with_state(state)
@@ -121,6 +122,27 @@ async fn no_route(uri: Uri) -> Response {
         .into_response()
     } else {
         crate::web::no_page()
+    }
+}
+
+/// A route asked with a method it does not take: said in words, JSON under `/api` and a page
+/// anywhere else, as for a route that is not there.
+async fn wrong_method(method: axum::http::Method, uri: Uri) -> Response {
+    let path = uri.path();
+    let status = StatusCode::METHOD_NOT_ALLOWED;
+    if path == "/api" || path.starts_with("/api/") {
+        Failure::new(
+            status,
+            format!(
+                "{path} does not take {method}; /api/v1/openapi.json lists what each route takes"
+            ),
+        )
+        .into_response()
+    } else {
+        crate::web::error_page(
+            status,
+            "this page cannot be asked for that way; open it from a link",
+        )
     }
 }
 

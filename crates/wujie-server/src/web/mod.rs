@@ -71,13 +71,15 @@ async fn security_headers(response: Response) -> Response {
 
 /// The answer to an address that is no page: a 404 page, with the pages' headers.
 pub(crate) fn no_page() -> Response {
-    secured(
-        WebError::new(
-            StatusCode::NOT_FOUND,
-            "there is no page at this address; check the link, or start from the issues",
-        )
-        .into_response(),
+    error_page(
+        StatusCode::NOT_FOUND,
+        "there is no page at this address; check the link, or start from the issues",
     )
+}
+
+/// An error page with the pages' security headers, for answers outside any page's handler.
+pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
+    secured(WebError::new(status, message).into_response())
 }
 
 fn secured(mut response: Response) -> Response {

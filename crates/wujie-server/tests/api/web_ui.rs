@@ -1065,6 +1065,30 @@ async fn an_unknown_page_answers_an_html_page_and_the_api_json() {
             .contains("no such API route"),
         "{error}"
     );
+    // A method a route does not take: the same two kinds of answer, in words.
+    let page = browser()
+        .delete(format!("{}/issues", h.url()))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(page.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(page.headers().contains_key("content-security-policy"));
+    let html = page.text().await.expect("body");
+    assert!(html.contains("cannot be asked for that way"), "{html}");
+    let api = browser()
+        .put(format!("{}/api/v1/issues", h.url()))
+        .send()
+        .await
+        .expect("PUT");
+    assert_eq!(api.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(api.headers()["content-type"], "application/json");
+    let error: serde_json::Value = api.json().await.expect("JSON");
+    assert_eq!(
+        error["error"],
+        "/api/v1/issues does not take PUT; /api/v1/openapi.json lists what each route takes"
+    );
     h.stop().await;
 }
 
