@@ -240,6 +240,13 @@ pub fn quit_ok(tmux: &Tmux) {
 }
 
 /// (type, content) of a run's or discussion's messages.
+/// The entries of `said` whose kind is one of `kinds`, in order.
+pub fn of_kinds(said: Vec<(String, String)>, kinds: &[&str]) -> Vec<(String, String)> {
+    said.into_iter()
+        .filter(|(kind, _)| kinds.contains(&kind.as_str()))
+        .collect()
+}
+
 pub fn said(messages: &Value) -> Vec<(String, String)> {
     messages
         .as_array()

@@ -193,10 +193,7 @@ fn claude_code_interrupted_by_the_user_reports_no_invented_prompt() {
     assert!(end.contains("EXIT=0"), "{end}");
 
     let run = &tui_agent::first_run_succeeded(&env, &key, "claude");
-    let prompts: Vec<(String, String)> = said(run)
-        .into_iter()
-        .filter(|(kind, _)| kind == "user_input")
-        .collect();
+    let prompts = tui_agent::of_kinds(said(run), &["user_input"]);
     assert_eq!(
         prompts,
         [tui_agent::pair("user_input", "wait a while")],

@@ -178,10 +178,7 @@ fn codex_turn_after_new_is_synced_too() {
         said.iter().filter(|(kind, _)| kind == "final").count() == 2
     });
     let run = &env.issue(&key)["runs"][0];
-    let prompts: Vec<(String, String)> = tui_agent::said(&run["messages"])
-        .into_iter()
-        .filter(|(kind, _)| kind == "user_input")
-        .collect();
+    let prompts = tui_agent::of_kinds(tui_agent::said(&run["messages"]), &["user_input"]);
     assert_eq!(
         prompts,
         tui_agent::pairs(&[

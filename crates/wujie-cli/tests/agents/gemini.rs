@@ -465,10 +465,7 @@ fn gemini_cli_turn_after_clear_is_synced_too() {
     assert_eq!(session_ids(&home).len(), 2, "{:?}", session_ids(&home));
 
     let run = &tui_agent::first_run_succeeded(&env, &key, "gemini");
-    let prompts: Vec<(String, String)> = said(run)
-        .into_iter()
-        .filter(|(kind, _)| kind == "user_input")
-        .collect();
+    let prompts = tui_agent::of_kinds(said(run), &["user_input"]);
     assert_eq!(
         prompts,
         tui_agent::pairs(&[

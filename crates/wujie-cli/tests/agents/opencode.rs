@@ -263,10 +263,7 @@ fn opencode_turn_in_a_new_session_is_synced_too() {
     drop(tmux);
 
     let run = &tui_agent::first_run_succeeded(&env, &key, "opencode");
-    let prompts: Vec<(String, String)> = said(&run["messages"])
-        .into_iter()
-        .filter(|(kind, _)| kind == "user_input" || kind == "final")
-        .collect();
+    let prompts = tui_agent::of_kinds(said(&run["messages"]), &["user_input", "final"]);
     assert_eq!(
         prompts,
         tui_agent::pairs(&[

@@ -18,9 +18,8 @@ fn twelve_mib_adapter() -> String {
     body
 }
 
-#[test]
-fn issue_show_gives_every_message_of_a_long_transcript() {
-    let env = Env::new();
+/// An issue whose run printed [`twelve_mib_adapter`]'s messages; its key.
+fn issue_with_a_twelve_mib_run(env: &Env) -> String {
     env.ok(&[
         "local-run",
         "provider",
@@ -31,6 +30,13 @@ fn issue_show_gives_every_message_of_a_long_transcript() {
     ]);
     let key = env.create_issue("long transcript");
     env.ok(&["run", &key, "--", "big"]);
+    key
+}
+
+#[test]
+fn issue_show_gives_every_message_of_a_long_transcript() {
+    let env = Env::new();
+    let key = issue_with_a_twelve_mib_run(&env);
 
     let issue = env.issue(&key);
     let run = &issue["runs"][0];
@@ -75,16 +81,7 @@ fn issue_show_gives_every_message_of_a_long_transcript() {
 #[test]
 fn issue_show_tail_gives_the_last_messages_of_each_run_and_says_what_it_left_out() {
     let env = Env::new();
-    env.ok(&[
-        "local-run",
-        "provider",
-        "install",
-        env.plugin("big", V1, &twelve_mib_adapter())
-            .to_str()
-            .unwrap(),
-    ]);
-    let key = env.create_issue("long transcript");
-    env.ok(&["run", &key, "--", "big"]);
+    let key = issue_with_a_twelve_mib_run(&env);
     // The answer holds one or two of the twelve: the rest is read page by page, keeping three.
     let text = env.ok(&["issue", "show", &key, "--tail", "3"]);
     assert!(
