@@ -53,6 +53,10 @@ pub struct RunOutcome {
     pub exit_code: i32,
     pub error: Option<String>,
     pub summary: CloseSummary,
+    /// What the adapter said went wrong with the run itself rather than the agent (a session
+    /// log it could not find), for the run's summary: said once while the agent ran, where
+    /// its screen may have covered it.
+    pub warnings: Vec<String>,
 }
 
 /// A run created on the server, with its reporter.
@@ -115,8 +119,10 @@ pub async fn run(
         target_id: &open.run_id,
         to_adapter: session.stdin(),
         code: code.as_ref(),
+        warnings: Vec::new(),
     };
     let ending = session.run(&mut flow).await?;
+    let warnings = flow.warnings;
     heartbeat.abort();
     // The end snapshot is recorded before the run's end, which the server takes as the last.
     if let Some(code) = code {
@@ -127,7 +133,7 @@ pub async fn run(
     if let Some(host) = host {
         host.finish().await;
     }
-    close_run(open, ending, req.drain_timeout).await
+    close_run(open, ending, req.drain_timeout, warnings).await
 }
 
 async fn open_run(
@@ -211,6 +217,7 @@ async fn close_run(
     open: OpenRun,
     ending: Ending,
     drain_timeout: Duration,
+    warnings: Vec<String>,
 ) -> Result<RunOutcome, LocalRunError> {
     let finish = FinishRun {
         status: ending.status,
@@ -249,8 +256,13 @@ async fn close_run(
         exit_code: ending.exit_code,
         error: ending.error,
         summary,
+        warnings,
     })
 }
+
+/// How many of the adapter's warnings a run's summary repeats, and how much of each.
+const MAX_WARNINGS: usize = 3;
+const WARNING_CHARS: usize = 1_000;
 
 /// `wujie run`'s part of the session: every event goes to the run; a handoff is refused.
 struct RunFlow<'a> {
@@ -259,6 +271,8 @@ struct RunFlow<'a> {
     to_adapter: AdapterStdin,
     /// Told when a turn ends, for a snapshot of the code; `None` outside a git work tree.
     code: Option<&'a CodeWatch>,
+    /// See [`RunOutcome::warnings`].
+    warnings: Vec<String>,
 }
 
 impl SessionFlow for RunFlow<'_> {
@@ -292,6 +306,20 @@ impl SessionFlow for RunFlow<'_> {
                     Event::Message(m) if m.kind == MessageKind::Final => {
                         if let Some(code) = self.code {
                             code.turn_ended();
+                        }
+                    }
+                    // The built-in adapters' own errors, keyed apart from the agent's.
+                    Event::Message(m)
+                        if m.kind == MessageKind::Error && m.source_key.starts_with("wujie:") =>
+                    {
+                        // A few short ones: they are said again, not kept.
+                        if let Some(text) = &m.content
+                            && self.warnings.len() < MAX_WARNINGS
+                        {
+                            let text: String = text.chars().take(WARNING_CHARS).collect();
+                            if !self.warnings.contains(&text) {
+                                self.warnings.push(text);
+                            }
                         }
                     }
                     _ => {}

@@ -67,6 +67,8 @@ struct RunReport<'a> {
     delivered: u64,
     pending: i64,
     failed: i64,
+    /// What went wrong with the run itself (a session log not found), in words.
+    warnings: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -193,8 +195,14 @@ fn report(ctx: &Context, outcome: &RunOutcome) -> Result<()> {
             delivered: s.stats.delivered,
             pending: s.pending,
             failed: s.failed,
+            warnings: &outcome.warnings,
         })?;
     } else {
+        // Said while the agent ran, where its screen may have covered it: again, above the
+        // summary it explains.
+        for warning in &outcome.warnings {
+            wujie_process::stderr_line!("wujie: warning: {}", inline(warning));
+        }
         let error = outcome
             .error
             .as_deref()

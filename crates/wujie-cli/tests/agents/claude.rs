@@ -413,8 +413,21 @@ fn a_claude_code_whose_transcript_is_not_found_is_said_on_the_terminal_and_in_th
     tmux.keys(&["C-d"]);
     let end = tmux.wait_text("EXIT=");
     assert!(end.contains("EXIT=0"), "{end}");
-    // Said once: the end of the run does not say it again.
-    assert_eq!(end.matches("no transcript found").count(), 1, "{end}");
+    // Said once by the adapter (the end of the run does not say it again), and repeated
+    // above the run's summary, where the agent's screen cannot cover it.
+    assert_eq!(
+        end.matches("wujie adapter claude: no transcript found")
+            .count(),
+        1,
+        "{end}"
+    );
+    let warning = end
+        .find("wujie: warning: no transcript found at")
+        .unwrap_or_else(|| panic!("no warning above the summary:\n{end}"));
+    let summary = end
+        .find(&format!("on {key} succeeded"))
+        .unwrap_or_else(|| panic!("no summary:\n{end}"));
+    assert!(warning < summary, "{end}");
 
     let issue = env.issue(&key);
     let run = &issue["runs"][0];
