@@ -36,6 +36,12 @@ pub struct Builtin {
     pub task_flag: Option<&'static str>,
     /// The versions of its agent it was tested with; `None` for `acp`, whose agent is any.
     pub tested: Option<TestedVersions>,
+    /// The agent uses Ctrl+Z itself (Gemini CLI: an undo in its input, and its own suspend
+    /// when there is nothing to undo): the key goes to it instead of stopping the session.
+    pub takes_ctrl_z: bool,
+    /// After `fg` the agent repaints in full only when its window size changed (Codex's
+    /// composer is not drawn again on a SIGWINCH alone).
+    pub resize_to_repaint: bool,
 }
 
 impl Builtin {
@@ -72,6 +78,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.73.1",
             newest: "0.73.1",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "claude",
@@ -84,6 +92,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "2.1.332",
             newest: "2.1.332",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "codex",
@@ -96,6 +106,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.171.0",
             newest: "0.171.0",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: true,
     },
     Builtin {
         name: "gemini",
@@ -108,6 +120,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.61.0",
             newest: "0.61.0",
         }),
+        takes_ctrl_z: true,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "opencode",
@@ -120,6 +134,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "1.18.33",
             newest: "1.18.33",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "acp",
@@ -128,6 +144,8 @@ pub const BUILTINS: &[Builtin] = &[
         task_flag: Some("-p"),
         interactive_pty: true,
         tested: None,
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
 ];
 

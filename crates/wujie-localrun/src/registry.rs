@@ -72,6 +72,23 @@ impl Provider {
         }
     }
 
+    /// How its agent goes along with Ctrl+Z and `fg` on a terminal: as the table of built-in
+    /// providers says; a plugin's agent as most do.
+    pub fn job_control(&self) -> wujie_host::JobControl {
+        let builtin = match self.origin {
+            Origin::Builtin => wujie_builtins::BUILTINS
+                .iter()
+                .find(|b| b.name == self.name),
+            Origin::Config | Origin::Installed => None,
+        };
+        builtin.map_or_else(wujie_host::JobControl::default, |b| {
+            wujie_host::JobControl {
+                agent_takes_ctrl_z: b.takes_ctrl_z,
+                resize_to_repaint: b.resize_to_repaint,
+            }
+        })
+    }
+
     /// Whether it can run with no terminal, as a `wujie worker` runs it: a built-in provider
     /// that takes its task by a flag, or a plugin that does not ask for a terminal (its task
     /// is in `WUJIE_TASK_PROMPT`).
