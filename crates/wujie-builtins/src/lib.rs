@@ -40,7 +40,7 @@ pub struct Builtin {
     /// when there is nothing to undo): the key goes to it instead of stopping the session.
     pub takes_ctrl_z: bool,
     /// After `fg` the agent repaints in full only when its window size changed (Codex's
-    /// composer is not drawn again on a SIGWINCH alone).
+    /// composer, opencode's alternate screen are not drawn again on a SIGWINCH alone).
     pub resize_to_repaint: bool,
 }
 
@@ -59,6 +59,8 @@ impl Builtin {
                 issue_context: Some("env".to_owned()),
                 usage: true,
                 native_plan_handoff: false,
+                takes_ctrl_z: self.takes_ctrl_z,
+                resize_to_repaint: self.resize_to_repaint,
             },
         }
     }
@@ -135,7 +137,7 @@ pub const BUILTINS: &[Builtin] = &[
             newest: "1.18.33",
         }),
         takes_ctrl_z: false,
-        resize_to_repaint: false,
+        resize_to_repaint: true,
     },
     Builtin {
         name: "acp",

@@ -72,21 +72,14 @@ impl Provider {
         }
     }
 
-    /// How its agent goes along with Ctrl+Z and `fg` on a terminal: as the table of built-in
-    /// providers says; a plugin's agent as most do.
+    /// How its agent goes along with Ctrl+Z and `fg` on a terminal, as its manifest says (a
+    /// built-in provider's from the table of built-in providers).
     pub fn job_control(&self) -> wujie_host::JobControl {
-        let builtin = match self.origin {
-            Origin::Builtin => wujie_builtins::BUILTINS
-                .iter()
-                .find(|b| b.name == self.name),
-            Origin::Config | Origin::Installed => None,
-        };
-        builtin.map_or_else(wujie_host::JobControl::default, |b| {
-            wujie_host::JobControl {
-                agent_takes_ctrl_z: b.takes_ctrl_z,
-                resize_to_repaint: b.resize_to_repaint,
-            }
-        })
+        let caps = &self.manifest.capabilities;
+        wujie_host::JobControl {
+            agent_takes_ctrl_z: caps.takes_ctrl_z,
+            resize_to_repaint: caps.resize_to_repaint,
+        }
     }
 
     /// Whether it can run with no terminal, as a `wujie worker` runs it: a built-in provider
