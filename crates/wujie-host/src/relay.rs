@@ -48,6 +48,8 @@ const SETTLE_POLL: Duration = Duration::from_millis(2);
 
 /// Ctrl+Z: suspend, as in a shell.
 const SUSPEND: u8 = 0x1a;
+/// Erases from the cursor to the end of the screen.
+const ERASE_BELOW: &[u8] = b"\x1b[J";
 /// After `fg`, how long the adapter's output must have paused before its terminal gets its
 /// width back ([`JobControl::resize_to_repaint`]): it drew for the narrower size by then.
 const REPAINT_QUIET: Duration = Duration::from_millis(50);
@@ -365,6 +367,10 @@ impl Relay {
             }
             lock.hold();
             self.leave_below(&mut lock);
+            // What the adapter drew under its cursor (an inline agent's hint rows, which
+            // `wujie run` keeps no shadow to step over) is not left for the shell to print
+            // over; the adapter draws it again after `fg`.
+            lock.show(ERASE_BELOW);
             lock.leave_modes();
         }
         self.suspended = true;
