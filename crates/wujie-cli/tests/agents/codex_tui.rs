@@ -152,7 +152,8 @@ fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
 }
 
 /// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
-/// Codex draws its composer again and what is typed lands in it: it answers a prompt.
+/// Codex draws its viewport again and what is typed lands in its composer: it answers a
+/// prompt.
 #[test]
 fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -167,8 +168,13 @@ fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     let run = format!("run {key} -- codex");
     let tmux = tui_agent::start_wujie_in_shell(&env, &home, "codex-ctrl-z", &run, (100, 30));
     tmux.wait_text(COMPOSER);
+    // Codex draws its viewport again in full, at the rows it had: its footer is the screen's
+    // last line again, over what the shell printed there.
     tui_agent::ctrl_z_then_fg(&tmux, std::time::Duration::from_secs(60), |s| {
         s.contains(COMPOSER)
+            && inked_rows(s)
+                .last()
+                .is_some_and(|l| l.contains("for shortcuts"))
     });
     say(&tmux, "back after fg");
     tmux.wait_for("the answer after fg", |s| {
