@@ -36,8 +36,9 @@ pub struct Builtin {
     pub task_flag: Option<&'static str>,
     /// The versions of its agent it was tested with; `None` for `acp`, whose agent is any.
     pub tested: Option<TestedVersions>,
-    /// The agent uses Ctrl+Z itself (Gemini CLI: an undo in its input, and its own suspend
-    /// when there is nothing to undo): the key goes to it instead of stopping the session.
+    /// The agent uses Ctrl+Z itself (Gemini CLI: an undo in its input; with nothing to undo,
+    /// a warning that a second press suspends): the key goes to it, and a second one within
+    /// 3 s stops the session.
     pub takes_ctrl_z: bool,
     /// After `fg` the agent repaints in full only when its window size changed (Codex's
     /// composer, opencode's alternate screen are not drawn again on a SIGWINCH alone).

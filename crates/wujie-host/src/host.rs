@@ -30,7 +30,9 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct JobControl {
     /// The agent uses Ctrl+Z itself (an undo in its input): the key goes to it instead of
-    /// stopping the session. SIGTSTP sent to `wujie` still stops it.
+    /// stopping the session; a second one within 3 s stops the session (the agent's own
+    /// double press to suspend, which it cannot do under `wujie`). SIGTSTP sent to `wujie`
+    /// still stops it.
     pub agent_takes_ctrl_z: bool,
     /// After `fg` the agent repaints in full only when its window size changed (a SIGWINCH of
     /// the same size is not enough): its terminal is made one column narrower, and set back

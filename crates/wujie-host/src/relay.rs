@@ -48,6 +48,10 @@ const SETTLE_POLL: Duration = Duration::from_millis(2);
 
 /// Ctrl+Z: suspend, as in a shell.
 const SUSPEND: u8 = 0x1a;
+/// For an agent that takes Ctrl+Z itself: a second Ctrl+Z this soon after the one it got stops
+/// the session. Gemini CLI asks for a second press within as long to suspend itself, which its
+/// orphaned process group cannot (the kernel discards the stop), so `wujie` does it for it.
+const CTRL_Z_AGAIN: Duration = Duration::from_secs(3);
 /// Erases from the cursor to the end of the screen.
 const ERASE_BELOW: &[u8] = b"\x1b[J";
 /// After `fg`, how long the adapter's output must have paused before its terminal gets its
@@ -179,6 +183,8 @@ pub struct Relay {
     interactive: bool,
     menu_enabled: bool,
     job: JobControl,
+    /// When the agent, which takes Ctrl+Z itself, got the last one ([`CTRL_Z_AGAIN`]).
+    ctrl_z_given: Option<Instant>,
     /// `wujie` stopped itself and has not gone on yet: the adapter's terminal modes were left
     /// for the shell, and are set again when it goes on.
     suspended: bool,
@@ -239,6 +245,7 @@ impl Relay {
             interactive,
             menu_enabled,
             job,
+            ctrl_z_given: None,
             suspended: false,
             narrowed: None,
             mode: Mode::Passing,
@@ -610,14 +617,13 @@ impl Relay {
                     .await;
                 continue;
             }
-            if self.interactive
-                && !self.job.agent_takes_ctrl_z
-                && event.kind == InputKind::Typing
-                && event.bytes == [SUSPEND]
-            {
-                self.flush_forward(&mut forward).await;
-                self.suspend();
-                continue;
+            if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
+                if self.ctrl_z_stops() {
+                    self.flush_forward(&mut forward).await;
+                    self.suspend();
+                    continue;
+                }
+                self.ctrl_z_given = Some(Instant::now());
             }
             if !matches!(self.mode, Mode::Open(_)) {
                 if typed
@@ -648,6 +654,16 @@ impl Relay {
             }
         }
         self.flush_forward(&mut forward).await;
+    }
+
+    /// Whether Ctrl+Z stops the session now: always, unless the agent takes it itself; then
+    /// when it comes again within [`CTRL_Z_AGAIN`] of the one the agent got.
+    fn ctrl_z_stops(&mut self) -> bool {
+        let again = self
+            .ctrl_z_given
+            .take()
+            .is_some_and(|at| at.elapsed() < CTRL_Z_AGAIN);
+        !self.job.agent_takes_ctrl_z || again
     }
 
     /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the

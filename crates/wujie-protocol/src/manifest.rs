@@ -52,7 +52,7 @@ pub struct Capabilities {
     pub usage: bool,
     pub native_plan_handoff: bool,
     /// The agent uses Ctrl+Z itself: on a terminal the key goes to it instead of stopping the
-    /// session (`interactive_pty` only).
+    /// session, unless it comes again within 3 s (`interactive_pty` only).
     pub takes_ctrl_z: bool,
     /// After `fg` the agent repaints in full only when its window size changed: the terminal
     /// host makes its terminal one column narrower until it drew (`interactive_pty` only).
