@@ -159,6 +159,49 @@ fn ctrl_z_under_wujie_run_leaves_the_modes_and_fg_sets_them_again() {
     full_screen_stopped_and_back(&env, "ctrl-z-run", &format!("run {key}"));
 }
 
+/// An adapter whose manifest says its agent takes Ctrl+Z itself gets the key and `wujie` runs
+/// on; a second Ctrl+Z right after stops the session (the agent's own stop would be discarded),
+/// and `fg` brings it back.
+#[test]
+fn an_agent_that_takes_ctrl_z_gets_it_and_a_second_one_stops_the_session() {
+    let env = Env::new();
+    let dir = env.work.path().join("fake-tui-ctrl-z");
+    std::fs::create_dir_all(&dir).unwrap();
+    let adapter = examples().join("fake-tui-v2/wujie-localrun-fake-tui");
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "name": "fake-tui-ctrl-z",
+        "command": adapter.canonicalize().unwrap(),
+        "protocol": V2,
+        "capabilities": {"interactive_pty": true, "structured_events": true, "takes_ctrl_z": true}
+    });
+    std::fs::write(dir.join("provider.json"), manifest.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    let tmux = bash_in_tmux(
+        &env,
+        "ctrl-z-taken",
+        "discuss -- fake-tui-ctrl-z --fullscreen",
+    );
+    tmux.wait_modes("1 0 1");
+
+    tmux.keys(&["C-z"]);
+    let got = tmux.wait_text("agent: got Ctrl+Z");
+    assert!(!got.contains("Stopped"), "{got}");
+    assert_eq!(tmux.modes(), "1 0 1");
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("bash to report the job stopped", |s| {
+        s.contains("Stopped") && s.trim_end().ends_with('$')
+    });
+    assert_eq!(tmux.modes(), "0 1 0");
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_modes("1 0 1");
+    tmux.wait_text("Ctrl+D quit");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("agent: SQLite or PostgreSQL?");
+}
+
 /// Ctrl+Z on the terminal: `wujie` stops, and `gone` leaves the screen with it; then `wujie`
 /// is continued as the shell's `fg` does.
 fn stop_and_continue(term: &Term, gone: &str) {
