@@ -165,18 +165,7 @@ fn ctrl_z_under_wujie_run_leaves_the_modes_and_fg_sets_them_again() {
 #[test]
 fn an_agent_that_takes_ctrl_z_gets_it_and_a_second_one_stops_the_session() {
     let env = Env::new();
-    let dir = env.work.path().join("fake-tui-ctrl-z");
-    std::fs::create_dir_all(&dir).unwrap();
-    let adapter = examples().join("fake-tui-v2/wujie-localrun-fake-tui");
-    let manifest = serde_json::json!({
-        "schema_version": 1,
-        "name": "fake-tui-ctrl-z",
-        "command": adapter.canonicalize().unwrap(),
-        "protocol": V2,
-        "capabilities": {"interactive_pty": true, "structured_events": true, "takes_ctrl_z": true}
-    });
-    std::fs::write(dir.join("provider.json"), manifest.to_string()).unwrap();
-    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    install_fake_tui_saying(&env, "fake-tui-ctrl-z", "takes_ctrl_z");
     let tmux = bash_in_tmux(
         &env,
         "ctrl-z-taken",
@@ -197,6 +186,44 @@ fn an_agent_that_takes_ctrl_z_gets_it_and_a_second_one_stops_the_session() {
     tmux.keys(&["Enter"]);
     tmux.wait_modes("1 0 1");
     tmux.wait_text("Ctrl+D quit");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("agent: SQLite or PostgreSQL?");
+}
+
+/// Installs the fake TUI as provider `name`, its manifest saying `capability` too.
+fn install_fake_tui_saying(env: &Env, name: &str, capability: &str) {
+    let dir = env.work.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let adapter = examples().join("fake-tui-v2/wujie-localrun-fake-tui");
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "name": name,
+        "command": adapter.canonicalize().unwrap(),
+        "protocol": V2,
+        "capabilities": {"interactive_pty": true, "structured_events": true, capability: true}
+    });
+    std::fs::write(dir.join("provider.json"), manifest.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+}
+
+/// An adapter whose manifest says its agent repaints only on a change of size (`fg` cleared
+/// its alternate screen): its terminal is made narrower and set back, and it repaints.
+#[test]
+fn an_agent_that_repaints_only_on_a_change_of_size_is_back_in_full_after_fg() {
+    let env = Env::new();
+    install_fake_tui_saying(&env, "fake-tui-resize", "resize_to_repaint");
+    let args = "discuss -- fake-tui-resize --fullscreen --size-changes";
+    let tmux = bash_in_tmux(&env, "ctrl-z-resize", args);
+    tmux.wait_modes("1 0 1");
+    tmux.keys(&["C-z"]);
+    tmux.wait_text("Stopped");
+    assert_eq!(tmux.modes(), "0 1 0");
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_modes("1 0 1");
+    // Drawn for its own width again last (the hint says the size it drew for).
+    tmux.wait_text("Ctrl+D quit · 100x30");
     tmux.keys(&["-l", "hello"]);
     tmux.keys(&["Enter"]);
     tmux.wait_text("agent: SQLite or PostgreSQL?");
