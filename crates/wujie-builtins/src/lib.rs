@@ -38,6 +38,13 @@ pub struct Builtin {
     pub task_flag: Option<&'static str>,
     /// The versions of its agent it was tested with; `None` for `acp`, whose agent is any.
     pub tested: Option<TestedVersions>,
+    /// The agent uses Ctrl+Z itself (Gemini CLI: an undo in its input; with nothing to undo,
+    /// a warning that a second press suspends): the key goes to it, and a second one within
+    /// 3 s stops the session.
+    pub takes_ctrl_z: bool,
+    /// After `fg` the agent repaints in full only when its window size changed (Codex's
+    /// composer, opencode's alternate screen are not drawn again on a SIGWINCH alone).
+    pub resize_to_repaint: bool,
 }
 
 impl Builtin {
@@ -55,6 +62,8 @@ impl Builtin {
                 issue_context: Some("env".to_owned()),
                 usage: true,
                 native_plan_handoff: false,
+                takes_ctrl_z: self.takes_ctrl_z,
+                resize_to_repaint: self.resize_to_repaint,
             },
         }
     }
@@ -74,6 +83,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.73.1",
             newest: "0.73.1",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "claude",
@@ -86,6 +97,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "2.1.332",
             newest: "2.1.332",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "codex",
@@ -98,6 +111,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.171.0",
             newest: "0.171.0",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: true,
     },
     Builtin {
         name: "gemini",
@@ -110,6 +125,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "0.61.0",
             newest: "0.61.0",
         }),
+        takes_ctrl_z: true,
+        resize_to_repaint: false,
     },
     Builtin {
         name: "opencode",
@@ -122,6 +139,8 @@ pub const BUILTINS: &[Builtin] = &[
             oldest: "1.18.33",
             newest: "1.18.33",
         }),
+        takes_ctrl_z: false,
+        resize_to_repaint: true,
     },
     Builtin {
         name: "acp",
@@ -130,6 +149,8 @@ pub const BUILTINS: &[Builtin] = &[
         task_flag: Some("-p"),
         interactive_pty: true,
         tested: None,
+        takes_ctrl_z: false,
+        resize_to_repaint: false,
     },
 ];
 

@@ -18,18 +18,34 @@ use crate::error::HostError;
 use crate::master;
 use crate::output::{OutputThread, Screen};
 use crate::raw::{RawMode, stdin_is_terminal};
-use crate::relay::{self, Relay, Request};
+use crate::relay::{self, Relay, RelayOptions, Request};
 use crate::start::{StartScreen, locate_cursor};
 use crate::{AdapterStdin, StdinSink};
 
 /// After the adapter exited: how long its PTY may still take to deliver the last output.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
+/// How the agent behind an adapter goes along with job control (the built-in providers say,
+/// in their table; plugins get the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobControl {
+    /// The agent uses Ctrl+Z itself (an undo in its input): the key goes to it instead of
+    /// stopping the session; a second one within 3 s stops the session (the agent's own
+    /// double press to suspend, which it cannot do under `wujie`). SIGTSTP sent to `wujie`
+    /// still stops it.
+    pub agent_takes_ctrl_z: bool,
+    /// After `fg` the agent repaints in full only when its window size changed (a SIGWINCH of
+    /// the same size is not enough): its terminal is made one column narrower, and set back
+    /// once it drew.
+    pub resize_to_repaint: bool,
+}
+
 /// The user's terminal, made ready for a host by [`TerminalHost::prepare`]; dropping it
 /// restores the terminal.
 pub struct PreparedTerminal {
     size: TermSize,
     menu: bool,
+    job: JobControl,
     raw: Option<RawMode>,
     start: Option<StartScreen>,
 }
@@ -57,8 +73,13 @@ pub struct TerminalHost {
 impl TerminalHost {
     /// Gets the user's terminal ready before the adapter starts: raw mode when stdin is a
     /// terminal and, with the `/wujie` menu (`menu`, discussions), where its cursor is, so the
-    /// shadow screen starts there ([`crate::start`]).
-    pub fn prepare(size: TermSize, menu: bool) -> Result<PreparedTerminal, HostError> {
+    /// shadow screen starts there ([`crate::start`]). `job` says how the agent goes along
+    /// with Ctrl+Z and `fg`.
+    pub fn prepare(
+        size: TermSize,
+        menu: bool,
+        job: JobControl,
+    ) -> Result<PreparedTerminal, HostError> {
         let raw = if stdin_is_terminal() {
             Some(RawMode::enable().map_err(HostError::RawMode)?)
         } else {
@@ -68,6 +89,7 @@ impl TerminalHost {
         Ok(PreparedTerminal {
             size,
             menu,
+            job,
             raw,
             start,
         })
@@ -83,6 +105,7 @@ impl TerminalHost {
         let PreparedTerminal {
             size,
             menu,
+            job,
             raw,
             start,
         } = terminal;
@@ -103,8 +126,11 @@ impl TerminalHost {
             master,
             screen,
             size,
-            menu,
-            interactive,
+            RelayOptions {
+                menu_enabled: menu,
+                interactive,
+                job,
+            },
             events_tx,
         );
         let typed_ahead = start.map(|s| s.typed_ahead).unwrap_or_default();

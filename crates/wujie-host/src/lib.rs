@@ -22,7 +22,7 @@ mod stop_pipe;
 pub mod user_input;
 
 pub use error::HostError;
-pub use host::{HostEvent, PreparedTerminal, TerminalHost};
+pub use host::{HostEvent, JobControl, PreparedTerminal, TerminalHost};
 pub use inline_card::InlineCard;
 pub use master::PtyWriter;
 pub use output::HOLD_CAP;

@@ -48,14 +48,20 @@ impl PtyWriter {
 
     /// Sets the adapter's window size; its foreground process group gets SIGWINCH.
     pub fn resize(&self, size: TermSize) -> io::Result<()> {
-        let winsize = Winsize {
-            ws_row: size.rows,
-            ws_col: size.cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        Ok(tcsetwinsize(self.0.get_ref(), winsize)?)
+        set_size(self.0.get_ref(), size)
     }
+}
+
+/// Sets the window size of the adapter's terminal (`master` is its PTY's master side); when it
+/// changed, the kernel sends SIGWINCH to its foreground process group.
+pub fn set_size(master: &OwnedFd, size: TermSize) -> io::Result<()> {
+    let winsize = Winsize {
+        ws_row: size.rows,
+        ws_col: size.cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    Ok(tcsetwinsize(master, winsize)?)
 }
 
 /// Sends `signal` to the foreground process group of the adapter's terminal (`master` is its

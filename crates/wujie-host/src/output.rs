@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
-use wujie_term::{CursorPos, Placement, ScreenModel, TermSize};
+use wujie_term::{CursorPos, Placement, ScreenModel, TermSize, TerminalModes};
 
 use crate::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
@@ -50,6 +50,11 @@ struct State {
     last_visible: Option<Duration>,
     /// When adapter output last asked the terminal something (its reply is on its way).
     last_query: Option<Duration>,
+    /// When the adapter last printed anything (shown or held).
+    last_output: Option<Duration>,
+    /// The terminal modes the adapter set, from everything of its output that was shown; kept
+    /// with or without a shadow (it costs a search for ESC), for a stop to leave them.
+    modes: TerminalModes,
     stopped: bool,
 }
 
@@ -62,6 +67,8 @@ impl Screen {
                 held: Vec::new(),
                 last_visible: None,
                 last_query: None,
+                last_output: None,
+                modes: TerminalModes::new(),
                 stopped: false,
             }),
             released: Condvar::new(),
@@ -98,6 +105,11 @@ impl Screen {
         self.lock().state.last_query
     }
 
+    /// When the adapter last printed anything.
+    pub fn last_output(&self) -> Option<Duration> {
+        self.lock().state.last_output
+    }
+
     /// Whether the output thread's last read found nothing more: what it read before is on the
     /// screen (or held). Check the PTY for unread output first
     /// ([`crate::master::has_unread_output`]); then this tells whether what was read was shown.
@@ -116,6 +128,7 @@ impl Screen {
     /// Relays one chunk of adapter output; false once the relay was stopped.
     fn adapter_output(&self, bytes: &[u8]) -> bool {
         let mut lock = self.lock();
+        lock.state.last_output = Some(self.now());
         loop {
             if lock.state.stopped {
                 return false;
@@ -134,7 +147,7 @@ impl Screen {
         }
         let seen = |shadow: &ScreenModel| (shadow.cursor(), shadow.drawn());
         let before = lock.state.shadow.as_ref().map(|s| (seen(s), s.queries()));
-        lock.show(bytes);
+        lock.show_adapter_output(bytes);
         if let (Some((before, queries)), Some(shadow)) = (before, &lock.state.shadow) {
             let (visible, asked) = (seen(shadow) != before, shadow.queries() != queries);
             if asked {
@@ -167,6 +180,25 @@ impl ScreenLock<'_> {
         }
     }
 
+    /// Writes the adapter's output, following the modes it sets.
+    fn show_adapter_output(&mut self, bytes: &[u8]) {
+        self.state.modes.feed(bytes);
+        self.show(bytes);
+    }
+
+    /// Returns the terminal to its defaults from the modes the adapter set (for the shell,
+    /// while `wujie` is stopped); the modes are kept for [`ScreenLock::restore_modes`].
+    pub fn leave_modes(&mut self) {
+        let leave = self.state.modes.leave();
+        self.show(&leave);
+    }
+
+    /// Sets the modes the adapter set again, on a terminal in its defaults.
+    pub fn restore_modes(&mut self) {
+        let restore = self.state.modes.restore();
+        self.show(&restore);
+    }
+
     /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
     /// used rows, setting its scroll region aside, and with what draws the top rows again (the
     /// overlay may move them off the screen). `None` without a shadow.
@@ -195,7 +227,7 @@ impl ScreenLock<'_> {
         self.state.holding = false;
         let held = std::mem::take(&mut self.state.held);
         if !held.is_empty() {
-            self.show(&held);
+            self.show_adapter_output(&held);
             self.state.last_visible = Some(self.screen.now());
         }
         self.screen.released.notify_all();

@@ -25,7 +25,7 @@ use wujie_term::{
 };
 
 use crate::error::HostError;
-use crate::host::HostEvent;
+use crate::host::{HostEvent, JobControl};
 use crate::master;
 use crate::mode::{Answered, Area, Due, Mode, Resized, Shown};
 use crate::output::{OutputThread, Screen, ScreenLock};
@@ -48,6 +48,17 @@ const SETTLE_POLL: Duration = Duration::from_millis(2);
 
 /// Ctrl+Z: suspend, as in a shell.
 const SUSPEND: u8 = 0x1a;
+/// For an agent that takes Ctrl+Z itself: a second Ctrl+Z this soon after the one it got stops
+/// the session. Gemini CLI asks for a second press within as long to suspend itself, which its
+/// orphaned process group cannot (the kernel discards the stop), so `wujie` does it for it.
+const CTRL_Z_AGAIN: Duration = Duration::from_secs(3);
+/// Erases from the cursor to the end of the screen.
+const ERASE_BELOW: &[u8] = b"\x1b[J";
+/// After `fg`, how long the adapter's output must have paused before its terminal gets its
+/// width back ([`JobControl::resize_to_repaint`]): it drew for the narrower size by then.
+const REPAINT_QUIET: Duration = Duration::from_millis(50);
+/// The longest the adapter's terminal stays narrower after `fg`, drawn or not.
+const REPAINT_LIMIT: Duration = Duration::from_secs(1);
 
 /// What the pump asks of the relay.
 pub enum Request {
@@ -144,6 +155,14 @@ async fn recv_opt(signal: &mut Option<UnixSignal>) -> Option<()> {
     }
 }
 
+/// The adapter's terminal made narrower at `fg` so that the agent repaints in full.
+struct Narrowed {
+    /// When the adapter was continued ([`Screen::now`]): output after it is the repaint.
+    since: Duration,
+    /// When its width comes back whatever it drew.
+    limit: Instant,
+}
+
 /// Notices on their way to the user.
 #[derive(Default)]
 struct Notices {
@@ -163,6 +182,15 @@ pub struct Relay {
     /// Raw mode on a terminal: the host can ask it things, and Ctrl+Z stops the session.
     interactive: bool,
     menu_enabled: bool,
+    job: JobControl,
+    /// When the agent, which takes Ctrl+Z itself, got the last one ([`CTRL_Z_AGAIN`]).
+    ctrl_z_given: Option<Instant>,
+    /// `wujie` stopped itself and has not gone on yet: the adapter's terminal modes were left
+    /// for the shell, and are set again when it goes on.
+    suspended: bool,
+    /// After `fg`, the adapter's terminal is one column narrower until it drew
+    /// ([`JobControl::resize_to_repaint`]).
+    narrowed: Option<Narrowed>,
     /// What the relay is doing with the terminal.
     mode: Mode,
     scanner: InputScanner,
@@ -185,16 +213,29 @@ pub struct Relay {
     promoted: Option<String>,
 }
 
+/// What a relay does besides relaying.
+pub struct RelayOptions {
+    /// The `/wujie` menu (discussions).
+    pub menu_enabled: bool,
+    /// On a terminal in raw mode.
+    pub interactive: bool,
+    pub job: JobControl,
+}
+
 impl Relay {
     pub fn new(
         to_adapter: AdapterStdin,
         master: OwnedFd,
         screen: Arc<Screen>,
         size: TermSize,
-        menu_enabled: bool,
-        interactive: bool,
+        options: RelayOptions,
         events: mpsc::Sender<HostEvent>,
     ) -> Relay {
+        let RelayOptions {
+            menu_enabled,
+            interactive,
+            job,
+        } = options;
         Relay {
             to_adapter,
             master,
@@ -203,6 +244,10 @@ impl Relay {
             size,
             interactive,
             menu_enabled,
+            job,
+            ctrl_z_given: None,
+            suspended: false,
+            narrowed: None,
             mode: Mode::Passing,
             scanner: InputScanner::new(),
             escape_due: None,
@@ -311,9 +356,11 @@ impl Relay {
     /// Ctrl+Z (or SIGTSTP to `wujie`): the session stops like any shell job. The adapter is
     /// stopped first (with SIGSTOP: the stop signals it would raise itself are discarded by the
     /// kernel, since it leads its own session), its output is held, the cursor goes under its
-    /// rows and the terminal gets its own settings back; then `wujie` stops itself. The shell's
-    /// `fg` continues it with SIGCONT ([`Relay::resumed`]).
+    /// rows, the terminal modes it set are left (its alternate screen too, which gives the
+    /// shell its screen back) and the terminal gets its own settings back; then `wujie` stops
+    /// itself. The shell's `fg` continues it with SIGCONT ([`Relay::resumed`]).
     fn suspend(&mut self) {
+        self.widen();
         let area = self.step(Mode::stop);
         {
             let screen = Arc::clone(&self.screen);
@@ -327,15 +374,21 @@ impl Relay {
             }
             lock.hold();
             self.leave_below(&mut lock);
+            // What the adapter drew under its cursor (an inline agent's hint rows, which
+            // `wujie run` keeps no shadow to step over) is not left for the shell to print
+            // over; the adapter draws it again after `fg`.
+            lock.show(ERASE_BELOW);
+            lock.leave_modes();
         }
+        self.suspended = true;
         self.signal_adapter(Signal::SIGSTOP);
         pause_raw_mode();
         let _ = nix::sys::signal::raise(Signal::SIGSTOP);
     }
 
     /// `wujie` was continued: raw mode again; then, once the terminal said where the cursor is
-    /// now (the shell printed meanwhile), the shadow starts there and the adapter is continued
-    /// and asked to redraw ([`Relay::resume_at`]).
+    /// now (the shell printed meanwhile), the shadow starts there, the adapter's terminal modes
+    /// are set again, and the adapter is continued and asked to redraw ([`Relay::resume_at`]).
     fn resumed(&mut self) {
         resume_raw_mode();
         let screen = Arc::clone(&self.screen);
@@ -348,6 +401,7 @@ impl Relay {
             self.put_aside(area.shown);
         }
         if !self.mode.holds_output() {
+            self.restore_modes(&mut lock);
             lock.release();
             drop(lock);
             self.continue_adapter();
@@ -392,13 +446,15 @@ impl Relay {
     /// The trigger, and a card asked for, wait for that redraw as they wait for any output: a
     /// menu or card that was up at the stop opens again under it.
     fn resume_at(&mut self, cursor: Option<CursorPos>) {
-        let mut lock = self.screen.lock();
+        let screen = Arc::clone(&self.screen);
+        let mut lock = screen.lock();
         let cursor = cursor.unwrap_or_else(|| {
             let (bytes, bottom) = to_bottom_row(self.size);
             lock.show(&bytes);
             bottom
         });
         lock.restart(self.size, cursor);
+        self.restore_modes(&mut lock);
         lock.release();
         drop(lock);
         self.continue_adapter();
@@ -411,10 +467,60 @@ impl Relay {
         }
     }
 
+    /// After a stop of `wujie`'s own: the terminal modes the adapter set, left for the shell,
+    /// are set again (before the output held since, which was printed in them). Not after
+    /// anyone else's SIGCONT: nothing was left then.
+    fn restore_modes(&mut self, lock: &mut ScreenLock<'_>) {
+        if std::mem::take(&mut self.suspended) {
+            lock.restore_modes();
+            if self.job.resize_to_repaint && self.size.cols > 1 {
+                self.narrow();
+            }
+        }
+    }
+
     /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would).
     fn continue_adapter(&self) {
         self.signal_adapter(Signal::SIGCONT);
         self.signal_adapter(Signal::SIGWINCH);
+    }
+
+    /// Makes the adapter's terminal one column narrower (the adapter still stopped: it sees
+    /// the new size once continued), for an agent that repaints in full only on a change of
+    /// size; [`Relay::widen`] sets it back once the adapter drew.
+    fn narrow(&mut self) {
+        let narrower = TermSize {
+            cols: self.size.cols - 1,
+            ..self.size
+        };
+        if let Err(e) = master::set_size(&self.master, narrower) {
+            tracing::debug!("could not make the adapter's terminal narrower: {e}");
+            return;
+        }
+        self.narrowed = Some(Narrowed {
+            since: self.screen.now(),
+            limit: Instant::now() + REPAINT_LIMIT,
+        });
+    }
+
+    /// Whether the adapter drew since its terminal was made narrower and paused since (or
+    /// the limit passed): then it gets its width back.
+    fn repainted(&self, narrowed: &Narrowed) -> bool {
+        let now = self.screen.now();
+        let drew = self
+            .screen
+            .last_output()
+            .is_some_and(|at| at > narrowed.since && now.saturating_sub(at) >= REPAINT_QUIET);
+        drew || narrowed.limit <= Instant::now()
+    }
+
+    /// The adapter's terminal gets its width back (a second SIGWINCH, a second repaint).
+    fn widen(&mut self) {
+        if self.narrowed.take().is_some()
+            && let Err(e) = master::set_size(&self.master, self.size)
+        {
+            tracing::debug!("could not set the adapter's terminal size back: {e}");
+        }
     }
 
     fn signal_adapter(&self, signal: Signal) {
@@ -427,10 +533,17 @@ impl Relay {
         let origin = Instant::from_std(self.screen.origin());
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
         let card = self.card_due.as_ref().map(|_| Instant::now() + SETTLE_POLL);
-        [trigger, self.escape_due, self.mode.deadline(), card]
-            .into_iter()
-            .flatten()
-            .min()
+        let narrowed = self.narrowed.as_ref().map(|_| Instant::now() + SETTLE_POLL);
+        [
+            trigger,
+            self.escape_due,
+            self.mode.deadline(),
+            card,
+            narrowed,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     async fn tick(&mut self) {
@@ -443,6 +556,9 @@ impl Relay {
             self.escape_due = None;
             let events = self.scanner.flush_idle();
             self.handle_events(events).await;
+        }
+        if self.narrowed.as_ref().is_some_and(|n| self.repainted(n)) {
+            self.widen();
         }
         self.poll_trigger();
         self.open_due_card().await;
@@ -502,9 +618,12 @@ impl Relay {
                 continue;
             }
             if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
-                self.flush_forward(&mut forward).await;
-                self.suspend();
-                continue;
+                if self.ctrl_z_stops() {
+                    self.flush_forward(&mut forward).await;
+                    self.suspend();
+                    continue;
+                }
+                self.ctrl_z_given = Some(Instant::now());
             }
             if !matches!(self.mode, Mode::Open(_)) {
                 if typed
@@ -535,6 +654,16 @@ impl Relay {
             }
         }
         self.flush_forward(&mut forward).await;
+    }
+
+    /// Whether Ctrl+Z stops the session now: always, unless the agent takes it itself; then
+    /// when it comes again within [`CTRL_Z_AGAIN`] of the one the agent got.
+    fn ctrl_z_stops(&mut self) -> bool {
+        let again = self
+            .ctrl_z_given
+            .take()
+            .is_some_and(|at| at.elapsed() < CTRL_Z_AGAIN);
+        !self.job.agent_takes_ctrl_z || again
     }
 
     /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the

@@ -169,7 +169,7 @@ impl AdapterSession {
         let signals = StopSignals::install()?;
         let (mut adapter, to_adapter, host) = if provider.manifest.capabilities.interactive_pty {
             let size = terminal_size();
-            let terminal = TerminalHost::prepare(size, menu)?;
+            let terminal = TerminalHost::prepare(size, menu, provider.job_control())?;
             let (adapter, pty) = Adapter::spawn_pty(spec, size, !stdin_is_terminal())?;
             let (host, to_adapter) = TerminalHost::start(pty, terminal)?;
             (adapter, to_adapter, Some(host))

@@ -72,6 +72,16 @@ impl Provider {
         }
     }
 
+    /// How its agent goes along with Ctrl+Z and `fg` on a terminal, as its manifest says (a
+    /// built-in provider's from the table of built-in providers).
+    pub fn job_control(&self) -> wujie_host::JobControl {
+        let caps = &self.manifest.capabilities;
+        wujie_host::JobControl {
+            agent_takes_ctrl_z: caps.takes_ctrl_z,
+            resize_to_repaint: caps.resize_to_repaint,
+        }
+    }
+
     /// Whether it can run with no terminal, as a `wujie worker` runs it: a built-in provider
     /// that takes its task by a flag, or a plugin that does not ask for a terminal (its task
     /// is in `WUJIE_TASK_PROMPT`).

@@ -51,6 +51,12 @@ pub struct Capabilities {
     pub issue_context: Option<String>,
     pub usage: bool,
     pub native_plan_handoff: bool,
+    /// The agent uses Ctrl+Z itself: on a terminal the key goes to it instead of stopping the
+    /// session, unless it comes again within 3 s (`interactive_pty` only).
+    pub takes_ctrl_z: bool,
+    /// After `fg` the agent repaints in full only when its window size changed: the terminal
+    /// host makes its terminal one column narrower until it drew (`interactive_pty` only).
+    pub resize_to_repaint: bool,
 }
 
 /// A validated `provider.json`.
@@ -218,6 +224,8 @@ fn parse_capabilities(caps: &mut Map<String, Value>) -> Result<Capabilities, Fie
         usage: take_opt_bool(caps, "capabilities.usage")?.unwrap_or(false),
         native_plan_handoff: take_opt_bool(caps, "capabilities.native_plan_handoff")?
             .unwrap_or(false),
+        takes_ctrl_z: take_opt_bool(caps, "capabilities.takes_ctrl_z")?.unwrap_or(false),
+        resize_to_repaint: take_opt_bool(caps, "capabilities.resize_to_repaint")?.unwrap_or(false),
     })
 }
 

@@ -68,6 +68,7 @@ mod inline;
 mod keys;
 mod line;
 mod menu;
+mod modes;
 mod notice;
 mod overlay;
 mod report;
@@ -86,6 +87,7 @@ pub use menu::{
     CREATE_ISSUE, MENU_MAX_ROWS, Menu, MenuItem, MenuOutcome, MenuUpdate, default_commands,
     promoted_commands,
 };
+pub use modes::{KITTY_STACK_CAP, TerminalModes};
 pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{
     CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement,

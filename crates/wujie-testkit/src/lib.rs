@@ -357,6 +357,29 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-t", "t"])
     }
 
+    /// The pane's terminal modes as tmux holds them: `alternate screen, cursor shown, mouse
+    /// reported`, each 1 or 0 (`1 0 1`: a full-screen program's; `0 1 0`: a shell's).
+    pub fn modes(&self) -> String {
+        let modes = "#{alternate_on} #{cursor_flag} #{mouse_any_flag}";
+        self.tmux(&["display", "-p", "-t", "t", modes])
+            .trim()
+            .to_owned()
+    }
+
+    /// Waits (60 s at most, only so a hang fails) until [`Tmux::modes`] reads `modes`.
+    pub fn wait_modes(&self, modes: &str) {
+        let start = std::time::Instant::now();
+        while self.modes() != modes {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "the terminal's modes read {:?}, not {modes:?}; screen:\n{}",
+                self.modes(),
+                self.screen()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// The screen with its escape sequences: colours, and SO before cells drawn in DEC line
     /// drawing (SI after them).
     pub fn styled_screen(&self) -> String {

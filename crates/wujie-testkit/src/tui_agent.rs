@@ -76,6 +76,16 @@ impl TuiAgent {
         tmux
     }
 
+    /// `wujie ARGS` typed into an interactive bash in tmux ([`start_wujie_in_shell`]), once the
+    /// agent is ready for a prompt.
+    pub fn shell(&self, name: &str, args: &str) -> Tmux {
+        let size = (self.ui.cols, self.ui.rows);
+        let tmux = start_wujie_in_shell(&self.env, &self.home, name, args, size);
+        tmux.poll_for(self.ui.starts_within, |s| s.contains(self.ui.ready))
+            .unwrap_or_else(|| panic!("{} did not start:\n{}", self.agent.name(), tmux.screen()));
+        tmux
+    }
+
     /// Picks "create the issue" in the open `/wujie` menu, and "continue in this context" on
     /// its card; the screen once wujie's notice has closed again.
     pub fn create_from_menu(&self, tmux: &Tmux) -> String {
@@ -302,6 +312,102 @@ pub fn require_mock(
 /// `EXIT=<code>`.
 pub fn start_wujie(env: &Env, home: &AgentHome, name: &str, wujie_args: &str) -> Tmux {
     Tmux::start(name, &agent_shell(home, env, wujie_args), 100, 30)
+}
+
+/// `wujie ARGS` typed into an interactive bash (job control on) in a `cols`×`rows` tmux
+/// window, under some shell output, in the agent's work directory with its home and
+/// environment, as [`agent_shell`] has them.
+pub fn start_wujie_in_shell(
+    env: &Env,
+    home: &AgentHome,
+    name: &str,
+    wujie_args: &str,
+    (cols, rows): (u16, u16),
+) -> Tmux {
+    let vars: Vec<String> = home
+        .envs()
+        .iter()
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    let shell = format!(
+        "unset CI WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
+         exec env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color \
+         {vars} PS1='$ ' bash --norc --noprofile -i",
+        work = home.workdir().display(),
+        wujie_home = env.home.path().display(),
+        home = home.home().display(),
+        bin = agents_dir().join("bin").display(),
+        vars = vars.join(" "),
+    );
+    let tmux = Tmux::start(name, &shell, cols, rows);
+    tmux.wait_for("the shell's prompt", |s| s.trim_end().ends_with('$'));
+    tmux.keys(&["-l", &format!("seq 1 12; {WUJIE} {wujie_args}")]);
+    tmux.keys(&["Enter"]);
+    tmux
+}
+
+/// What Ctrl+Z did to the terminal of an agent under `wujie` ([`Tmux::modes`]).
+#[derive(Debug)]
+pub struct Stopped {
+    /// While the agent ran, before Ctrl+Z.
+    pub running: String,
+    /// While `wujie` was stopped, the shell at its prompt.
+    pub stopped: String,
+}
+
+/// `stop` (Ctrl+Z, or SIGTSTP to `wujie`) with the agent up (started by
+/// [`start_wujie_in_shell`]): `wujie` stops as a job,
+/// the shell has the terminal in its own modes (`0 1 0`: main screen, cursor shown, no mouse
+/// reporting) and runs a command; then `fg`, and the screen once `ready` holds on it again
+/// (within `patience`). Whether the agent works again is for the caller to see, by its own
+/// prompt and answer.
+pub fn stop_then_fg(
+    tmux: &Tmux,
+    stop: impl FnOnce(),
+    patience: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> (Stopped, String) {
+    let running = tmux.modes();
+    stop();
+    let screen = tmux.wait_for("bash to report the job stopped", |s| {
+        s.contains("Stopped") && s.trim_end().ends_with('$')
+    });
+    let stopped = tmux.modes();
+    assert_eq!(
+        stopped, "0 1 0",
+        "the shell's terminal modes while the agent is stopped (were {running} before):\n{screen}"
+    );
+    tmux.keys(&["-l", "echo shell-$((6*7))"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("shell-42");
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    let back = tmux
+        .poll_for(patience, ready)
+        .unwrap_or_else(|| panic!("the agent is not back after fg:\n{}", tmux.screen()));
+    eprintln!("stopped: modes {running} while running, {stopped} while stopped");
+    (Stopped { running, stopped }, back)
+}
+
+/// [`stop_then_fg`] by Ctrl+Z.
+pub fn ctrl_z_then_fg(
+    tmux: &Tmux,
+    patience: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> (Stopped, String) {
+    stop_then_fg(tmux, || tmux.keys(&["C-z"]), patience, ready)
+}
+
+/// The `wujie run` process in `home`'s work directory (not the adapter, `wujie adapter`).
+pub fn wujie_run_in(home: &AgentHome) -> i32 {
+    let work = home.workdir().canonicalize().unwrap_or(home.workdir());
+    super::wait_for_wujie(
+        "wujie run in the agent's work directory",
+        |pid, cmdline, _| {
+            cmdline.split('\0').nth(1) == Some("run")
+                && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == work)
+        },
+    )
 }
 
 /// [`start_wujie`] below some earlier output, so that the agent's UI does not start at the

@@ -444,3 +444,29 @@ fn a_claude_code_whose_transcript_is_not_found_is_said_on_the_terminal_and_in_th
         "{run:#}"
     );
 }
+
+/// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
+/// Claude Code takes a prompt and answers it.
+#[test]
+fn ctrl_z_stops_claude_code_for_the_shell_and_fg_brings_it_back() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Claude, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("stop and go on");
+    let run = format!("run {key} -- claude");
+    let tmux = tui_agent::start_wujie_in_shell(&env, &home, "claude-ctrl-z", &run, (100, 30));
+    wait_ready(&tmux);
+    tui_agent::ctrl_z_then_fg(&tmux, std::time::Duration::from_secs(60), |s| {
+        s.contains("❯") && s.contains("shift+tab")
+    });
+    say(&tmux, "back after fg");
+    tmux.wait_for("the answer after fg", |s| {
+        s.split("back after fg")
+            .nth(1)
+            .is_some_and(|after| after.contains("● pong"))
+    });
+    runtime.block_on(mock.shutdown());
+}

@@ -190,3 +190,37 @@ fn codex_turn_after_new_is_synced_too() {
     drop(tmux);
     runtime.block_on(mock.shutdown());
 }
+
+/// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
+/// Codex draws its viewport again and what is typed lands in its composer: it answers a
+/// prompt.
+#[test]
+fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = runtime
+        .block_on(Agent::Codex.require_mock(Script::default()))
+        .unwrap_or_else(|error| panic!("{error}"))
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("stop and go on");
+    let run = format!("run {key} -- codex");
+    let tmux = tui_agent::start_wujie_in_shell(&env, &home, "codex-ctrl-z", &run, (100, 30));
+    tmux.wait_text(COMPOSER);
+    // Codex draws its viewport again in full, at the rows it had: its footer is the screen's
+    // last line again, over what the shell printed there.
+    tui_agent::ctrl_z_then_fg(&tmux, std::time::Duration::from_secs(60), |s| {
+        s.contains(COMPOSER)
+            && inked_rows(s)
+                .last()
+                .is_some_and(|l| l.contains("for shortcuts"))
+    });
+    say(&tmux, "back after fg");
+    tmux.wait_for("the answer after fg", |s| {
+        s.split("back after fg")
+            .nth(1)
+            .is_some_and(|after| after.contains("• pong"))
+    });
+    runtime.block_on(mock.shutdown());
+}

@@ -476,3 +476,53 @@ fn gemini_cli_turn_after_clear_is_synced_too() {
     );
     runtime.block_on(mock.shutdown());
 }
+
+/// Gemini CLI uses Ctrl+Z itself (an undo in its input; with nothing to undo, it asks for a
+/// second press to suspend): the key reaches it and `wujie` does not stop. The second press
+/// stops the session (Gemini CLI's own suspend would leave it stuck: its stop is discarded in
+/// its orphaned group), as SIGTSTP sent to `wujie` does: the shell gets its terminal in its
+/// own modes, and after `fg` Gemini CLI answers a prompt.
+#[test]
+fn ctrl_z_reaches_gemini_cli_and_a_second_one_or_sigtstp_stops_it_for_the_shell() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Gemini, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("stop and go on");
+    let run = format!("run {key} -- gemini");
+    let tmux = tui_agent::start_wujie_in_shell(&env, &home, "gemini-ctrl-z", &run, (100, 30));
+    tmux.poll_for(std::time::Duration::from_secs(180), |s| s.contains(READY))
+        .unwrap_or_else(|| panic!("Gemini CLI did not start:\n{}", tmux.screen()));
+    trust_context(&tmux);
+    let modes = tmux.modes();
+
+    tmux.keys(&["C-z"]);
+    let warned = tmux.wait_text("again to suspend");
+    assert!(!warned.contains("Stopped"), "{warned}");
+    assert_eq!(tmux.modes(), modes, "{warned}");
+    let ready = |s: &str| s.contains(READY);
+    let patience = std::time::Duration::from_secs(60);
+    tui_agent::stop_then_fg(&tmux, || tmux.keys(&["C-z"]), patience, ready);
+    tmux.wait_modes(&modes);
+    say(&tmux, "back after fg");
+    tmux.wait_for("the answer after fg", |s| {
+        s.split("back after fg")
+            .nth(1)
+            .is_some_and(|after| after.contains("✦ pong"))
+    });
+    tmux.wait_settled("the input box", ready);
+
+    let wujie = tui_agent::wujie_run_in(&home);
+    let stop = || assert!(signal_pid(wujie, nix::sys::signal::Signal::SIGTSTP));
+    tui_agent::stop_then_fg(&tmux, stop, patience, ready);
+    tmux.wait_modes(&modes);
+    say(&tmux, "back again");
+    tmux.wait_for("the answer after the second fg", |s| {
+        s.split("back again")
+            .nth(1)
+            .is_some_and(|after| after.contains("✦ pong"))
+    });
+    runtime.block_on(mock.shutdown());
+}

@@ -326,3 +326,19 @@ fn a_resized_terminal_reaches_grok_through_the_adapter_s_own_pty() {
     assert!(end.contains("EXIT=0"), "{end}\n{narrow}");
     grok.shutdown();
 }
+
+/// Ctrl+Z under `wujie run`: grok's mouse reporting is left for the shell, and after `fg`
+/// grok answers a prompt.
+#[test]
+fn ctrl_z_stops_grok_for_the_shell_and_fg_brings_it_back() {
+    let Some(grok) = require_grok() else {
+        return;
+    };
+    let key = grok.env.create_issue("stop and go on");
+    let tmux = grok.shell("grok-ctrl-z", &format!("run {key} -- grok"));
+    let (modes, _) = ctrl_z_then_fg(&tmux, UI.starts_within, |s| s.contains(READY));
+    tmux.wait_modes(&modes.running);
+    say(&tmux, "back after fg");
+    tmux.wait_for("the answer after fg", |s| pong_after(s, "back after fg"));
+    grok.shutdown();
+}

@@ -171,3 +171,19 @@ fn discuss_with_hermes_resume_lands_on_the_same_discussion_without_duplicates() 
     assert_eq!(shown["native_session_ids"], serde_json::json!([session]));
     hermes.shutdown();
 }
+
+/// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
+/// Hermes answers a prompt.
+#[test]
+fn ctrl_z_stops_hermes_for_the_shell_and_fg_brings_it_back() {
+    let Some(hermes) = require_hermes() else {
+        return;
+    };
+    let key = hermes.env.create_issue("stop and go on");
+    let tmux = hermes.shell("hermes-ctrl-z", &format!("run {key} -- hermes --yolo"));
+    let (modes, _) = ctrl_z_then_fg(&tmux, UI.starts_within, |s| s.contains(READY));
+    tmux.wait_modes(&modes.running);
+    say(&tmux, "back after fg");
+    tmux.wait_for("the answer after fg", |s| pong_after(s, "back after fg"));
+    hermes.shutdown();
+}

@@ -314,3 +314,24 @@ fn opencode_quit_with_ctrl_c_leaves_no_stack_on_the_terminal() {
     drop(tmux);
     runtime.block_on(mock.shutdown());
 }
+
+/// Ctrl+Z under `wujie run`: opencode's alternate screen, hidden cursor and mouse reporting
+/// are left for the shell, and after `fg` opencode is back on its screen and answers a prompt.
+#[test]
+fn ctrl_z_stops_opencode_for_the_shell_and_fg_brings_it_back() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Opencode, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("stop and go on");
+    let run = format!("run {key} -- opencode");
+    let tmux = tui_agent::start_wujie_in_shell(&env, &home, "opencode-ctrl-z", &run, (100, 30));
+    wait(&tmux, "opencode to start", |s| s.contains(READY));
+    let (modes, _) = tui_agent::ctrl_z_then_fg(&tmux, PATIENCE, |s| s.contains(READY));
+    tmux.wait_modes(&modes.running);
+    say(&tmux, "back after fg");
+    answered(&tmux, "pong");
+    runtime.block_on(mock.shutdown());
+}

@@ -2,7 +2,9 @@
 //! the session like any shell job — the adapter stops with it, the shell reports the job as
 //! stopped and has the terminal — and `fg` brings both back: raw mode again, the adapter
 //! redraws and takes the keys. A menu or card up at the stop is up again after it (on a PTY
-//! of the test's own, which continues `wujie` as `fg` does).
+//! of the test's own, which continues `wujie` as `fg` does). The terminal modes a full-screen
+//! adapter set (alternate screen, hidden cursor, mouse) are left for the shell while stopped,
+//! and set again after `fg`.
 
 use std::path::Path;
 
@@ -10,7 +12,8 @@ use nix::sys::signal::Signal;
 use wujie_testkit::term::*;
 use wujie_testkit::*;
 
-fn bash_in_tmux(env: &Env, name: &str) -> Tmux {
+/// bash in tmux, with `wujie ARGS` started under some shell output, once the adapter is up.
+fn bash_in_tmux(env: &Env, name: &str, args: &str) -> Tmux {
     env.install_example("fake-tui-v2");
     let shell = format!(
         "cd {work} && exec env -i PATH=\"$PATH\" HOME={home} TERM=xterm-256color \
@@ -20,7 +23,7 @@ fn bash_in_tmux(env: &Env, name: &str) -> Tmux {
     );
     let tmux = Tmux::start(name, &shell, 100, 30);
     tmux.wait_for("the prompt", |s| s.trim_end().ends_with('$'));
-    tmux.keys(&["-l", &format!("seq 1 3; {WUJIE} discuss -- fake-tui-v2")]);
+    tmux.keys(&["-l", &format!("seq 1 3; {WUJIE} {args}")]);
     tmux.keys(&["Enter"]);
     tmux.wait_text("Ctrl+D quit");
     tmux
@@ -52,7 +55,7 @@ fn state_of(program: &str, cwd: &Path) -> Option<char> {
 
 fn stopped_and_back(name: &str, stop: impl FnOnce(&Env, &Tmux)) {
     let env = Env::new();
-    let tmux = bash_in_tmux(&env, name);
+    let tmux = bash_in_tmux(&env, name, "discuss -- fake-tui-v2");
     tmux.keys(&["-l", "hel"]);
     tmux.wait_text("> hel");
     stop(&env, &tmux);
@@ -103,6 +106,127 @@ fn sigtstp_to_wujie_stops_the_session_and_fg_brings_it_back() {
         });
         assert!(signal_pid(pid, nix::sys::signal::Signal::SIGTSTP));
     });
+}
+
+/// `wujie ARGS` with the adapter drawing full-screen: Ctrl+Z gives the shell its screen, its
+/// cursor and no mouse reporting; `fg` gives the adapter its modes back and a repaint.
+fn full_screen_stopped_and_back(env: &Env, name: &str, args: &str) {
+    let tmux = bash_in_tmux(env, name, &format!("{args} -- fake-tui-v2 --fullscreen"));
+    tmux.wait_modes("1 0 1");
+    tmux.keys(&["-l", "hel"]);
+    tmux.wait_text("> hel");
+    tmux.keys(&["C-z"]);
+    let stopped = tmux.wait_text("Stopped");
+    assert_eq!(tmux.modes(), "0 1 0", "{stopped}");
+    // The shell's screen, as it was before the adapter started.
+    assert!(
+        stopped.contains("\n3\n") && !stopped.contains("> hel"),
+        "{stopped}"
+    );
+    tmux.keys(&["-l", "echo shell-$((6*7))"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("shell-42");
+    assert_eq!(tmux.modes(), "0 1 0");
+
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_modes("1 0 1");
+    let back = tmux.wait_text("Ctrl+D quit");
+    assert!(!back.contains("shell-42"), "repainted in full: {back}");
+    tmux.keys(&["-l", "lo"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("agent: SQLite or PostgreSQL?");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("the shell's prompt after wujie's last word", |s| {
+        s.trim_end().ends_with('$') && (s.contains("is still open") || s.contains("succeeded"))
+    });
+    assert_eq!(tmux.modes(), "0 1 0");
+    tmux.keys(&["-l", "echo EXIT=$?"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("EXIT=0");
+}
+
+#[test]
+fn ctrl_z_leaves_a_full_screen_adapters_modes_to_the_shell_and_fg_sets_them_again() {
+    let env = Env::new();
+    full_screen_stopped_and_back(&env, "ctrl-z-full", "discuss");
+}
+
+#[test]
+fn ctrl_z_under_wujie_run_leaves_the_modes_and_fg_sets_them_again() {
+    let env = Env::new();
+    let key = env.create_issue("full-screen");
+    full_screen_stopped_and_back(&env, "ctrl-z-run", &format!("run {key}"));
+}
+
+/// An adapter whose manifest says its agent takes Ctrl+Z itself gets the key and `wujie` runs
+/// on; a second Ctrl+Z right after stops the session (the agent's own stop would be discarded),
+/// and `fg` brings it back.
+#[test]
+fn an_agent_that_takes_ctrl_z_gets_it_and_a_second_one_stops_the_session() {
+    let env = Env::new();
+    install_fake_tui_saying(&env, "fake-tui-ctrl-z", "takes_ctrl_z");
+    let tmux = bash_in_tmux(
+        &env,
+        "ctrl-z-taken",
+        "discuss -- fake-tui-ctrl-z --fullscreen",
+    );
+    tmux.wait_modes("1 0 1");
+
+    tmux.keys(&["C-z"]);
+    let got = tmux.wait_text("agent: got Ctrl+Z");
+    assert!(!got.contains("Stopped"), "{got}");
+    assert_eq!(tmux.modes(), "1 0 1");
+    tmux.keys(&["C-z"]);
+    tmux.wait_for("bash to report the job stopped", |s| {
+        s.contains("Stopped") && s.trim_end().ends_with('$')
+    });
+    assert_eq!(tmux.modes(), "0 1 0");
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_modes("1 0 1");
+    tmux.wait_text("Ctrl+D quit");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("agent: SQLite or PostgreSQL?");
+}
+
+/// Installs the fake TUI as provider `name`, its manifest saying `capability` too.
+fn install_fake_tui_saying(env: &Env, name: &str, capability: &str) {
+    let dir = env.work.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let adapter = examples().join("fake-tui-v2/wujie-localrun-fake-tui");
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "name": name,
+        "command": adapter.canonicalize().unwrap(),
+        "protocol": V2,
+        "capabilities": {"interactive_pty": true, "structured_events": true, capability: true}
+    });
+    std::fs::write(dir.join("provider.json"), manifest.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+}
+
+/// An adapter whose manifest says its agent repaints only on a change of size (`fg` cleared
+/// its alternate screen): its terminal is made narrower and set back, and it repaints.
+#[test]
+fn an_agent_that_repaints_only_on_a_change_of_size_is_back_in_full_after_fg() {
+    let env = Env::new();
+    install_fake_tui_saying(&env, "fake-tui-resize", "resize_to_repaint");
+    let args = "discuss -- fake-tui-resize --fullscreen --size-changes";
+    let tmux = bash_in_tmux(&env, "ctrl-z-resize", args);
+    tmux.wait_modes("1 0 1");
+    tmux.keys(&["C-z"]);
+    tmux.wait_text("Stopped");
+    assert_eq!(tmux.modes(), "0 1 0");
+    tmux.keys(&["-l", "fg"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_modes("1 0 1");
+    // Drawn for its own width again last (the hint says the size it drew for).
+    tmux.wait_text("Ctrl+D quit · 100x30");
+    tmux.keys(&["-l", "hello"]);
+    tmux.keys(&["Enter"]);
+    tmux.wait_text("agent: SQLite or PostgreSQL?");
 }
 
 /// Ctrl+Z on the terminal: `wujie` stops, and `gone` leaves the screen with it; then `wujie`

@@ -61,6 +61,8 @@ fn seed_v2_minimal_manifest() {
                 issue_context: Some("env".into()),
                 usage: true,
                 native_plan_handoff: false,
+                takes_ctrl_z: false,
+                resize_to_repaint: false,
             },
         }
     );
@@ -79,7 +81,9 @@ fn seed_v2_minimal_manifest() {
                 "structured_events": true,
                 "issue_context": "env",
                 "usage": true,
-                "native_plan_handoff": false
+                "native_plan_handoff": false,
+                "takes_ctrl_z": false,
+                "resize_to_repaint": false
             }
         })
     );
@@ -110,6 +114,8 @@ fn seed_v1_fake_plugin_manifest() {
             issue_context: Some("env".into()),
             usage: true,
             native_plan_handoff: false,
+            takes_ctrl_z: false,
+            resize_to_repaint: false,
         }
     );
 }

@@ -7,4 +7,5 @@ mod menu_card;
 mod overlay;
 mod scanner;
 mod screen_model;
+mod terminal_modes;
 mod terminal_safe;
