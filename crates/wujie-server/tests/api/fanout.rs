@@ -69,12 +69,14 @@ async fn each_event_is_encoded_once_for_every_feed_following_its_issue() {
         .map(|_| {
             let sse = feed(
                 state.clone(),
+                "counting".to_owned(),
                 vec![Follow {
                     issue_id: Some(issue.id.clone()),
                     cursor: Cursor { message, activity },
                     format: Counting(encoded.clone()),
                 }],
-            );
+            )
+            .expect("a feed");
             sse.into_response().into_body().into_data_stream()
         })
         .collect();
