@@ -7,6 +7,7 @@ mod fanout;
 mod openapi;
 mod peers;
 mod request_log;
+mod ring;
 mod routes;
 mod sse;
 mod web;
@@ -66,6 +67,9 @@ pub struct ServerConfig {
     /// How long a caught-up live feed waits for the store's change signal before it reads the
     /// store anyway. Only a safety net: the store signals every commit, other processes' too.
     pub reread_interval: Duration,
+    /// Most bytes of entries (their JSON) an issue's relay keeps for the feeds that follow it
+    /// live and have not taken them yet; a feed left further behind reads the store again.
+    pub relay_bytes: usize,
     /// Counts the live feeds being served; clones share the count, so the embedder can read it.
     pub open_feeds: OpenFeeds,
     /// What usage costs, for the web UI (the profile's `prices` over the defaults).
@@ -199,6 +203,7 @@ impl Default for ServerConfig {
             feed_queue: 256,
             slow_client_after: Duration::from_secs(10),
             reread_interval: Duration::from_secs(10),
+            relay_bytes: 64 * 1024 * 1024,
             open_feeds: OpenFeeds::default(),
             prices: wujie_protocol::pricing::PriceTable::defaults(),
         }
@@ -217,7 +222,7 @@ pub(crate) struct AppState {
 
 /// The whole API as a router (no sweeper; `serve` adds it).
 pub fn router(store: Store, config: ServerConfig) -> Router {
-    let fanout = fanout::Fanout::new(config.reread_interval);
+    let fanout = fanout::Fanout::new(config.reread_interval, config.relay_bytes);
     routes::router(AppState {
         store,
         config,

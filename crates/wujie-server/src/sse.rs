@@ -20,14 +20,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Serialize;
+use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::SendTimeoutError;
-use tokio::sync::{broadcast, mpsc};
 use wujie_protocol::api::{ApiError, IssueEvent, RunMessageEvent};
 use wujie_store::{Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
 use crate::fanout::{Entry, Fanout, Item, read_after};
+use crate::ring::{Follower, Received};
 use crate::{AppState, OpenFeed, OpenFeeds};
 
 /// How often an open feed checks that whoever opened it may still read it: a token revoked
@@ -421,7 +422,7 @@ async fn follow(
 /// Sends what the issue's relay hands out after `cursor`, until the relay leaves this feed
 /// behind or ends (then the feed reads the store again from `cursor`).
 async fn from_relay(
-    followed: &mut broadcast::Receiver<std::sync::Arc<Item>>,
+    followed: &mut Follower<Item>,
     cursor: &mut Cursor,
     format: &impl FeedFormat,
     tx: &mpsc::Sender<Event>,
@@ -432,7 +433,7 @@ async fn from_relay(
             item = followed.recv() => item,
             () = tx.closed() => return Err(Stop::Client),
         };
-        let Ok(item) = item else {
+        let Received::Value(item) = item else {
             return Ok(());
         };
         if item.entry.sent_by(*cursor) {
