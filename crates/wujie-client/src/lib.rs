@@ -590,9 +590,35 @@ impl Client {
         self.call(Method::GET, "/discussions", None).await
     }
 
+    /// The discussion with every entry: its pages read one after the other.
     pub async fn get_discussion(&self, id: &str) -> Result<Discussion, ClientError> {
-        self.call(Method::GET, &format!("/discussions/{}", segment(id)), None)
-            .await
+        let mut whole = self.discussion_page(id, 0, None).await?;
+        while whole.more {
+            let page = self.discussion_page(id, whole.next_after, None).await?;
+            // A page that moves on no further would be asked for again and again.
+            if page.entries.is_empty() {
+                break;
+            }
+            whole.next_after = page.next_after;
+            whole.more = page.more;
+            whole.entries.extend(page.entries);
+        }
+        Ok(whole)
+    }
+
+    /// The discussion with its entries after position `after` that fit in `max_bytes` (the
+    /// server's default page without it).
+    pub async fn discussion_page(
+        &self,
+        id: &str,
+        after: i64,
+        max_bytes: Option<u64>,
+    ) -> Result<Discussion, ClientError> {
+        let mut path = format!("/discussions/{}?after={after}", segment(id));
+        if let Some(max_bytes) = max_bytes {
+            path.push_str(&format!("&max_bytes={max_bytes}"));
+        }
+        self.call(Method::GET, &path, None).await
     }
 
     /// Deletes an open discussion that recorded nothing.

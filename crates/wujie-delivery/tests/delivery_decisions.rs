@@ -441,3 +441,52 @@ async fn items_read_from_a_spool_are_committed_with_its_mark() {
         .expect("close");
     assert_eq!(summary.stats.delivered, 2);
 }
+
+/// A process stopped (Ctrl+Z) while the outbox's connection was busy resumes with its wait for
+/// the connection timed out. What it had read is appended once the connection is free.
+#[tokio::test]
+async fn items_whose_wait_for_the_outbox_timed_out_are_appended_once_it_is_free() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let wait = Duration::from_millis(20);
+    let outbox = Outbox::open_with_writer_wait(&dir.path().join("outbox.db"), wait)
+        .await
+        .expect("outbox");
+    let _owner = outbox
+        .add_target(&NewTarget {
+            id: RUN,
+            kind: TargetKind::Run,
+            server_url: "http://127.0.0.1:9",
+            label: "WUJ-1",
+            reporter_pid: std::process::id(),
+        })
+        .await
+        .expect("target");
+    let server = ScriptedServer::new(|_, keys| stored(keys));
+    let reporter = Reporter::start(
+        outbox.clone(),
+        server.clone(),
+        TargetRef {
+            id: RUN.to_owned(),
+            kind: TargetKind::Run,
+        },
+        Arc::new(Notices::default()),
+    );
+    let held = outbox.hold_writer().await.expect("hold the connection");
+    let items = (0..3).map(|i| (item(i), 0)).collect();
+    reporter.record(RUN, items).await.expect("record");
+    // The writer waits for the connection now (this runtime runs it as soon as this task
+    // sleeps), and its wait times out long before the connection is free again.
+    tokio::time::sleep(wait * 25).await;
+    drop(held);
+    reporter
+        .flush()
+        .await
+        .expect("the items are appended once the connection is free");
+    let summary = reporter
+        .close(Duration::from_secs(10), |_| {})
+        .await
+        .expect("close");
+    assert_eq!(server.batches().concat(), keys(0..3));
+    assert_eq!(summary.stats.delivered, 3);
+    assert_eq!((summary.pending, summary.failed), (0, 0));
+}

@@ -521,7 +521,16 @@ pub struct Discussion {
     pub issue_id: Option<String>,
     pub issue_key: Option<String>,
     pub native_session_ids: Vec<String>,
+    /// In order. `GET /discussions/{id}` answers a page of them (its `after` and `max_bytes`);
+    /// other answers hold them all.
     pub entries: Vec<DiscussionEntry>,
+    /// The position of the last entry in `entries`: the `after` of the next page. The `after`
+    /// asked for when there is none.
+    #[serde(default)]
+    pub next_after: i64,
+    /// Whether entries after `entries` were stored when it was read.
+    #[serde(default)]
+    pub more: bool,
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub usage: Vec<Usage>,
     pub created_at: String,

@@ -59,11 +59,16 @@ const _: () = assert!(MAX_BATCH_BODY_BYTES >= 3 * MAX_EVENT_BYTES);
 
 /// Length of the event's JSON encoding, the size every limit on events is measured in.
 pub fn encoded_len(event: &Event) -> usize {
+    json_len(event)
+}
+
+/// Length of the JSON encoding of `value`, counted without writing it anywhere.
+pub fn json_len(value: &impl serde::Serialize) -> usize {
     let mut counter = ByteCounter(0);
-    match serde_json::to_writer(&mut counter, event) {
+    match serde_json::to_writer(&mut counter, value) {
         Ok(()) => counter.0,
-        // Events hold only strings, integers and JSON values, which always serialise; should
-        // that ever change, an event that cannot be encoded is treated as too large.
+        // The API's types hold only strings, integers and JSON values, which always serialise;
+        // should that ever change, a value that cannot be encoded is treated as too large.
         Err(_) => usize::MAX,
     }
 }

@@ -148,6 +148,8 @@ mod tests {
             issue_key: None,
             native_session_ids: Vec::new(),
             entries,
+            next_after: 0,
+            more: false,
             usage: Vec::new(),
             created_at: String::new(),
         }

@@ -4,24 +4,23 @@
 //! issue's relay: one task that reads each new item from the store once and hands it (shared,
 //! not copied) to every caught-up feed of that issue, API and web alike. An item keeps each
 //! format's encoding of it once made (`Item::event`), so a hundred viewers of an issue cost
-//! one read and one encoding per event, and then writing its bytes to each. A feed that falls
-//! more than `RELAY_ITEMS` behind the relay goes back to reading the store, from its own
-//! cursor, and joins again once caught up: a slow viewer never holds the relay or the others.
+//! one read and one encoding per event, and then writing its bytes to each. The relay keeps an
+//! item until every feed took it, up to `relay_bytes` of items (`ring`); a feed left further
+//! behind goes back to reading the store, from its own cursor, and joins again once caught
+//! up: a slow viewer never holds the relay, the others, or more than that of the server's
+//! memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::response::sse::Event;
-use tokio::sync::{OnceCell, broadcast};
+use tokio::sync::OnceCell;
 use wujie_protocol::api::{IssueEvent, RunMessageEvent};
 use wujie_store::{MAX_FEED_PAGE, Store, StoreError};
 
+use crate::ring::{self, Follower};
 use crate::sse::{Cursor, FeedFormat};
-
-/// Items a relay keeps for feeds that have not taken them yet. Each is a stored row (at most
-/// the server's `max_event_bytes`), shared by every feed.
-const RELAY_ITEMS: usize = 1024;
 
 /// One entry of an issue's feed, in the store's order.
 pub(crate) enum Entry {
@@ -43,6 +42,14 @@ impl Entry {
         match self {
             Entry::Message(m) => cursor.message = cursor.message.max(m.seq),
             Entry::Activity(a) => cursor.activity = cursor.activity.max(a.seq),
+        }
+    }
+
+    /// The length of this entry's JSON: its size in the relay's budget.
+    fn json_len(&self) -> usize {
+        match self {
+            Entry::Message(m) => wujie_protocol::limits::json_len(m),
+            Entry::Activity(a) => wujie_protocol::limits::json_len(a),
         }
     }
 
@@ -123,19 +130,24 @@ impl Item {
     }
 }
 
+type Relay = ring::Sender<Item>;
+
 /// The relays of the issues being followed live, by issue id.
 #[derive(Clone)]
 pub(crate) struct Fanout {
-    relays: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<Item>>>>>,
+    relays: Arc<Mutex<HashMap<String, Relay>>>,
     /// [`crate::ServerConfig::reread_interval`].
     reread: Duration,
+    /// [`crate::ServerConfig::relay_bytes`].
+    relay_bytes: usize,
 }
 
 impl Fanout {
-    pub(crate) fn new(reread: Duration) -> Fanout {
+    pub(crate) fn new(reread: Duration, relay_bytes: usize) -> Fanout {
         Fanout {
             relays: Arc::default(),
             reread,
+            relay_bytes,
         }
     }
 
@@ -144,7 +156,7 @@ impl Fanout {
         self.reread
     }
 
-    fn relays(&self) -> std::sync::MutexGuard<'_, HashMap<String, broadcast::Sender<Arc<Item>>>> {
+    fn relays(&self) -> std::sync::MutexGuard<'_, HashMap<String, Relay>> {
         self.relays.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -155,7 +167,7 @@ impl Fanout {
         &self,
         store: &Store,
         issue_id: &str,
-    ) -> Result<broadcast::Receiver<Arc<Item>>, StoreError> {
+    ) -> Result<Follower<Item>, StoreError> {
         if let Some(relay) = self.relays().get(issue_id) {
             return Ok(relay.subscribe());
         }
@@ -165,7 +177,8 @@ impl Fanout {
         if let Some(relay) = relays.get(issue_id) {
             return Ok(relay.subscribe());
         }
-        let (relay, followed) = broadcast::channel(RELAY_ITEMS);
+        let relay = ring::ring(self.relay_bytes);
+        let followed = relay.subscribe();
         relays.insert(issue_id.to_owned(), relay.clone());
         tokio::spawn(self.clone().relay(
             store.clone(),
@@ -177,13 +190,7 @@ impl Fanout {
     }
 
     /// Reads the issue's new entries and hands them out, until no feed follows it.
-    async fn relay(
-        self,
-        store: Store,
-        issue_id: String,
-        mut cursor: Cursor,
-        relay: broadcast::Sender<Arc<Item>>,
-    ) {
+    async fn relay(self, store: Store, issue_id: String, mut cursor: Cursor, relay: Relay) {
         let mut changes = store.changes();
         loop {
             // Marked seen before reading, so a write committed during the read wakes the wait.
@@ -199,12 +206,17 @@ impl Fanout {
             };
             for (entry, after) in entries {
                 cursor = after;
-                // No receiver: the check below ends the relay.
-                let _ = relay.send(Arc::new(Item {
-                    entry,
-                    after,
-                    encoded: Mutex::default(),
-                }));
+                // Measured as the API sends it: what the item holds, give or take its keys.
+                let bytes = entry.json_len();
+                // No follower: the check below ends the relay.
+                relay.send(
+                    Item {
+                        entry,
+                        after,
+                        encoded: Mutex::default(),
+                    },
+                    bytes,
+                );
             }
             if more {
                 continue;
@@ -224,16 +236,24 @@ impl Fanout {
         }
     }
 
+    /// The bytes of entries the issue's relay keeps now (0 without one).
+    #[cfg(test)]
+    pub(crate) fn kept_bytes(&self, issue_id: &str) -> usize {
+        self.relays().get(issue_id).map_or(0, Relay::kept_bytes)
+    }
+
     /// Removes the relay when no feed follows it any more (or always, when it `must`); says
     /// whether it did. Under the lock `subscribe` takes, so no feed joins a relay that ends.
-    fn end(&self, issue_id: &str, relay: &broadcast::Sender<Arc<Item>>, must: bool) -> bool {
+    fn end(&self, issue_id: &str, relay: &Relay, must: bool) -> bool {
         let mut relays = self.relays();
-        if !must && relay.receiver_count() > 0 {
+        if !must && relay.follower_count() > 0 {
             return false;
         }
-        if relays.get(issue_id).is_some_and(|r| r.same_channel(relay)) {
+        if relays.get(issue_id).is_some_and(|r| r.same_ring(relay)) {
             relays.remove(issue_id);
         }
+        // Its followers (when it `must`) go back to the store.
+        relay.close();
         true
     }
 }

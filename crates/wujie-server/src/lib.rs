@@ -5,7 +5,9 @@ mod auth;
 mod error;
 mod fanout;
 mod openapi;
+mod peers;
 mod request_log;
+mod ring;
 mod routes;
 mod sse;
 mod web;
@@ -48,6 +50,13 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// Most connections held at once; more wait in the listen backlog until one closes.
     pub max_connections: usize,
+    /// Most connections one peer address holds at once; more are answered 503 and closed at
+    /// once, so that one address cannot take every connection. Behind a reverse proxy every
+    /// client is the proxy's address: raise it to `max_connections` there.
+    pub max_connections_per_peer: usize,
+    /// Most live feeds (API and web) open at once with one token, run tokens included; one
+    /// more is answered 429.
+    pub max_feeds_per_token: usize,
     /// After the shutdown signal, how long requests in flight get to finish before their
     /// connections are dropped (a half-open client must not hold the server up).
     pub shutdown_grace: Duration,
@@ -58,6 +67,9 @@ pub struct ServerConfig {
     /// How long a caught-up live feed waits for the store's change signal before it reads the
     /// store anyway. Only a safety net: the store signals every commit, other processes' too.
     pub reread_interval: Duration,
+    /// Most bytes of entries (their JSON) an issue's relay keeps for the feeds that follow it
+    /// live and have not taken them yet; a feed left further behind reads the store again.
+    pub relay_bytes: usize,
     /// Counts the live feeds being served; clones share the count, so the embedder can read it.
     pub open_feeds: OpenFeeds,
     /// What usage costs, for the web UI (the profile's `prices` over the defaults).
@@ -72,6 +84,8 @@ pub struct OpenFeeds(std::sync::Arc<FeedsState>);
 #[derive(Debug)]
 struct FeedsState {
     open: std::sync::atomic::AtomicUsize,
+    /// The feeds open with each token, by token id.
+    by_token: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     closing: tokio::sync::watch::Sender<bool>,
     access_changed: tokio::sync::watch::Sender<u64>,
 }
@@ -80,6 +94,7 @@ impl Default for OpenFeeds {
     fn default() -> Self {
         OpenFeeds(std::sync::Arc::new(FeedsState {
             open: std::sync::atomic::AtomicUsize::new(0),
+            by_token: std::sync::Mutex::default(),
             closing: tokio::sync::watch::channel(false).0,
             access_changed: tokio::sync::watch::channel(0).0,
         }))
@@ -91,12 +106,30 @@ impl OpenFeeds {
         self.0.open.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Counts one feed until the returned guard is dropped.
-    pub(crate) fn open(&self) -> OpenFeed {
+    /// Counts one feed opened with `token_id` until the returned guard is dropped; `None` when
+    /// that token has `max_per_token` open already.
+    pub(crate) fn open(&self, token_id: String, max_per_token: usize) -> Option<OpenFeed> {
+        let mut by_token = self.by_token();
+        let held = by_token.entry(token_id.clone()).or_default();
+        if *held >= max_per_token.max(1) {
+            return None;
+        }
+        *held += 1;
         self.0
             .open
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        OpenFeed(self.clone())
+        drop(by_token);
+        Some(OpenFeed {
+            feeds: self.clone(),
+            token_id,
+        })
+    }
+
+    fn by_token(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.0
+            .by_token
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn close_all(&self) {
@@ -124,23 +157,35 @@ impl OpenFeeds {
     }
 }
 
-pub(crate) struct OpenFeed(OpenFeeds);
+pub(crate) struct OpenFeed {
+    feeds: OpenFeeds,
+    token_id: String,
+}
 
 impl OpenFeed {
     /// The feeds this one is counted among.
     pub(crate) fn feeds(&self) -> &OpenFeeds {
-        &self.0
+        &self.feeds
     }
 }
 
 impl Drop for OpenFeed {
     fn drop(&mut self) {
-        (self.0)
+        self.feeds
             .0
             .open
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        let mut by_token = self.feeds.by_token();
+        if let Some(held) = by_token.get_mut(&self.token_id) {
+            *held -= 1;
+            if *held == 0 {
+                by_token.remove(&self.token_id);
+            }
+        }
     }
 }
+
+const MAX_CONNECTIONS: usize = 1024;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -149,11 +194,16 @@ impl Default for ServerConfig {
             max_event_bytes: wujie_protocol::limits::MAX_EVENT_BYTES,
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(120),
-            max_connections: 1024,
+            max_connections: MAX_CONNECTIONS,
+            // A quarter: three more such peers still leave room for everyone else.
+            max_connections_per_peer: MAX_CONNECTIONS / 4,
+            // Far more than a user's pages (one connection per browser) and watches use.
+            max_feeds_per_token: 64,
             shutdown_grace: Duration::from_secs(5),
             feed_queue: 256,
             slow_client_after: Duration::from_secs(10),
             reread_interval: Duration::from_secs(10),
+            relay_bytes: 64 * 1024 * 1024,
             open_feeds: OpenFeeds::default(),
             prices: wujie_protocol::pricing::PriceTable::defaults(),
         }
@@ -172,7 +222,7 @@ pub(crate) struct AppState {
 
 /// The whole API as a router (no sweeper; `serve` adds it).
 pub fn router(store: Store, config: ServerConfig) -> Router {
-    let fanout = fanout::Fanout::new(config.reread_interval);
+    let fanout = fanout::Fanout::new(config.reread_interval, config.relay_bytes);
     routes::router(AppState {
         store,
         config,
@@ -199,6 +249,7 @@ pub async fn serve(
         .header_read_timeout(config.header_read_timeout);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let peers = peers::PeerConnections::new(config.max_connections_per_peer);
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
@@ -207,9 +258,9 @@ pub async fn serve(
             slot = slots.clone().acquire_owned() => slot.map_err(io::Error::other)?,
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: wait instead of spinning.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -218,6 +269,11 @@ pub async fn serve(
                 }
             },
             () = &mut shutdown => break,
+        };
+        // Refused before it is served: the slot goes to the next connection.
+        let Some(peer) = peers.admit(peer.ip()) else {
+            peers.refuse(stream);
+            continue;
         };
         let app = app.clone();
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -229,7 +285,7 @@ pub async fn serve(
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
-            drop(slot);
+            drop((slot, peer));
         });
     }
     drop(listener);

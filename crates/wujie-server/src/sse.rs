@@ -20,14 +20,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Serialize;
+use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::SendTimeoutError;
-use tokio::sync::{broadcast, mpsc};
 use wujie_protocol::api::{ApiError, IssueEvent, RunMessageEvent};
 use wujie_store::{Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
 use crate::fanout::{Entry, Fanout, Item, read_after};
+use crate::ring::{Follower, Received};
 use crate::{AppState, OpenFeed, OpenFeeds};
 
 /// How often an open feed checks that whoever opened it may still read it: a token revoked
@@ -107,7 +108,9 @@ pub(crate) fn start_cursor(headers: &HeaderMap, with_messages: bool) -> Result<C
             and `issue` event has an id to resume from. A client that does not read for a while \
             is disconnected; reconnecting with Last-Event-ID misses nothing."),
         (status = 400, body = ApiError), (status = 404, body = ApiError),
-        (status = 401, body = ApiError), (status = 403, body = ApiError)))]
+        (status = 401, body = ApiError), (status = 403, body = ApiError),
+        (status = 429, body = ApiError,
+            description = "The token has `max_feeds_per_token` (64) live feeds open already")))]
 pub(crate) async fn issue_feed(
     State(state): State<AppState>,
     caller: Caller,
@@ -120,14 +123,15 @@ pub(crate) async fn issue_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(
+    feed(
         state,
+        caller.token_id().to_owned(),
         vec![Follow {
             issue_id: Some(issue_id),
             cursor,
             format,
         }],
-    ))
+    )
 }
 
 #[utoipa::path(get, path = "/api/v1/events", tag = "live", security(("bearer" = [])),
@@ -140,7 +144,9 @@ pub(crate) async fn issue_feed(
             issue's own feed. Resumable with Last-Event-ID; a client that does not read for a \
             while is disconnected."),
         (status = 400, body = ApiError), (status = 401, body = ApiError),
-        (status = 403, body = ApiError)))]
+        (status = 403, body = ApiError),
+        (status = 429, body = ApiError,
+            description = "The token has `max_feeds_per_token` (64) live feeds open already")))]
 pub(crate) async fn workspace_feed(
     State(state): State<AppState>,
     caller: Caller,
@@ -151,14 +157,15 @@ pub(crate) async fn workspace_feed(
     let format = Json {
         token_id: caller.token_id().to_owned(),
     };
-    Ok(feed(
+    feed(
         state,
+        caller.token_id().to_owned(),
         vec![Follow {
             issue_id: None,
             cursor,
             format,
         }],
-    ))
+    )
 }
 
 /// How a feed's items become events: the API sends them as JSON, the web page as HTML it can
@@ -222,12 +229,24 @@ pub(crate) struct Follow<F> {
 /// Starts the task that reads the feeds from the store into the client's one bounded queue.
 /// A connection may carry several feeds (a browser's issue pages share one, see `web::live`);
 /// they all share that queue, whoever opened them, and end together.
+/// `token_id` is the token the feeds were opened with: it may hold at most
+/// `max_feeds_per_token` connections' feeds at once (429 past that).
 pub(crate) fn feed(
     state: AppState,
+    token_id: String,
     follows: Vec<Follow<impl FeedFormat>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
+    let max = state.config.max_feeds_per_token;
+    let counted = state.config.open_feeds.open(token_id, max).ok_or_else(|| {
+        Failure::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "{max} live feeds are open with this token already, the most one token may \
+                 have at once; close one (a page, a watch, a feed no longer read) and try again"
+            ),
+        )
+    })?;
     let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
-    let counted = state.config.open_feeds.open();
     tokio::spawn(pump(
         counted,
         state.store,
@@ -239,7 +258,7 @@ pub(crate) fn feed(
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok(event), rx))
     });
-    Sse::new(events).keep_alive(KeepAlive::default())
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 /// Why a feed stopped.
@@ -403,7 +422,7 @@ async fn follow(
 /// Sends what the issue's relay hands out after `cursor`, until the relay leaves this feed
 /// behind or ends (then the feed reads the store again from `cursor`).
 async fn from_relay(
-    followed: &mut broadcast::Receiver<std::sync::Arc<Item>>,
+    followed: &mut Follower<Item>,
     cursor: &mut Cursor,
     format: &impl FeedFormat,
     tx: &mpsc::Sender<Event>,
@@ -414,7 +433,7 @@ async fn from_relay(
             item = followed.recv() => item,
             () = tx.closed() => return Err(Stop::Client),
         };
-        let Ok(item) = item else {
+        let Received::Value(item) = item else {
             return Ok(());
         };
         if item.entry.sent_by(*cursor) {

@@ -17,6 +17,7 @@ use crate::rows::{DISCUSSION_USAGE_SQL, issue_key, load_issue, load_run, load_us
 use crate::runs::{check_start_key, insert_run, record_end};
 use crate::text::{self, Text};
 use crate::tokens::{TokenKind, insert_token, reissue_token};
+use crate::transcript::forward_page;
 use crate::{DEFAULT_KEY_PREFIX, Store, StoreError, new_id, time};
 
 fn discussion_not_found(id: &str) -> StoreError {
@@ -45,6 +46,7 @@ const DISCUSSION_SELECT: &str = "SELECT d.id, d.status, d.provider, d.cwd, d.iss
 
 #[derive(sqlx::FromRow)]
 struct EntryRow {
+    seq: i64,
     kind: String,
     content: Text,
     source: Text,
@@ -52,9 +54,44 @@ struct EntryRow {
     created_at: String,
 }
 
+/// The entries of a discussion an answer holds: all of them, or a page.
+#[derive(Clone, Copy)]
+enum Entries {
+    All,
+    /// Those after position `after` that fit in `max_bytes` (see [`Store::discussion_page`]).
+    After {
+        after: i64,
+        max_bytes: u64,
+    },
+}
+
+/// An entry's size as page budgets count it: the bytes of its stored texts (BIGINT, as
+/// `transcript::MESSAGE_BYTES`).
+const ENTRY_BYTES: &str = "CAST(octet_length(content) + octet_length(source) \
+     + octet_length(source_key) AS BIGINT)";
+
+/// The entries of discussion `id` from position `from` to `to`, in order.
+async fn entries_between(
+    conn: &mut AnyConnection,
+    id: &str,
+    from: i64,
+    to: i64,
+) -> Result<Vec<EntryRow>, StoreError> {
+    Ok(sqlx::query_as(
+        "SELECT seq, kind, content, source, source_key, created_at FROM discussion_entries \
+         WHERE discussion_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
+    )
+    .bind(id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 async fn discussion_from_row(
     conn: &mut AnyConnection,
     row: DiscussionRow,
+    wanted: Entries,
 ) -> Result<Discussion, StoreError> {
     let DiscussionRow {
         id,
@@ -72,13 +109,26 @@ async fn discussion_from_row(
     .bind(&id)
     .fetch_all(&mut *conn)
     .await?;
-    let entries: Vec<EntryRow> = sqlx::query_as(
-        "SELECT kind, content, source, source_key, created_at FROM discussion_entries \
-         WHERE discussion_id = $1 ORDER BY seq",
-    )
-    .bind(&id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let (entries, more) = match wanted {
+        Entries::All => (entries_between(conn, &id, 0, i64::MAX).await?, false),
+        Entries::After { after, max_bytes } => {
+            let sizes = format!(
+                "SELECT seq, {ENTRY_BYTES} AS bytes FROM discussion_entries \
+                 WHERE discussion_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+            );
+            let page = forward_page(conn, &sizes, &id, after, max_bytes).await?;
+            let entries = match page.last {
+                Some(last) => entries_between(conn, &id, after + 1, last).await?,
+                None => Vec::new(),
+            };
+            (entries, page.more)
+        }
+    };
+    let next_after = match (entries.last(), wanted) {
+        (Some(last), _) => last.seq,
+        (None, Entries::After { after, .. }) => after,
+        (None, Entries::All) => 0,
+    };
     let entries = entries
         .into_iter()
         .map(|entry| {
@@ -107,20 +157,26 @@ async fn discussion_from_row(
         issue_id,
         native_session_ids: native.into_iter().map(|(n,)| n.into()).collect(),
         entries,
+        next_after,
+        more,
         usage,
         created_at,
         id,
     })
 }
 
-async fn load_discussion(conn: &mut AnyConnection, id: &str) -> Result<Discussion, StoreError> {
+async fn load_discussion(
+    conn: &mut AnyConnection,
+    id: &str,
+    wanted: Entries,
+) -> Result<Discussion, StoreError> {
     let row: Option<DiscussionRow> =
         sqlx::query_as(&format!("{DISCUSSION_SELECT} WHERE d.id = $1"))
             .bind(id)
             .fetch_optional(&mut *conn)
             .await?;
     let row = row.ok_or_else(|| discussion_not_found(id))?;
-    discussion_from_row(conn, row).await
+    discussion_from_row(conn, row, wanted).await
 }
 
 async fn load_discussions(
@@ -129,7 +185,7 @@ async fn load_discussions(
 ) -> Result<Vec<Discussion>, StoreError> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        out.push(discussion_from_row(conn, row).await?);
+        out.push(discussion_from_row(conn, row, Entries::All).await?);
     }
     Ok(out)
 }
@@ -174,7 +230,7 @@ impl Store {
                     .await?;
             if let Some((id,)) = started {
                 let token = reissue_token(&mut w.tx, TokenKind::Discussion, &id).await?;
-                let discussion = load_discussion(&mut w.tx, &id).await?;
+                let discussion = load_discussion(&mut w.tx, &id, Entries::All).await?;
                 w.commit().await?;
                 return Ok(CreatedDiscussion { discussion, token });
             }
@@ -200,7 +256,7 @@ impl Store {
             Some(&id),
         )
         .await?;
-        let discussion = load_discussion(&mut w.tx, &id).await?;
+        let discussion = load_discussion(&mut w.tx, &id, Entries::All).await?;
         w.commit().await?;
         Ok(CreatedDiscussion { discussion, token })
     }
@@ -229,7 +285,7 @@ impl Store {
         start_key: Option<&str>,
     ) -> Result<CreatedToken, StoreError> {
         let mut w = self.write().await?;
-        let current = load_discussion(&mut w.tx, id).await?;
+        let current = load_discussion(&mut w.tx, id, Entries::All).await?;
         if current.status == DiscussionStatus::Promoted {
             let key = current.issue_key.unwrap_or_else(|| "an issue".into());
             return Err(StoreError::Conflict(format!(
@@ -260,7 +316,19 @@ impl Store {
 
     pub async fn discussion(&self, id: &str) -> Result<Discussion, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        load_discussion(&mut conn, id).await
+        load_discussion(&mut conn, id, Entries::All).await
+    }
+
+    /// The discussion with its entries after position `after`, in order, as many as fit in
+    /// `max_bytes` (one bigger than that comes alone): a page of `GET /discussions/{id}`.
+    pub async fn discussion_page(
+        &self,
+        id: &str,
+        after: i64,
+        max_bytes: u64,
+    ) -> Result<Discussion, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        load_discussion(&mut conn, id, Entries::After { after, max_bytes }).await
     }
 
     /// All discussions, newest first.
@@ -377,7 +445,7 @@ impl Store {
     /// with its tokens: what is left of a session that turned out to continue another one.
     pub async fn delete_empty_discussion(&self, id: &str) -> Result<(), StoreError> {
         let mut w = self.write().await?;
-        let current = load_discussion(&mut w.tx, id).await?;
+        let current = load_discussion(&mut w.tx, id, Entries::All).await?;
         if current.status != DiscussionStatus::Open
             || !current.entries.is_empty()
             || !current.native_session_ids.is_empty()
@@ -408,7 +476,7 @@ impl Store {
         req: &PromoteDiscussion,
     ) -> Result<Promoted, StoreError> {
         let mut w = self.write().await?;
-        let current = load_discussion(&mut w.tx, discussion_id).await?;
+        let current = load_discussion(&mut w.tx, discussion_id, Entries::All).await?;
         if current.status == DiscussionStatus::Promoted {
             let key = current.issue_key.unwrap_or_else(|| "an issue".into());
             return Err(StoreError::Conflict(format!(

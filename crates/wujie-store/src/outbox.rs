@@ -218,8 +218,38 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// How long a write waits for the outbox's one writing connection (sqlx's default). A wait
+/// that spans a stop of the process (Ctrl+Z) exceeds it at once on resuming: writers try again
+/// ([`OutboxError::is_pool_timeout`]).
+const WRITER_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Outbox {
     pub async fn open(path: &Path) -> Result<Outbox, OutboxError> {
+        Outbox::open_waiting(path, WRITER_ACQUIRE_TIMEOUT).await
+    }
+
+    /// [`Outbox::open`] with another wait for the writing connection: a wait that times out
+    /// within a test, as one spanning a long stop does.
+    #[cfg(feature = "testing")]
+    pub async fn open_with_writer_wait(
+        path: &Path,
+        writer_acquire_timeout: Duration,
+    ) -> Result<Outbox, OutboxError> {
+        Outbox::open_waiting(path, writer_acquire_timeout).await
+    }
+
+    /// Take the writing connection and keep it until the guard is dropped, as another task of
+    /// this process does while its write waits for SQLite's write lock: every write of this
+    /// outbox waits meanwhile.
+    #[cfg(feature = "testing")]
+    pub async fn hold_writer(&self) -> Result<sqlx::pool::PoolConnection<Sqlite>, OutboxError> {
+        Ok(self.writer.acquire().await?)
+    }
+
+    async fn open_waiting(
+        path: &Path,
+        writer_acquire_timeout: Duration,
+    ) -> Result<Outbox, OutboxError> {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -249,6 +279,7 @@ impl Outbox {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .acquire_timeout(writer_acquire_timeout)
             .idle_timeout(None)
             .max_lifetime(None)
             .connect_with(options.clone())

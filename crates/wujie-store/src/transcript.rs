@@ -125,6 +125,37 @@ pub(crate) async fn latest_messages(
 
 /// One more than [`MAX_PAGE_MESSAGES`]: a size scan reads one row past a full page to tell
 /// whether more follow.
+/// Where a forward page ends (see [`forward_page`]).
+pub(crate) struct PageEnd {
+    /// The position of the page's last row; `None` when it has none.
+    pub(crate) last: Option<i64>,
+    /// Whether rows after the page were stored.
+    pub(crate) more: bool,
+}
+
+/// Where the page after position `after` of a log ends within `max_bytes`, from its rows'
+/// sizes alone: `sizes` selects `(seq, bytes)` of the rows of `$1` after `$2`, in order, at
+/// most `$3`. The caller then reads the rows up to [`PageEnd::last`].
+pub(crate) async fn forward_page(
+    conn: &mut AnyConnection,
+    sizes: &str,
+    of: &str,
+    after: i64,
+    max_bytes: u64,
+) -> Result<PageEnd, StoreError> {
+    let sizes: Vec<(i64, i64)> = sqlx::query_as(sizes)
+        .bind(of)
+        .bind(after)
+        .bind(page_rows())
+        .fetch_all(&mut *conn)
+        .await?;
+    let (taken, _) = fitting(&sizes, max_bytes);
+    Ok(PageEnd {
+        last: taken.checked_sub(1).map(|i| sizes[i].0),
+        more: taken < sizes.len(),
+    })
+}
+
 fn page_rows() -> i64 {
     i64::try_from(MAX_PAGE_MESSAGES + 1).unwrap_or(i64::MAX)
 }
@@ -139,17 +170,12 @@ impl Store {
         max_bytes: u64,
     ) -> Result<RunMessagePage, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let sizes: Vec<(i64, i64)> = sqlx::query_as(&format!(
+        let sizes = format!(
             "SELECT seq, {MESSAGE_BYTES} AS bytes FROM run_messages \
              WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
-        ))
-        .bind(run_id)
-        .bind(after)
-        .bind(page_rows())
-        .fetch_all(&mut *conn)
-        .await?;
-        let (taken, _) = fitting(&sizes, max_bytes);
-        let Some(taken_last) = taken.checked_sub(1) else {
+        );
+        let page = forward_page(&mut conn, &sizes, run_id, after, max_bytes).await?;
+        let Some(last) = page.last else {
             let found: Option<(i64,)> = sqlx::query_as("SELECT 1 FROM runs WHERE id = $1")
                 .bind(run_id)
                 .fetch_optional(&mut *conn)
@@ -158,15 +184,14 @@ impl Store {
             return Ok(RunMessagePage {
                 messages: Vec::new(),
                 next_after: after,
-                more: !sizes.is_empty(),
+                more: page.more,
             });
         };
-        let last = sizes[taken_last].0;
         let messages = messages_between(&mut conn, run_id, after + 1, last).await?;
         Ok(RunMessagePage {
             messages,
             next_after: last,
-            more: taken < sizes.len(),
+            more: page.more,
         })
     }
 

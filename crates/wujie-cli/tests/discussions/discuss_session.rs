@@ -210,3 +210,31 @@ echo '{done}'"#,
         }
     }
 }
+
+#[test]
+fn discussion_show_reads_every_page_of_a_long_discussion() {
+    let env = Env::new();
+    // Three entries of 600 KB: the server answers them a page of 1 MiB at a time.
+    let body = "pad=$(head -c 600000 /dev/zero | tr '\\0' x)\n\
+                for n in 0 1 2; do printf '{\"type\":\"final\",\"content\":\"%s %s\",\"source\":\"t\",\"source_key\":\"k%s\"}\\n' \"$n\" \"$pad\" \"$n\"; done";
+    handoff_provider(&env, "long", body);
+    let out = env.run(&["--output", "json", "discuss", "--", "long"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    let id = report["discussion_id"].as_str().unwrap();
+    let d = env.json(&["discussion", "show", id]);
+    let starts: Vec<String> = entry_contents(&d)
+        .iter()
+        .map(|c| {
+            assert_eq!(c.len(), 600_002, "whole entries");
+            c[..2].to_owned()
+        })
+        .collect();
+    assert_eq!(starts, ["0 ", "1 ", "2 "]);
+    // Each entry on a line of its own, cut to its start.
+    let text = env.ok(&["discussion", "show", id]);
+    for n in 0..3 {
+        assert!(text.contains(&format!("final: {n} xxx")), "{text}");
+    }
+}

@@ -1,4 +1,5 @@
 use axum::Json;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -7,7 +8,7 @@ use wujie_protocol::api::{
     IngestResult, PromoteDiscussion, Promoted,
 };
 
-use super::{Body, IngestBody, StartKey};
+use super::{Body, IngestBody, PageQuery, StartKey};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
@@ -96,16 +97,22 @@ pub(crate) async fn create_token(
 }
 
 #[utoipa::path(get, path = "/api/v1/discussions/{id}", tag = "discussions", security(("bearer" = [])),
-    params(("id" = String, Path, description = "Discussion id")),
-    responses((status = 200, body = Discussion), (status = 404, body = ApiError),
+    params(("id" = String, Path, description = "Discussion id"), PageQuery),
+    responses((status = 200, body = Discussion, description = "The discussion with the next page \
+         of its entries, in order (`next_after`, `more`)"),
+        (status = 400, body = ApiError), (status = 404, body = ApiError),
         (status = 401, body = ApiError), (status = 403, body = ApiError)))]
 pub(crate) async fn get_discussion(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    query: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Json<Discussion>> {
+    let (after, max_bytes) = super::page_asked(query, "discussion entry")?;
     caller.require_discussion_read(&id)?;
-    Ok(Json(state.store.discussion(&id).await?))
+    Ok(Json(
+        state.store.discussion_page(&id, after, max_bytes).await?,
+    ))
 }
 
 #[utoipa::path(post, path = "/api/v1/discussions/{id}/events", tag = "discussions",

@@ -164,6 +164,48 @@ pub(crate) fn query_params<T>(
     })
 }
 
+/// A forward page of a log (a run's messages, a discussion's entries), bounded in bytes.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// After this position (the `next_after` of the previous page; default 0, from the first).
+    after: Option<i64>,
+    /// At most this many bytes (of the stored texts), 1 to 16 MiB, default 1 MiB; a single one
+    /// bigger than that comes alone.
+    max_bytes: Option<u64>,
+}
+
+/// The `after` and `max_bytes` of the page of `what`s asked for, or a 400 that says what they
+/// take.
+pub(crate) fn page_asked(
+    query: Result<axum::extract::Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+    what: &str,
+) -> Result<(i64, u64), Failure> {
+    use wujie_store::{DEFAULT_MESSAGE_PAGE_BYTES, MAX_MESSAGE_PAGE_BYTES};
+    let query = query_params(
+        query,
+        &format!(
+            "after is the position of a {what} (a whole number, the next_after of the previous \
+             page) and max_bytes a number of bytes"
+        ),
+    )?;
+    let max_bytes = query.max_bytes.unwrap_or(DEFAULT_MESSAGE_PAGE_BYTES);
+    if !(1..=MAX_MESSAGE_PAGE_BYTES).contains(&max_bytes) {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("max_bytes must be 1 to {MAX_MESSAGE_PAGE_BYTES} (16 MiB), not {max_bytes}"),
+        ));
+    }
+    let after = query.after.unwrap_or(0);
+    if after < 0 {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("after must be a {what} position, 0 or more, not {after}"),
+        ));
+    }
+    Ok((after, max_bytes))
+}
+
 pub(crate) struct Body<T>(pub(crate) T);
 
 impl<T> FromRequest<AppState> for Body<T>

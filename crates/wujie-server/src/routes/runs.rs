@@ -6,12 +6,11 @@ use wujie_protocol::api::{
     ApiError, CreateRun, CreatedRun, FinishRun, FinishedRun, IngestBatch, IngestResult, Run,
     RunCancel, RunControl, RunMessagePage,
 };
-use wujie_store::{DEFAULT_MESSAGE_PAGE_BYTES, MAX_MESSAGE_PAGE_BYTES};
 
 use serde::Deserialize;
 use wujie_protocol::git::GitChanges;
 
-use super::{Body, IngestBody, StartKey};
+use super::{Body, IngestBody, PageQuery, StartKey};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
@@ -56,20 +55,8 @@ pub(crate) async fn get_run(
     Ok(Json(state.store.run(&id).await?))
 }
 
-/// `GET /runs/{id}/messages` query.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct MessagePageQuery {
-    /// The messages after this position (the `next_after` of the previous page; default 0,
-    /// from the first message).
-    after: Option<i64>,
-    /// At most this many bytes of messages (their stored texts), 1 to 16 MiB, default 1 MiB;
-    /// a single message bigger than that comes alone.
-    max_bytes: Option<u64>,
-}
-
 #[utoipa::path(get, path = "/api/v1/runs/{id}/messages", tag = "runs", security(("bearer" = [])),
-    params(("id" = String, Path, description = "Run id"), MessagePageQuery),
+    params(("id" = String, Path, description = "Run id"), PageQuery),
     responses((status = 200, body = RunMessagePage, description = "The next page of the run's \
          transcript, in arrival order"),
         (status = 400, body = ApiError), (status = 404, body = ApiError),
@@ -78,27 +65,9 @@ pub(crate) async fn run_messages(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    query: Result<Query<MessagePageQuery>, QueryRejection>,
+    query: Result<Query<PageQuery>, QueryRejection>,
 ) -> ApiResult<Json<RunMessagePage>> {
-    let query = super::query_params(
-        query,
-        "after is the position of a message (a whole number, the next_after of the previous \
-         page) and max_bytes a number of bytes",
-    )?;
-    let max_bytes = query.max_bytes.unwrap_or(DEFAULT_MESSAGE_PAGE_BYTES);
-    if !(1..=MAX_MESSAGE_PAGE_BYTES).contains(&max_bytes) {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("max_bytes must be 1 to {MAX_MESSAGE_PAGE_BYTES} (16 MiB), not {max_bytes}"),
-        ));
-    }
-    let after = query.after.unwrap_or(0);
-    if after < 0 {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("after must be a message position, 0 or more, not {after}"),
-        ));
-    }
+    let (after, max_bytes) = super::page_asked(query, "message")?;
     // A run token of the issue may read it too: the agent can read its own transcript.
     if !caller.is_user() {
         let (issue_id, issue_key) = state.store.run_issue(&id).await?;

@@ -195,6 +195,11 @@ impl Viewer {
         hash(&format!("wujie-csrf:{}", self.session_id))
     }
 
+    /// The user token that logged the browser in, which its live feeds count against.
+    pub(crate) fn token_id(&self) -> &str {
+        &self.token_id
+    }
+
     /// False once the session has ended: logged out, expired, or its token revoked or expired.
     pub(crate) async fn still_logged_in(&self, store: &Store) -> Result<bool, StoreError> {
         Ok(store

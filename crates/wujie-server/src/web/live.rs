@@ -116,7 +116,7 @@ pub(crate) async fn issues_feed(
             },
         });
     }
-    Ok(feed(state, follows).into_response())
+    Ok(feed(state, viewer.token_id().to_owned(), follows)?.into_response())
 }
 
 /// Every event's data: which issue it is of, its position in that issue's feed (to reopen

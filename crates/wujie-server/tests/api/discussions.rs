@@ -372,3 +372,68 @@ async fn only_an_empty_open_discussion_can_be_deleted() {
     assert_eq!(h.admin.list_discussions().await.expect("list").len(), 1);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_discussion_is_answered_in_pages_within_their_budget_and_read_whole() {
+    const ENTRIES: usize = 30;
+    let h = Harness::start().await;
+    let id = h.discussion("grok").await.discussion.id;
+    let pad = "x".repeat(1000);
+    let items = (0..ENTRIES)
+        .map(|n| {
+            message(
+                MessageKind::UserInput,
+                &n.to_string(),
+                &format!("{n} {pad}"),
+            )
+        })
+        .collect();
+    h.admin
+        .ingest_discussion_events(&id, &IngestBatch { items })
+        .await
+        .expect("ingest");
+    let number = |content: &str| -> usize { content.split(' ').next().unwrap().parse().unwrap() };
+    // About five entries' stored texts (each about 1,000 bytes) a page.
+    let budget = 5_000;
+    let mut got = Vec::new();
+    let mut after = 0;
+    let mut pages = 0;
+    loop {
+        let page = h
+            .admin
+            .discussion_page(&id, after, Some(budget))
+            .await
+            .expect("a page");
+        let bytes: u64 = page
+            .entries
+            .iter()
+            .map(|e| (e.content.len() + e.source.len() + e.source_key.len()) as u64)
+            .sum();
+        assert!(bytes <= budget, "a page of {bytes} bytes");
+        got.extend(page.entries.iter().map(|e| number(&e.content)));
+        pages += 1;
+        after = page.next_after;
+        if !page.more {
+            break;
+        }
+    }
+    assert_eq!(got, (0..ENTRIES).collect::<Vec<_>>());
+    assert!(pages >= ENTRIES / 5, "{pages} pages");
+    let whole = h.admin.get_discussion(&id).await.expect("every page");
+    let all: Vec<usize> = whole.entries.iter().map(|e| number(&e.content)).collect();
+    assert_eq!(all, (0..ENTRIES).collect::<Vec<_>>());
+    assert!(!whole.more);
+    let refused = h
+        .admin
+        .discussion_page(&id, -1, None)
+        .await
+        .expect_err("a position before the first");
+    assert_eq!(status_of(&refused), 400);
+    assert!(
+        refused
+            .to_string()
+            .contains("after must be a discussion entry position"),
+        "{refused}"
+    );
+    h.stop().await;
+}

@@ -4,6 +4,7 @@
 mod auth;
 mod busy_database;
 mod cancel;
+mod connection_limits;
 mod discussions;
 mod event_size;
 mod fanout;
