@@ -234,8 +234,9 @@ fn chat_logs(gemini: &Path) -> impl Iterator<Item = PathBuf> {
 /// This run's chat log: the one [`plan_launch`] chose, then the one Gemini CLI starts when the
 /// user clears the chat (`/clear` begins a new session, in a new log of the same project).
 /// Gemini CLI records no link between a process and its session, so a new log is taken for
-/// this run's only when it is the one log begun in the project since the agent started that
-/// was not read yet: with two Gemini CLIs at work in one directory, neither is followed.
+/// this run's only when it is the one log of another session begun in the project since the
+/// agent started that was not read yet: with two Gemini CLIs at work in one directory, neither
+/// is followed.
 struct ChatFinder {
     gemini: PathBuf,
     cwd: PathBuf,
@@ -270,12 +271,16 @@ impl FindLog for ChatFinder {
                 .and_then(|meta| meta.created().or_else(|_| meta.modified()))
                 .is_ok_and(|at| at >= self.started)
         };
+        // A resume begins a new, empty log with the session's own id too (and goes on in the
+        // first one): only a log of another session is a switch.
+        let session = session_of(current);
         let mut new: Vec<PathBuf> = std::fs::read_dir(current.parent()?)
             .ok()?
             .filter_map(Result::ok)
             .map(|entry| entry.path())
             .filter(|path| is_session_log(path) && !self.followed.contains(path))
             .filter(begun_since)
+            .filter(|path| session_of(path).is_some_and(|id| Some(id) != session))
             .collect();
         match (new.pop(), new.is_empty()) {
             (Some(only), true) => Some(only),
