@@ -8,6 +8,7 @@ mod cli_docs;
 mod commands;
 mod context;
 mod logging;
+mod memory;
 mod output;
 mod pager;
 mod user_error;
@@ -16,6 +17,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    memory::return_big_buffers();
     let cli = cli::parse();
     logging::init(match cli.command {
         cli::Command::Server(_) => "info",
