@@ -5,10 +5,9 @@
 
 use std::process::Stdio;
 
-use wujie_testkit::browser::Browser;
 use wujie_testkit::{Env, V1, msg, write_plugin};
 
-use super::web_ui_browser::{Ui, shot};
+use super::web_ui_browser::{logged_in, shot};
 
 /// An adapter that takes the task, then waits for the file `go` before its reply: its run
 /// is running until the test says.
@@ -45,10 +44,7 @@ fn the_list_and_the_board_follow_every_issue_live_and_mark_running_agents() {
     let parser = env.create_issue("Write the parser");
     let docs = env.create_issue("Document the parser");
     waiting_plugin(&env);
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
+    let (ui, mut b) = logged_in(&env, &chromium);
     b.wait_for("the list to be live", LIST_LIVE);
     b.eval("window.stillTheSamePage = true");
 
@@ -188,17 +184,10 @@ fn the_live_state_stays_on_screen_and_the_colours_follow_the_system() {
             &format!("Comment {n}\n\nwith a second paragraph"),
         ]);
     }
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
+    let (ui, mut b) = logged_in(&env, &chromium);
 
     // Scrolled to the bottom of a long issue page, the live state is still in view.
-    b.goto(&format!("{}/issues/{key}", ui.url));
-    b.wait_for(
-        "the page to be live",
-        "document.getElementById('issue').dataset.live === 'on'",
-    );
+    ui.open_live_issue(&mut b, &key);
     b.eval("window.scrollTo(0, document.documentElement.scrollHeight)");
     b.wait_for("the page scrolled", "window.scrollY > 500");
     assert_eq!(

@@ -47,6 +47,27 @@ impl Ui {
     }
 }
 
+impl Ui {
+    /// Opens issue `key`'s page in `b` and waits until its live feed is on.
+    pub(crate) fn open_live_issue(&self, b: &mut Browser, key: &str) {
+        b.goto(&format!("{}/issues/{key}", self.url));
+        b.wait_for(
+            "the page to be live",
+            "document.getElementById('issue').dataset.live === 'on'",
+        );
+    }
+}
+
+/// `wujie ui` on `env`'s profile and Chromium logged in to it with the one-time link, on the
+/// issue list.
+pub(crate) fn logged_in(env: &Env, chromium: &std::path::Path) -> (Ui, Browser) {
+    let ui = Ui::start(env);
+    let mut b = Browser::start(chromium);
+    b.goto(&ui.login_url);
+    b.wait_for("the issue list", "location.pathname === '/'");
+    (ui, b)
+}
+
 impl Drop for Ui {
     fn drop(&mut self) {
         signal_pid(self.child.id() as i32, nix::sys::signal::Signal::SIGTERM);

@@ -5,11 +5,10 @@
 
 use std::process::Stdio;
 
-use wujie_testkit::browser::Browser;
 use wujie_testkit::git_repo::{git, require_repository_of};
 use wujie_testkit::{Env, V1, msg};
 
-use super::web_ui_browser::{Ui, shot};
+use super::web_ui_browser::{logged_in, shot};
 
 /// An agent in two turns: it rewrites `page.html` with markup, ends its first turn, waits for
 /// the file `go`, then adds notes in a commit whose subject has markup too, a long file, and
@@ -45,15 +44,8 @@ fn the_issue_page_shows_each_turns_code_changes_live_and_escaped() {
     two_turn_agent(&env);
     let key = env.create_issue("Change the page");
 
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
-    b.goto(&format!("{}/issues/{key}", ui.url));
-    b.wait_for(
-        "the feed to be live",
-        "document.getElementById('issue').dataset.live === 'on'",
-    );
+    let (ui, mut b) = logged_in(&env, &chromium);
+    ui.open_live_issue(&mut b, &key);
     b.eval("window.stillTheSamePage = true");
     let mut run = env
         .cmd()

@@ -3,10 +3,9 @@
 
 use std::process::Stdio;
 
-use wujie_testkit::browser::Browser;
 use wujie_testkit::{Env, V1, msg};
 
-use super::web_ui_browser::Ui;
+use super::web_ui_browser::logged_in;
 
 #[test]
 fn an_issue_page_tells_of_a_question_and_of_the_runs_end() {
@@ -29,15 +28,8 @@ fn an_issue_page_tells_of_a_question_and_of_the_runs_end() {
     let plugin = env.plugin("asker", V1, &body);
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("Pick a database");
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
-    b.goto(&format!("{}/issues/{key}", ui.url));
-    b.wait_for(
-        "the feed to be live",
-        "document.getElementById('issue').dataset.live === 'on'",
-    );
+    let (ui, mut b) = logged_in(&env, &chromium);
+    ui.open_live_issue(&mut b, &key);
     // Nothing was asked of the browser on load; the button offers it where it can be asked.
     assert_eq!(
         b.eval(

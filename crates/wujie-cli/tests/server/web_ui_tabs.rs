@@ -3,9 +3,8 @@
 //! Twenty issue pages open at once all stay live, and the list still loads.
 
 use wujie_testkit::Env;
-use wujie_testkit::browser::Browser;
 
-use super::web_ui_browser::Ui;
+use super::web_ui_browser::logged_in;
 
 const TABS: usize = 20;
 
@@ -18,10 +17,7 @@ fn twenty_open_issue_pages_all_stay_live_and_the_list_still_loads() {
     let keys: Vec<String> = (1..=TABS)
         .map(|n| env.create_issue(&format!("Tab {n}")))
         .collect();
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
+    let (ui, mut b) = logged_in(&env, &chromium);
 
     let mut tabs = Vec::new();
     for key in &keys {

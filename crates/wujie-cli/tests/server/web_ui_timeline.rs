@@ -7,7 +7,7 @@ use std::process::Stdio;
 use wujie_testkit::browser::Browser;
 use wujie_testkit::{Env, V1, msg, write_plugin};
 
-use super::web_ui_browser::{Ui, shot};
+use super::web_ui_browser::{logged_in, shot};
 
 /// An adapter that calls a tool, and waits for the file `go` before its result (long: 100
 /// lines), its reply and its usage.
@@ -56,15 +56,8 @@ fn the_issue_page_is_one_timeline_that_comes_in_live() {
         &key,
         "The parser fails on empty input; start there.",
     ]);
-    let ui = Ui::start(&env);
-    let mut b = Browser::start(&chromium);
-    b.goto(&ui.login_url);
-    b.wait_for("the issue list", "location.pathname === '/'");
-    b.goto(&format!("{}/issues/{key}", ui.url));
-    b.wait_for(
-        "the page to be live",
-        "document.getElementById('issue').dataset.live === 'on'",
-    );
+    let (ui, mut b) = logged_in(&env, &chromium);
+    ui.open_live_issue(&mut b, &key);
     b.eval("window.stillTheSamePage = true");
 
     let mut run = env
