@@ -206,16 +206,32 @@ impl TuiAgent {
 /// stands for a person at a terminal, and Gemini CLI with `CI` set runs headless (it then
 /// refuses to start without a prompt) even on a terminal.
 pub fn agent_shell(home: &AgentHome, env: &Env, args: &str) -> String {
+    format!(
+        "{} {} {WUJIE} {args}; echo EXIT=$?; trap '' INT; sleep 600",
+        in_work_dir(home),
+        agent_env(home, env)
+    )
+}
+
+/// Unsets the run context (and `CI`, see [`agent_shell`]) and goes to the agent's work
+/// directory: the start of a shell line.
+fn in_work_dir(home: &AgentHome) -> String {
+    format!(
+        "unset CI WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {} &&",
+        home.workdir().display()
+    )
+}
+
+/// `env …` with the profile, the agent's home and environment, and the installed agents on
+/// PATH, for the command that follows it.
+fn agent_env(home: &AgentHome, env: &Env) -> String {
     let vars: Vec<String> = home
         .envs()
         .iter()
         .map(|(k, v)| format!("{k}='{v}'"))
         .collect();
     format!(
-        "unset CI WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
-         env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
-         {WUJIE} {args}; echo EXIT=$?; trap '' INT; sleep 600",
-        work = home.workdir().display(),
+        "env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars}",
         wujie_home = env.home.path().display(),
         home = home.home().display(),
         bin = agents_dir().join("bin").display(),
@@ -324,20 +340,10 @@ pub fn start_wujie_in_shell(
     wujie_args: &str,
     (cols, rows): (u16, u16),
 ) -> Tmux {
-    let vars: Vec<String> = home
-        .envs()
-        .iter()
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
     let shell = format!(
-        "unset CI WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && \
-         exec env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color \
-         {vars} PS1='$ ' bash --norc --noprofile -i",
-        work = home.workdir().display(),
-        wujie_home = env.home.path().display(),
-        home = home.home().display(),
-        bin = agents_dir().join("bin").display(),
-        vars = vars.join(" "),
+        "{} exec {} PS1='$ ' bash --norc --noprofile -i",
+        in_work_dir(home),
+        agent_env(home, env)
     );
     let tmux = Tmux::start(name, &shell, cols, rows);
     tmux.wait_for("the shell's prompt", |s| s.trim_end().ends_with('$'));

@@ -7,7 +7,7 @@
 //! `WUJIE_SKIP_AGENTS` lists codex (or says `all`).
 
 use wujie_mockllm::Script;
-use wujie_mockllm::agents::{Agent, agents_dir};
+use wujie_mockllm::agents::Agent;
 use wujie_testkit::*;
 
 const COMPOSER: &str = "Ask Codex to do anything";
@@ -34,30 +34,13 @@ fn say(tmux: &Tmux, text: &str) {
 fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Without a script the mock answers every request with `pong`.
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Codex.require_mock(Script::default()))
-        .unwrap_or_else(|error| panic!("{error}"))
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Codex, Script::default())
     else {
         return;
     };
     let env = Env::new();
 
-    let vars: Vec<String> = home
-        .envs()
-        .iter()
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
-    let shell = format!(
-        "unset WUJIE_RUN_ID WUJIE_ISSUE_ID WUJIE_TOKEN WUJIE_SERVER_URL; cd {work} && seq 1 12 && \
-         env WUJIE_HOME={wujie_home} HOME={home} PATH={bin}:$PATH TERM=xterm-256color {vars} \
-         {WUJIE} discuss -- codex; echo EXIT=$?; trap '' INT; sleep 600",
-        work = home.workdir().display(),
-        wujie_home = env.home.path().display(),
-        home = home.home().display(),
-        bin = agents_dir().join("bin").display(),
-        vars = vars.join(" "),
-    );
-    let tmux = Tmux::start("codex", &shell, 100, 30);
+    let tmux = tui_agent::start_wujie_below_output(&env, &home, "codex", "discuss -- codex");
     tmux.wait_text(COMPOSER);
     say(&tmux, "plan the storage layer");
     tmux.wait_text("• pong");
@@ -197,9 +180,7 @@ fn codex_turn_after_new_is_synced_too() {
 #[test]
 fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let Some((mock, home)) = runtime
-        .block_on(Agent::Codex.require_mock(Script::default()))
-        .unwrap_or_else(|error| panic!("{error}"))
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Codex, Script::default())
     else {
         return;
     };
