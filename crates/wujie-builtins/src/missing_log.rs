@@ -14,9 +14,10 @@ use std::io::IsTerminal;
 use std::os::fd::AsFd;
 use std::time::{Duration, SystemTime};
 
-use wujie_protocol::event::{Event, MessageKind};
+use wujie_protocol::event::{Event, MessageKind, RUN_WARNING_KEY_PREFIX};
 
 use crate::content_message;
+use crate::tui::Every;
 
 /// How long after the user's input (and the agent's output after it) a session log may still
 /// be missing before the run says so.
@@ -73,6 +74,8 @@ pub struct MissingLog {
     /// terminal.
     baseline: Option<SystemTime>,
     said: bool,
+    /// The terminal's times are read once a second, not on every poll of the log.
+    check: Every,
 }
 
 impl MissingLog {
@@ -84,11 +87,15 @@ impl MissingLog {
             started: SystemTime::now(),
             baseline: None,
             said: false,
+            check: Every::new(Duration::from_secs(1)),
         }
     }
 
     /// A poll without a log: the warning, once the user has waited on the agent.
     pub fn poll(&mut self) -> Option<Event> {
+        if self.said || !self.check.due() {
+            return None;
+        }
         let now = SystemTime::now();
         let times = TerminalTimes::of_stdin()?;
         let Some(baseline) = self.baseline else {
@@ -100,7 +107,7 @@ impl MissingLog {
             }
             return None;
         };
-        (!self.said && user_waited(baseline, times, now)).then(|| self.say())
+        user_waited(baseline, times, now).then(|| self.say())
     }
 
     /// The agent exited without a log ever found: the warning, when the user had typed to it
@@ -119,7 +126,7 @@ impl MissingLog {
             self.program,
             MessageKind::Error,
             text,
-            format!("wujie:{}:no-session-log", self.program),
+            format!("{RUN_WARNING_KEY_PREFIX}{}:no-session-log", self.program),
         )
     }
 }

@@ -9,7 +9,9 @@ use wujie_delivery::reporter::{CloseSummary, Reporter, ReporterNotice, TargetRef
 use wujie_host::AdapterStdin;
 use wujie_protocol::api::{CreateRun, FinishRun, IssueDetail, RunStatus};
 use wujie_protocol::control::HandoffDecision;
-use wujie_protocol::event::{Event, EventError, EventErrorKind, MessageKind};
+use wujie_protocol::event::{
+    Event, EventError, EventErrorKind, MessageKind, RUN_WARNING_KEY_PREFIX,
+};
 use wujie_store::outbox::{NewTarget, Outbox, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, SessionFlow};
@@ -310,7 +312,8 @@ impl SessionFlow for RunFlow<'_> {
                     }
                     // The built-in adapters' own errors, keyed apart from the agent's.
                     Event::Message(m)
-                        if m.kind == MessageKind::Error && m.source_key.starts_with("wujie:") =>
+                        if m.kind == MessageKind::Error
+                            && m.source_key.starts_with(RUN_WARNING_KEY_PREFIX) =>
                     {
                         // A few short ones: they are said again, not kept.
                         if let Some(text) = &m.content

@@ -159,6 +159,11 @@ impl Event {
 /// Longest stdout line accepted from an adapter ([`crate::limits::MAX_LINE_BYTES`]).
 pub const DEFAULT_MAX_LINE_BYTES: usize = limits::MAX_LINE_BYTES;
 
+/// How the `source_key` of an `error` message begins when a built-in adapter reports a fault
+/// of the run itself (a session log it cannot find) rather than something the agent said;
+/// `wujie run` repeats those above its summary.
+pub const RUN_WARNING_KEY_PREFIX: &str = "wujie:";
+
 /// How many characters of an offending value an error message quotes: enough to recognise it,
 /// never the whole (possibly huge) input.
 const QUOTE_CHARS: usize = 60;
