@@ -321,7 +321,9 @@ impl Relay {
 
     /// The adapter is gone: never leave an area or held output behind, and leave the cursor on
     /// a fresh line under everything it drew (its margin rows included), so what `wujie`
-    /// prints next does not land inside the adapter's last screen.
+    /// prints next does not land inside the adapter's last screen. An adapter that ended
+    /// without leaving the modes it set (killed, crashed) leaves them through us, as at a stop:
+    /// the shell gets its screen, its cursor and no mouse reporting back.
     fn end(mut self) -> Vec<String> {
         let area = std::mem::replace(&mut self.mode, Mode::Passing).end();
         let mut lock = self.screen.lock();
@@ -330,6 +332,7 @@ impl Relay {
         }
         lock.release();
         self.leave_below(&mut lock);
+        lock.leave_modes();
         drop(lock);
         let Notices {
             waiting,

@@ -40,17 +40,22 @@ fn state_of_pid(pid: i32) -> Option<char> {
         .next()
 }
 
-/// The state letter of the process running in `cwd` whose command line contains `program`.
-fn state_of(program: &str, cwd: &Path) -> Option<char> {
+/// The process running in `cwd` whose command line contains `program`.
+fn pid_of(program: &str, cwd: &Path) -> Option<i32> {
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let pid = entry.file_name().to_string_lossy().into_owned();
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let here = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
         if String::from_utf8_lossy(&cmdline).contains(program) && here.as_deref() == Some(cwd) {
-            return state_of_pid(pid.parse().ok()?);
+            return pid.parse().ok();
         }
     }
     None
+}
+
+/// The state letter of the process running in `cwd` whose command line contains `program`.
+fn state_of(program: &str, cwd: &Path) -> Option<char> {
+    state_of_pid(pid_of(program, cwd)?)
 }
 
 fn stopped_and_back(name: &str, stop: impl FnOnce(&Env, &Tmux)) {
@@ -144,6 +149,20 @@ fn full_screen_stopped_and_back(env: &Env, name: &str, args: &str) {
     tmux.keys(&["-l", "echo EXIT=$?"]);
     tmux.keys(&["Enter"]);
     tmux.wait_text("EXIT=0");
+}
+
+#[test]
+fn an_adapter_killed_in_full_screen_leaves_the_shell_its_screen_and_modes() {
+    let env = Env::new();
+    let tmux = bash_in_tmux(&env, "killed-full", "discuss -- fake-tui-v2 --fullscreen");
+    tmux.wait_modes("1 0 1");
+    let adapter = pid_of("wujie-localrun-fake-tui", env.work.path()).expect("the adapter");
+    assert!(signal_pid(adapter, Signal::SIGKILL));
+    // It could not leave its modes itself: wujie does, and the shell has its screen back.
+    let shell = tmux.wait_for("the shell's prompt on its own screen", |s| {
+        s.contains("\n3\n") && s.trim_end().ends_with('$')
+    });
+    assert_eq!(tmux.modes(), "0 1 0", "{shell}");
 }
 
 #[test]
