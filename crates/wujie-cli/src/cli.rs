@@ -566,6 +566,19 @@ pub struct ServerArgs {
     /// retried. PostgreSQL only.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: Option<u32>,
+    /// Most connections served at once; more wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = 1024,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Most connections from one address at once (default: a quarter of --max-connections);
+    /// more are refused. Behind a load balancer every client has the balancer's address:
+    /// raise it to --max-connections there.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: Option<u32>,
+    /// Most live feeds (web pages, `issue watch`) open at once with one token.
+    #[arg(long, value_name = "N", default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_feeds_per_token: u32,
 }
 
 #[derive(Debug, Subcommand)]

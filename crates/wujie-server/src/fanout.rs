@@ -45,8 +45,8 @@ impl Entry {
         }
     }
 
-    /// The length of this entry's JSON: its size in the relay's budget.
-    fn json_len(&self) -> usize {
+    /// The length of this entry's JSON: its size in the relay's budget and in a feed's queue.
+    pub(crate) fn json_len(&self) -> usize {
         match self {
             Entry::Message(m) => wujie_protocol::limits::json_len(m),
             Entry::Activity(a) => wujie_protocol::limits::json_len(a),
@@ -106,6 +106,8 @@ pub(crate) async fn read_after(
 pub(crate) struct Item {
     pub(crate) entry: Entry,
     pub(crate) after: Cursor,
+    /// The entry's JSON length ([`Entry::json_len`]), measured once for every feed.
+    pub(crate) bytes: usize,
     encoded: Mutex<HashMap<String, Arc<OnceCell<Event>>>>,
 }
 
@@ -213,6 +215,7 @@ impl Fanout {
                     Item {
                         entry,
                         after,
+                        bytes,
                         encoded: Mutex::default(),
                     },
                     bytes,

@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 mod fanout;
+mod feed_queue;
 mod openapi;
 mod peers;
 mod request_log;
@@ -60,9 +61,11 @@ pub struct ServerConfig {
     /// After the shutdown signal, how long requests in flight get to finish before their
     /// connections are dropped (a half-open client must not hold the server up).
     pub shutdown_grace: Duration,
-    /// Events a live-feed client may have queued; a client that lets its queue stay full for
-    /// [`ServerConfig::slow_client_after`] is dropped (it may reconnect with Last-Event-ID).
-    pub feed_queue: usize,
+    /// Bytes of events (their entries' JSON) a live-feed client may have queued in the server;
+    /// an event larger than that waits for an empty queue. A client that lets its queue stay
+    /// full for [`ServerConfig::slow_client_after`] is dropped (it may reconnect with
+    /// Last-Event-ID).
+    pub feed_queue_bytes: usize,
     pub slow_client_after: Duration,
     /// How long a caught-up live feed waits for the store's change signal before it reads the
     /// store anyway. Only a safety net: the store signals every commit, other processes' too.
@@ -200,7 +203,8 @@ impl Default for ServerConfig {
             // Far more than a user's pages (one connection per browser) and watches use.
             max_feeds_per_token: 64,
             shutdown_grace: Duration::from_secs(5),
-            feed_queue: 256,
+            // Two of the largest events: a client reading at all is never dropped for one.
+            feed_queue_bytes: 2 * wujie_protocol::limits::MAX_EVENT_BYTES,
             slow_client_after: Duration::from_secs(10),
             reread_interval: Duration::from_secs(10),
             relay_bytes: 64 * 1024 * 1024,

@@ -6,8 +6,8 @@
 //! entries from that issue's relay (`fanout`: read and encoded once for every feed), or waits
 //! for the store's change signal (the workspace feed). Event ids are that cursor, so a client
 //! that reconnects with `Last-Event-ID` replays exactly what it missed. What a client holds in
-//! the server is one bounded queue; a client that leaves it full for `slow_client_after` is
-//! dropped (it can reconnect and resume), so a slow reader never grows the server's memory. A
+//! the server is one queue bounded in bytes (`feed_queue`); a client that leaves it full for
+//! `slow_client_after` is dropped (it can reconnect and resume), so a slow reader never grows the server's memory. A
 //! feed lasts only while whoever opened it may read it: it ends once their token is revoked or
 //! expires, or their browser session ends.
 
@@ -20,14 +20,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Serialize;
-use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::SendTimeoutError;
 use wujie_protocol::api::{ApiError, IssueEvent, RunMessageEvent};
 use wujie_store::{Store, StoreError};
 
 use crate::auth::Caller;
 use crate::error::{ApiResult, Failure};
 use crate::fanout::{Entry, Fanout, Item, read_after};
+use crate::feed_queue::{self, NotQueued};
 use crate::ring::{Follower, Received};
 use crate::{AppState, OpenFeed, OpenFeeds};
 
@@ -246,7 +245,7 @@ pub(crate) fn feed(
             ),
         )
     })?;
-    let (tx, rx) = mpsc::channel(state.config.feed_queue.max(1));
+    let (tx, rx) = feed_queue::queue(state.config.feed_queue_bytes);
     tokio::spawn(pump(
         counted,
         state.store,
@@ -256,7 +255,8 @@ pub(crate) fn feed(
         state.config.slow_client_after,
     ));
     let events = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|event| (Ok(event), rx))
+        // The event leaves the queue's budget here, for the connection's own buffers.
+        rx.recv().await.map(|queued| (Ok(queued.event), rx))
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
@@ -268,21 +268,23 @@ enum Stop {
     Store(StoreError),
 }
 
+/// Queues `event`, of an entry whose JSON is `entry_bytes` long (0: an event of its own).
 async fn send(
-    tx: &mpsc::Sender<Event>,
+    tx: &feed_queue::Sender,
     event: Event,
+    entry_bytes: usize,
     slow_client_after: Duration,
 ) -> Result<(), Stop> {
-    match tx.send_timeout(event, slow_client_after).await {
+    match tx.send(event, entry_bytes, slow_client_after).await {
         Ok(()) => Ok(()),
-        Err(SendTimeoutError::Timeout(_)) => {
+        Err(NotQueued::Full) => {
             tracing::info!(
                 after = ?slow_client_after,
                 "dropped a live-feed client that stopped reading; it can resume with Last-Event-ID"
             );
             Err(Stop::Client)
         }
-        Err(SendTimeoutError::Closed(_)) => Err(Stop::Client),
+        Err(NotQueued::Closed) => Err(Stop::Client),
     }
 }
 
@@ -305,7 +307,7 @@ async fn pump<F: FeedFormat>(
     store: Store,
     fanout: Fanout,
     follows: Vec<Follow<F>>,
-    tx: mpsc::Sender<Event>,
+    tx: feed_queue::Sender,
     slow_client_after: Duration,
 ) {
     let all = futures::future::try_join_all(follows.iter().map(|f| {
@@ -337,7 +339,7 @@ async fn pump<F: FeedFormat>(
         () = access => {
             for last in follows.iter().filter_map(|f| f.format.access_ended()) {
                 // Best effort: a client that does not read it is gone anyway.
-                if send(&tx, last, slow_client_after).await.is_err() {
+                if send(&tx, last, 0, slow_client_after).await.is_err() {
                     break;
                 }
             }
@@ -373,7 +375,7 @@ async fn follow(
     issue_id: Option<String>,
     mut cursor: Cursor,
     format: &impl FeedFormat,
-    tx: &mpsc::Sender<Event>,
+    tx: &feed_queue::Sender,
     slow_client_after: Duration,
 ) -> Result<(), Stop> {
     let with_messages = issue_id.is_some();
@@ -393,14 +395,14 @@ async fn follow(
         for (entry, after) in entries {
             cursor = after;
             let next = entry.event(format, cursor.id(with_messages)).await;
-            send(tx, next, slow_client_after).await?;
+            send(tx, next, entry.json_len(), slow_client_after).await?;
         }
         if more {
             continue;
         }
         if !live {
             live = true;
-            send(tx, format.live(), slow_client_after).await?;
+            send(tx, format.live(), 0, slow_client_after).await?;
         }
         if let Some(followed) = relay.as_mut() {
             from_relay(followed, &mut cursor, format, tx, slow_client_after).await?;
@@ -425,7 +427,7 @@ async fn from_relay(
     followed: &mut Follower<Item>,
     cursor: &mut Cursor,
     format: &impl FeedFormat,
-    tx: &mpsc::Sender<Event>,
+    tx: &feed_queue::Sender,
     slow_client_after: Duration,
 ) -> Result<(), Stop> {
     loop {
@@ -451,7 +453,7 @@ async fn from_relay(
             item.entry.event(format, next.id(true)).await
         };
         *cursor = next;
-        send(tx, event, slow_client_after).await?;
+        send(tx, event, item.bytes, slow_client_after).await?;
     }
 }
 

@@ -41,6 +41,20 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
         );
         options.pg_connections = n;
     }
+    let max_connections = args.max_connections as usize;
+    let max_connections_per_peer = match args.max_connections_per_address {
+        Some(n) => {
+            let n = n as usize;
+            anyhow::ensure!(
+                n <= max_connections,
+                "--max-connections-per-address {n} is more than --max-connections \
+                 {max_connections}; one address can never hold more connections than the server \
+                 serves"
+            );
+            n
+        }
+        None => (max_connections / 4).max(1),
+    };
     let store = open_database(&database, options).await?;
     // Mint the profile's token if needed, so the CLI on this profile can talk to this server
     // without any step.
@@ -76,6 +90,9 @@ pub async fn run(ctx: &Context, args: ServerArgs) -> Result<()> {
     let config = ServerConfig {
         stale_after: Duration::from_secs(args.stale_after),
         max_event_bytes: args.max_event_bytes,
+        max_connections,
+        max_connections_per_peer,
+        max_feeds_per_token: args.max_feeds_per_token as usize,
         prices: ctx.prices()?,
         ..ServerConfig::default()
     };

@@ -69,3 +69,49 @@ fn the_server_drops_silent_connections_and_stops_on_sigterm_despite_a_half_open_
     assert!(status.success(), "{status:?}");
     until_closed(&mut half_open);
 }
+
+#[test]
+fn the_connection_limits_are_set_with_flags_and_a_share_above_the_whole_is_refused() {
+    let env = Env::new();
+    let server = Server::start(
+        &env,
+        &[
+            "--max-connections",
+            "8",
+            "--max-connections-per-address",
+            "2",
+        ],
+    );
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    // The two held ones are accepted before the third, which is refused in words and closed.
+    let mut third = TcpStream::connect(&addr).expect("connect");
+    third
+        .set_read_timeout(Some(GENEROUS))
+        .expect("read timeout");
+    let mut answer = String::new();
+    third.read_to_string(&mut answer).expect("the refusal");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("too many connections from your address: at most 2"),
+        "{answer}"
+    );
+    drop(held);
+
+    let refused = env.fails(&[
+        "server",
+        "--listen",
+        "127.0.0.1:0",
+        "--max-connections",
+        "4",
+        "--max-connections-per-address",
+        "8",
+    ]);
+    assert_eq!(
+        refused.trim(),
+        "wujie: error: --max-connections-per-address 8 is more than --max-connections 4; one \
+         address can never hold more connections than the server serves"
+    );
+}

@@ -57,27 +57,12 @@ async fn each_event_is_encoded_once_for_every_feed_following_its_issue() {
     let h = Harness::start().await;
     let issue = h.issue("Watched by many").await;
     let (message, activity) = h.store.issue_feed_head(&issue.id).await.unwrap();
-    let config = crate::ServerConfig::default();
-    let state = crate::AppState {
-        store: h.store.clone(),
-        fanout: crate::fanout::Fanout::new(config.reread_interval, config.relay_bytes),
-        config,
-        login_codes: Default::default(),
-    };
+    let state = in_process(&h, ServerConfig::default());
     let encoded = Arc::new(AtomicUsize::new(0));
     let mut bodies: Vec<_> = (0..FEEDS)
         .map(|_| {
-            let sse = feed(
-                state.clone(),
-                "counting".to_owned(),
-                vec![Follow {
-                    issue_id: Some(issue.id.clone()),
-                    cursor: Cursor { message, activity },
-                    format: Counting(encoded.clone()),
-                }],
-            )
-            .expect("a feed");
-            sse.into_response().into_body().into_data_stream()
+            let at = Cursor { message, activity };
+            feed_body(&state, &issue.id, at, "counting", Counting(encoded.clone()))
         })
         .collect();
     for body in &mut bodies {
@@ -177,37 +162,22 @@ async fn a_feed_behind_by_more_than_the_relays_bytes_gets_every_entry_once_in_or
     let issue = h.issue("Followed by a slow reader").await;
     let run = h.run_on(&issue.key).await;
     let (head_message, head_activity) = h.store.issue_feed_head(&issue.id).await.unwrap();
-    let config = ServerConfig {
-        relay_bytes: BUDGET,
-        // The slow feed holds four events besides the relay's; none is dropped for not reading.
-        feed_queue: 4,
-        slow_client_after: Duration::from_secs(600),
-        ..ServerConfig::default()
+    let state = in_process(
+        &h,
+        ServerConfig {
+            relay_bytes: BUDGET,
+            // The slow feed holds a few events besides the relay's; none is dropped for not
+            // reading.
+            feed_queue_bytes: 100 * 1024,
+            slow_client_after: Duration::from_secs(600),
+            ..ServerConfig::default()
+        },
+    );
+    let at = Cursor {
+        message: head_message,
+        activity: head_activity,
     };
-    let state = crate::AppState {
-        store: h.store.clone(),
-        fanout: crate::fanout::Fanout::new(config.reread_interval, config.relay_bytes),
-        config,
-        login_codes: Default::default(),
-    };
-    let open = |token: &str| {
-        feed(
-            state.clone(),
-            token.to_owned(),
-            vec![Follow {
-                issue_id: Some(issue.id.clone()),
-                cursor: Cursor {
-                    message: head_message,
-                    activity: head_activity,
-                },
-                format: Counting(Arc::default()),
-            }],
-        )
-        .expect("a feed")
-        .into_response()
-        .into_body()
-        .into_data_stream()
-    };
+    let open = |token: &str| feed_body(&state, &issue.id, at, token, Counting(Arc::default()));
     let mut eager = open("eager");
     let mut slow = open("slow");
     read_until(&mut eager, "event: live", 1).await;
@@ -231,6 +201,100 @@ async fn a_feed_behind_by_more_than_the_relays_bytes_gets_every_entry_once_in_or
     assert_eq!(
         message_numbers(&mut slow, MESSAGES).await,
         (0..MESSAGES).collect::<Vec<_>>()
+    );
+    h.stop().await;
+}
+
+/// The server's state for feeds served in this process, on the harness's store.
+fn in_process(h: &Harness, config: ServerConfig) -> crate::AppState {
+    crate::AppState {
+        store: h.store.clone(),
+        fanout: crate::fanout::Fanout::new(config.reread_interval, config.relay_bytes),
+        config,
+        login_codes: Default::default(),
+    }
+}
+
+/// The body of a feed of `issue_id` after `at`, opened with `token`, as the connection reads it.
+fn feed_body(
+    state: &crate::AppState,
+    issue_id: &str,
+    at: Cursor,
+    token: &str,
+    format: Counting,
+) -> axum::body::BodyDataStream {
+    feed(
+        state.clone(),
+        token.to_owned(),
+        vec![Follow {
+            issue_id: Some(issue_id.to_owned()),
+            cursor: at,
+            format,
+        }],
+    )
+    .expect("a feed")
+    .into_response()
+    .into_body()
+    .into_data_stream()
+}
+
+#[tokio::test]
+async fn a_feed_that_is_not_read_holds_its_queues_bytes_and_is_then_dropped() {
+    // 1 MiB each: 48 MiB in all, three times what one feed may hold (16 MiB), and far fewer
+    // entries than a queue bounded by a count would hold.
+    const MESSAGES: usize = 48;
+    const ENTRY: usize = 1 << 20;
+    let h = Harness::start().await;
+    let issue = h.issue("Followed by a reader that stops").await;
+    let run = h.run_on(&issue.key).await;
+    let (message_head, activity_head) = h.store.issue_feed_head(&issue.id).await.unwrap();
+    let config = ServerConfig {
+        slow_client_after: Duration::from_millis(500),
+        ..ServerConfig::default()
+    };
+    let budget = config.feed_queue_bytes;
+    let state = in_process(&h, config);
+    let at = Cursor {
+        message: message_head,
+        activity: activity_head,
+    };
+    let mut body = feed_body(&state, &issue.id, at, "reader", Counting(Arc::default()));
+    read_until(&mut body, "event: live", 1).await;
+    let pad = "x".repeat(ENTRY);
+    for batch in (0..MESSAGES).collect::<Vec<_>>().chunks(8) {
+        let items = batch
+            .iter()
+            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
+            .collect();
+        h.admin
+            .ingest_run_events(&run.run.id, &IngestBatch { items })
+            .await
+            .expect("ingest");
+    }
+    // Nothing was read since `live`: what the body gives now is what the queue held when the
+    // feed gave up on its reader, and then the body ends.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut held = 0;
+    let mut messages = 0;
+    // Read until the body ends, or (a reader that was never given up on) every message came.
+    while messages < MESSAGES {
+        let next = tokio::time::timeout(Duration::from_secs(30), body.next())
+            .await
+            .expect("the feed sends or ends");
+        let Some(chunk) = next else { break };
+        let chunk = chunk.expect("readable");
+        held += chunk.len();
+        messages += String::from_utf8_lossy(&chunk)
+            .matches("event: message")
+            .count();
+    }
+    assert!(
+        messages < MESSAGES,
+        "a reader that stopped was sent all {messages} messages"
+    );
+    assert!(
+        messages > 0 && held <= budget + 64 * 1024,
+        "the queue held {messages} messages, {held} bytes (budget {budget})"
     );
     h.stop().await;
 }

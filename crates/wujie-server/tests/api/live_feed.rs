@@ -290,7 +290,7 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
 async fn a_client_that_stops_reading_is_dropped_and_resumes_without_gaps() {
     let open_feeds = OpenFeeds::default();
     let h = Harness::with_config(ServerConfig {
-        feed_queue: 4,
+        feed_queue_bytes: 256 * 1024,
         slow_client_after: Duration::from_millis(200),
         open_feeds: open_feeds.clone(),
         ..ServerConfig::default()
