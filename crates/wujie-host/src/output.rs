@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
-use wujie_term::{CursorPos, Placement, ScreenModel, TermSize, TerminalModes};
+use wujie_term::{CursorPos, MARGIN_MOST_ROWS, Placement, ScreenModel, TermSize, TerminalModes};
 
 use crate::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
@@ -199,13 +199,15 @@ impl ScreenLock<'_> {
         self.show(&restore);
     }
 
-    /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
-    /// used rows, setting its scroll region aside, and with what draws the top rows again (the
-    /// overlay may move them off the screen). `None` without a shadow.
+    /// Where an overlay goes on a terminal of `size`: under the adapter's cursor and what it
+    /// drew under it (its input box's border, a footer), keeping its used rows, setting its
+    /// scroll region aside, and with what draws the top rows again (the overlay may move them
+    /// off the screen). `None` without a shadow.
     pub fn placement(&self, size: TermSize) -> Option<Placement> {
         let shadow = self.state.shadow.as_ref()?;
         Some(
             Placement::new(size, shadow.cursor())
+                .with_margin(shadow.rows_drawn_below_cursor(MARGIN_MOST_ROWS))
                 .with_used_rows(shadow.used_rows())
                 .with_scroll_region(shadow.scroll_region())
                 .with_cursor_state(

@@ -709,6 +709,23 @@ impl ScreenModel {
         u16::try_from(used).unwrap_or(u16::MAX)
     }
 
+    /// How many rows under the cursor's row belong to what the adapter drew around its input
+    /// line (the input box's lower border, a footer, hints): down to the last of the `most`
+    /// rows under it that holds ink; 0 when they are blank.
+    pub fn rows_drawn_below_cursor(&self, most: u16) -> u16 {
+        let grid = self.state.grid();
+        let below = grid
+            .rows
+            .iter()
+            .skip(usize::from(grid.pos.row) + 1)
+            .take(usize::from(most));
+        let drawn = below
+            .enumerate()
+            .rfind(|(_, row)| row.has_ink())
+            .map_or(0, |(i, _)| i + 1);
+        u16::try_from(drawn).unwrap_or(u16::MAX)
+    }
+
     /// The drawing attributes in effect.
     pub fn attributes(&self) -> Attributes {
         Attributes(self.state.sgr)

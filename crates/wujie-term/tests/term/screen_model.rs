@@ -1,13 +1,14 @@
 //! The light screen model against vt100 as the oracle: after every piece of output (text, wide
 //! characters, combining marks, controls, cursor moves, erases, scroll regions, origin mode, the
-//! saved cursor, the alternate screen, resizes), both agree on the cursor and on how many rows
-//! are used, and every row the model can draw again reads as vt100 shows it. Also: any chunking
+//! saved cursor, the alternate screen, resizes), both agree on the cursor, on how many rows
+//! are used and how many under the cursor were drawn, and every row the model can draw again
+//! reads as vt100 shows it. Also: any chunking
 //! of the same bytes gives the same model.
 
 use std::num::NonZeroU16;
 
 use proptest::prelude::*;
-use wujie_term::{CursorPos, ScreenModel, TermSize};
+use wujie_term::{CursorPos, MARGIN_MOST_ROWS, ScreenModel, TermSize};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -75,6 +76,23 @@ fn oracle(parser: &vt100::Parser) -> (CursorPos, u16) {
     (CursorPos { row, col }, used as u16)
 }
 
+/// How many of the `most` rows under vt100's cursor reach down to the last one holding text.
+fn oracle_drawn_below(parser: &vt100::Parser, most: u16) -> u16 {
+    let screen = parser.screen();
+    let (row, _) = screen.cursor_position();
+    let cols = screen.size().1.get();
+    let drawn = screen
+        .rows(0, cols)
+        .skip(usize::from(row) + 1)
+        .take(usize::from(most))
+        .enumerate()
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(i, _)| i + 1)
+        .last()
+        .unwrap_or(0);
+    drawn as u16
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -99,6 +117,13 @@ proptest! {
             let (cursor, used) = oracle(&parser);
             prop_assert_eq!(model.cursor(), cursor, "cursor after {}", log);
             prop_assert_eq!(model.used_rows(), used, "used rows after {}", log);
+            for most in [0, 2, MARGIN_MOST_ROWS] {
+                prop_assert_eq!(
+                    model.rows_drawn_below_cursor(most),
+                    oracle_drawn_below(&parser, most),
+                    "rows drawn under the cursor (of {}) after {}", most, log
+                );
+            }
             // Every row the model can draw again reads as vt100 shows it.
             let screen = parser.screen();
             let (rows_now, cols_now) = screen.size();
@@ -136,6 +161,10 @@ proptest! {
         }
         prop_assert_eq!(whole.cursor(), chunked.cursor());
         prop_assert_eq!(whole.used_rows(), chunked.used_rows());
+        prop_assert_eq!(
+            whole.rows_drawn_below_cursor(MARGIN_MOST_ROWS),
+            chunked.rows_drawn_below_cursor(MARGIN_MOST_ROWS)
+        );
         prop_assert_eq!(whole.drawn(), chunked.drawn());
     }
 }
