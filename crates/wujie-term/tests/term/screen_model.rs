@@ -323,3 +323,26 @@ fn queries_to_the_terminal_are_counted_however_the_output_is_cut() {
         assert_eq!(model.queries(), 12, "in chunks of {step}");
     }
 }
+
+#[test]
+fn with_autowrap_off_text_stays_on_its_row() {
+    // vt100 always wraps, so this is checked by hand: xterm and tmux keep writing over the
+    // last column instead.
+    let mut model = ScreenModel::new(TermSize { rows: 4, cols: 5 });
+    assert!(model.autowrap());
+    model.feed(b"\x1b[?7labcdefgh\r\nij");
+    assert!(!model.autowrap());
+    assert_eq!(model.cursor(), CursorPos { row: 1, col: 2 });
+    assert_eq!(model.used_rows(), 2);
+    model.feed("\x1b[3;1H中文宽字".as_bytes());
+    assert_eq!(model.cursor(), CursorPos { row: 2, col: 5 });
+    model.feed(b"\x1b[?7h\x1b[4;1Habcdef");
+    assert!(model.autowrap());
+    assert_eq!(
+        model.cursor(),
+        CursorPos { row: 3, col: 1 },
+        "wrapped and scrolled"
+    );
+    model.feed(b"\x1b[?7l\x1bc");
+    assert!(model.autowrap(), "a reset turns it on again");
+}
