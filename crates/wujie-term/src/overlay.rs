@@ -56,7 +56,7 @@ use crate::text;
 pub const MARGIN_ROWS: u16 = 2;
 
 /// At most this many rows below the cursor's row count as the adapter's: an input box's lower
-/// border and a footer (Codex, Gemini CLI and opencode draw up to five). Text further down is
+/// border and a footer (Codex, Gemini CLI and opencode draw up to four). Text further down is
 /// not part of the input area; the area pushes it down.
 pub const MARGIN_MOST_ROWS: u16 = 8;
 
