@@ -144,7 +144,7 @@ proptest! {
     fn any_chunking_gives_the_same_model(
         rows in 1u16..9,
         cols in 1u16..14,
-        pieces in prop::collection::vec(piece(), 1..40),
+        pieces in prop::collection::vec(piece_or_autowrap(), 1..40),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
     ) {
         let bytes: Vec<u8> = pieces.concat();
@@ -166,7 +166,16 @@ proptest! {
             chunked.rows_drawn_below_cursor(MARGIN_MOST_ROWS)
         );
         prop_assert_eq!(whole.drawn(), chunked.drawn());
+        prop_assert_eq!(whole.autowrap(), chunked.autowrap());
     }
+}
+
+/// A [`piece`], or autowrap turned off or on (which vt100 does not follow, so only here).
+fn piece_or_autowrap() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        12 => piece(),
+        1 => prop::sample::select(vec![&b"\x1b[?7l"[..], b"\x1b[?7h"]).prop_map(<[u8]>::to_vec),
+    ]
 }
 
 #[test]
