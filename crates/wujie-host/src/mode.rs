@@ -64,7 +64,8 @@ pub enum Mode {
     Open(Area),
     /// The window changed size with the area open: the terminal may have rewrapped its rows and
     /// moved everything, so the host asked where the cursor went and waits for the answer
-    /// until `due`; then the area is taken down and opened again at the new size.
+    /// until `due`; then the area is taken down, the adapter repaints for the new size, and
+    /// the area opens again under that.
     Rewrapping { area: Area, due: Instant },
     /// `wujie` stopped itself (Ctrl+Z, SIGTSTP), the adapter with it, until SIGCONT.
     Stopped,
@@ -79,8 +80,8 @@ pub enum Resized {
     Nothing,
     /// Ask the terminal where the cursor went ([`Mode::Rewrapping`] waits for the answer).
     AskCursor,
-    /// Take the area down where it was drawn and open it again at the new size (no terminal
-    /// to ask).
+    /// Take the area down where it was drawn and open it again once the adapter repainted for
+    /// the new size (no terminal to ask).
     Reopen(Area),
 }
 
@@ -92,7 +93,7 @@ pub enum Answered {
     /// The shadow screen starts again at the cursor and the adapter is continued.
     Resume,
     /// The area is taken down from the cursor (or where it was drawn, without an answer) and
-    /// opened again at the new size.
+    /// opened again once the adapter repainted for the new size.
     Reopen(Area),
 }
 
@@ -177,8 +178,9 @@ impl Mode {
     }
 
     /// The window changed size. An area (open, or still waiting for the answer about an
-    /// earlier change) is opened again at the new size; on an `interactive` terminal only
-    /// once it said where the cursor went, since it may have rewrapped the area's rows.
+    /// earlier change) is taken down and opened again at the new size; on an `interactive`
+    /// terminal only once it said where the cursor went, since it may have rewrapped the
+    /// area's rows.
     pub fn resized(self, interactive: bool, now: Instant) -> (Mode, Resized) {
         let area = match self {
             Mode::Open(area) | Mode::Rewrapping { area, .. } => area,

@@ -15,10 +15,14 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use tokio::sync::{Notify, oneshot};
-use wujie_term::{CursorPos, Placement, ScreenModel, TermSize, TerminalModes};
+use wujie_term::{CursorPos, MARGIN_MOST_ROWS, Placement, ScreenModel, TermSize, TerminalModes};
 
 use crate::raw::write_to_terminal;
 use crate::stop_pipe::{Woken, wait_readable};
+
+/// DECAWM off and on: text reaching the right margin stays on its row, or goes on at the next.
+const AUTOWRAP_OFF: &[u8] = b"\x1b[?7l";
+const AUTOWRAP_ON: &[u8] = b"\x1b[?7h";
 
 /// Adapter output held back while the overlay is open; beyond this the PTY is not read, so the
 /// adapter blocks on its writes instead of our memory growing.
@@ -46,6 +50,9 @@ struct State {
     /// While the overlay is open, adapter output waits here.
     holding: bool,
     held: Vec<u8>,
+    /// How much of `held` the adapter drew for a wider terminal than the one there is now
+    /// ([`ScreenLock::release`]).
+    held_wider: usize,
     /// When adapter output last drew or moved the cursor (a title update does neither).
     last_visible: Option<Duration>,
     /// When adapter output last asked the terminal something (its reply is on its way).
@@ -65,6 +72,7 @@ impl Screen {
                 shadow,
                 holding: false,
                 held: Vec::new(),
+                held_wider: 0,
                 last_visible: None,
                 last_query: None,
                 last_output: None,
@@ -199,13 +207,15 @@ impl ScreenLock<'_> {
         self.show(&restore);
     }
 
-    /// Where an overlay goes on a terminal of `size`: under the adapter's cursor, keeping its
-    /// used rows, setting its scroll region aside, and with what draws the top rows again (the
-    /// overlay may move them off the screen). `None` without a shadow.
+    /// Where an overlay goes on a terminal of `size`: under the adapter's cursor and what it
+    /// drew under it (its input box's border, a footer), keeping its used rows, setting its
+    /// scroll region aside, and with what draws the top rows again (the overlay may move them
+    /// off the screen). `None` without a shadow.
     pub fn placement(&self, size: TermSize) -> Option<Placement> {
         let shadow = self.state.shadow.as_ref()?;
         Some(
             Placement::new(size, shadow.cursor())
+                .with_margin(shadow.rows_drawn_below_cursor(MARGIN_MOST_ROWS))
                 .with_used_rows(shadow.used_rows())
                 .with_scroll_region(shadow.scroll_region())
                 .with_cursor_state(
@@ -222,12 +232,36 @@ impl ScreenLock<'_> {
         self.state.holding = true;
     }
 
-    /// Shows the output held back and lets the adapter's output through again.
+    /// Shows the output held back and lets the adapter's output through again. What of it the
+    /// adapter drew for a wider terminal (before the window got narrower) is shown with
+    /// autowrap off: each row it drew stays one row, as the adapter counts them when it moves
+    /// up over them to draw again (Ink's frames do), instead of wrapping into two and leaving
+    /// the extra rows behind as copies of its input box.
     pub fn release(&mut self) {
         self.state.holding = false;
         let held = std::mem::take(&mut self.state.held);
+        let wider = std::mem::take(&mut self.state.held_wider).min(held.len());
         if !held.is_empty() {
-            self.show_adapter_output(&held);
+            let autowrap = self
+                .state
+                .shadow
+                .as_ref()
+                .is_some_and(ScreenModel::autowrap);
+            let (drawn_wider, rest) = held.split_at(wider);
+            if autowrap && !drawn_wider.is_empty() {
+                self.show(AUTOWRAP_OFF);
+                self.show_adapter_output(drawn_wider);
+                // Unless the adapter turned it off itself meanwhile.
+                if !drawn_wider
+                    .windows(AUTOWRAP_OFF.len())
+                    .any(|w| w == AUTOWRAP_OFF)
+                {
+                    self.show(AUTOWRAP_ON);
+                }
+                self.show_adapter_output(rest);
+            } else {
+                self.show_adapter_output(&held);
+            }
             self.state.last_visible = Some(self.screen.now());
         }
         self.screen.released.notify_all();
@@ -241,8 +275,14 @@ impl ScreenLock<'_> {
         }
     }
 
+    /// The terminal is `size` now. Output held back so far was drawn for the size before; when
+    /// that was wider, [`ScreenLock::release`] shows it without wrapping.
     pub fn resize(&mut self, size: TermSize) {
-        if let Some(shadow) = &mut self.state.shadow {
+        let state = &mut *self.state;
+        if let Some(shadow) = &mut state.shadow {
+            if state.holding && size.cols < shadow.size().cols {
+                state.held_wider = state.held.len();
+            }
             shadow.resize(size);
         }
     }

@@ -425,7 +425,7 @@ impl Relay {
         match self.step(Mode::answered) {
             Answered::Nothing => {}
             Answered::Resume => self.resume_at(cursor),
-            Answered::Reopen(area) => self.after_rewrap(area, cursor).await,
+            Answered::Reopen(area) => self.after_rewrap(area, cursor),
         }
     }
 
@@ -868,10 +868,11 @@ impl Relay {
     }
 
     /// The user's terminal changed size. The shadow and the adapter's PTY follow. An area is
-    /// taken down and opened again at the new size, with the adapter's output still held. The
-    /// terminal may have rewrapped rows that no longer fit (the area's among them), moving
-    /// everything, so on an interactive terminal the host first asks where the cursor went
-    /// ([`Relay::after_rewrap`]); elsewhere the area is taken down where it was drawn.
+    /// taken down and opened again once the adapter repainted for the new size
+    /// ([`Relay::reopen_after_repaint`]). The terminal may have rewrapped rows that no longer
+    /// fit (the area's among them), moving everything, so on an interactive terminal the host
+    /// first asks where the cursor went ([`Relay::after_rewrap`]); elsewhere the area is taken
+    /// down where it was drawn.
     async fn resize(&mut self, size: TermSize) {
         if size == self.size {
             return;
@@ -888,7 +889,7 @@ impl Relay {
             }
             Resized::Reopen(area) => {
                 take_down(&mut self.screen.lock(), area.overlay);
-                self.reopen(area.shown).await;
+                self.reopen_after_repaint(area.shown);
             }
         }
     }
@@ -896,27 +897,31 @@ impl Relay {
     /// The terminal reported its cursor (`cursor`) after a resize, or did not in time: the area
     /// is removed from there (everything under the adapter's margin rows is erased, which also
     /// takes rows the area was rewrapped into) or, without a report, where it was drawn, and
-    /// opened again at the new size.
-    async fn after_rewrap(&mut self, area: Area, cursor: Option<CursorPos>) {
+    /// opened again once the adapter repainted.
+    fn after_rewrap(&mut self, area: Area, cursor: Option<CursorPos>) {
         let mut out = Vec::new();
         match cursor {
             Some(cursor) => area.overlay.close_after_rewrap(cursor, self.size, &mut out),
             None => area.overlay.close(&mut out),
         }
         self.screen.lock().show(&out);
-        self.reopen(area.shown).await;
+        self.reopen_after_repaint(area.shown);
     }
 
-    /// Opens what an area showed again, at the terminal's size now (a notice waits for its turn
-    /// again, shown in full). The output held meanwhile passes once nothing opened.
-    async fn reopen(&mut self, shown: Shown) {
-        match shown {
-            Shown::Menu(menu) => self.open_menu(menu),
-            Shown::Card(card) => self.open_card(card).await,
-            Shown::Notice { message, .. } => self.notices.waiting.push_front(message),
-        }
-        if !self.mode.holds_output() {
-            self.screen.lock().release();
+    /// After a resize, with the area taken down: the adapter's output passes (it repaints for
+    /// the new size on a screen that is its own again; opened at once, the area would hold
+    /// that repaint back and let it land on a screen the adapter did not draw), and what the
+    /// area showed comes back once that output settled, as after a stop
+    /// ([`Relay::put_aside`]): the trigger waits for the repaint, the line still reading
+    /// `/wujie…`, and opens the menu again under it (keys typed meanwhile go to it); a card is
+    /// asked for again; a notice waits for its turn again.
+    fn reopen_after_repaint(&mut self, shown: Shown) {
+        let menu = matches!(shown, Shown::Menu(_));
+        self.screen.lock().release();
+        self.put_aside(shown);
+        if menu {
+            self.trigger
+                .on_input(self.line.trigger_query(), self.screen.now());
         }
     }
 }

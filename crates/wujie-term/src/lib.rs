@@ -90,8 +90,8 @@ pub use menu::{
 pub use modes::{KITTY_STACK_CAP, TerminalModes};
 pub use notice::{NOTICE_MAX_ROWS, NOTICE_SHOWN, notice_lines};
 pub use overlay::{
-    CursorPos, LineStyle, MARGIN_ROWS, Overlay, OverlayError, OverlayLine, Placement,
-    SCROLL_FOR_ROWS, TermSize,
+    CursorPos, LineStyle, MARGIN_MOST_ROWS, MARGIN_ROWS, Overlay, OverlayError, OverlayLine,
+    Placement, SCROLL_FOR_ROWS, TermSize,
 };
 pub use report::{CURSOR_POSITION_QUERY, cursor_report};
 pub use scanner::{

@@ -19,8 +19,10 @@
 //! 2. Save the cursor (DECSC `ESC 7`, which also saves the adapter's colours and character
 //!    sets), then draw in plain text (`PLAIN_TEXT`): an adapter may have left DEC line
 //!    drawing in effect, which would turn the area's letters into box pieces.
-//! 3. Move to the row below the two margin rows that belong to the adapter
-//!    ([`MARGIN_ROWS`]); they are never drawn on or deleted.
+//! 3. Move to the row below the margin rows that belong to the adapter: what it drew under its
+//!    cursor's row (its input box's lower border, a footer of hints), as the host's shadow
+//!    screen shows it ([`Placement::with_margin`]), at least [`MARGIN_ROWS`] and at most
+//!    [`MARGIN_MOST_ROWS`]; they are never drawn on or deleted.
 //! 4. Insert the area's lines there (IL `CSI n L`), pushing the rows below down, and draw.
 //! 5. Restore the cursor (DECRC `ESC 8`), so the terminal cursor stays where the adapter left it.
 //!
@@ -49,8 +51,14 @@
 use crate::screen::{Attributes, SavedCursor};
 use crate::text;
 
-/// Rows below the cursor's row that belong to the adapter (its input box border, hints).
+/// Rows below the cursor's row that belong to the adapter (its input box border, hints) when
+/// it drew nothing there yet, or when no more is known.
 pub const MARGIN_ROWS: u16 = 2;
+
+/// At most this many rows below the cursor's row count as the adapter's: an input box's lower
+/// border and a footer (Codex, Gemini CLI and opencode draw up to four). Text further down is
+/// not part of the input area; the area pushes it down.
+pub const MARGIN_MOST_ROWS: u16 = 8;
 
 /// The area scrolls the adapter's content up to get at most this many rows; beyond that it
 /// takes the rows that are free. (Each row scrolled comes back blank at the top on close.)
@@ -80,6 +88,8 @@ pub struct Placement {
     pub size: TermSize,
     /// The adapter's cursor (its input line), from the host's shadow screen.
     pub cursor: CursorPos,
+    /// Rows below the cursor's row that belong to the adapter ([`Placement::with_margin`]).
+    pub margin: u16,
     /// How many rows from the top hold adapter content: 1 + the index of the last non-blank
     /// row of the shadow screen. Rows below the margin up to here are kept on screen (the
     /// screen scrolls further instead of letting IL push them off the bottom).
@@ -106,6 +116,7 @@ impl Placement {
         Self {
             size,
             cursor,
+            margin: MARGIN_ROWS,
             used_rows: 0,
             scroll_region: None,
             adapter_saved: None,
@@ -119,6 +130,18 @@ impl Placement {
     pub fn with_restorable_rows(self, rows: Vec<Vec<u8>>) -> Self {
         Self {
             restorable_rows: rows,
+            ..self
+        }
+    }
+
+    /// The same placement for an adapter that drew `rows` rows under its cursor's row (its
+    /// input box's lower border, a footer; what
+    /// [`crate::ScreenModel::rows_drawn_below_cursor`] counts): the area goes under them.
+    /// Fewer than [`MARGIN_ROWS`] count as that many; more than [`MARGIN_MOST_ROWS`], or more
+    /// than leave a row for the area, as the most there is room for.
+    pub fn with_margin(self, rows: u16) -> Self {
+        Self {
+            margin: rows,
             ..self
         }
     }
@@ -208,6 +231,8 @@ pub struct Overlay {
     shifted: u16,
     shifted_at: u16,
     restore: Vec<u8>,
+    /// Rows below the adapter's cursor row that are the adapter's (the area is under them).
+    margin: u16,
     /// The adapter's scroll region, set again on close.
     scroll_region: Option<(u16, u16)>,
     /// Where the adapter's cursor is (once closed), and what DECSC's slot held before.
@@ -253,6 +278,7 @@ impl Overlay {
         let Placement {
             size,
             cursor,
+            margin,
             used_rows,
             scroll_region,
             adapter_saved,
@@ -274,7 +300,19 @@ impl Overlay {
             col: cursor.col,
         };
         let wanted = clamp_lines(usize::from(wanted), capacity);
-        let room = Room::plan(size, cursor.row, used_rows, &restorable_rows, wanted, least);
+        // At least one row is left for the area, whatever the margin.
+        let margin = margin
+            .clamp(MARGIN_ROWS, MARGIN_MOST_ROWS)
+            .min(size.rows - 2);
+        let room = Room::plan(
+            size,
+            cursor.row,
+            margin,
+            used_rows,
+            &restorable_rows,
+            wanted,
+            least,
+        );
         if scroll_region.is_some() {
             set_aside_scroll_region(out);
         }
@@ -291,6 +329,7 @@ impl Overlay {
             shifted: room.shifted,
             shifted_at: room.shifted_at,
             restore: room.restore,
+            margin,
             scroll_region,
             cursor,
             adapter_saved,
@@ -371,7 +410,7 @@ impl Overlay {
     /// Removes the area after the terminal changed size to `size`, which may have rewrapped
     /// rows that no longer fit (the area's and the adapter's) and moved everything: `cursor` is
     /// where the terminal reported the adapter's cursor since. Everything under the adapter's
-    /// two margin rows is erased (rows the area was wrapped into included; the adapter redraws
+    /// margin rows is erased (rows the area was wrapped into included; the adapter redraws
     /// for the new size anyway), the content is scrolled back down if opening scrolled it up,
     /// and the cursor goes back to the adapter's position with its attributes and character
     /// set (DECRC, then a move).
@@ -382,7 +421,7 @@ impl Overlay {
             col: cursor.col.min(size.cols.max(1) - 1),
         };
         out.extend_from_slice(b"\x1b[0m");
-        let below_margin = cursor.row.saturating_add(1 + MARGIN_ROWS);
+        let below_margin = cursor.row.saturating_add(1).saturating_add(self.margin);
         if below_margin < rows {
             csi(out, &[below_margin + 1, 1], b'H');
             out.extend_from_slice(b"\x1b[J");
@@ -507,8 +546,9 @@ impl Overlay {
 /// draw again leave the screen (`shifted`), or the whole screen scrolls up (`scrolled`), or,
 /// with rows free below, neither (see the module's documentation).
 struct Room {
-    /// The adapter's cursor row before anything moved.
+    /// The adapter's cursor row before anything moved, and the rows under it that are its.
     row: u16,
+    margin: u16,
     /// The row under the adapter's rows: under its margin, or under what it drew further down.
     bottom: u32,
     /// Rows deleted, the row the first of them was on, and what draws them again.
@@ -521,11 +561,13 @@ struct Room {
 
 impl Room {
     /// Decides how the content moves up for an area that would like `wanted` rows and makes do
-    /// with `least`, the adapter's cursor on `row`, its content down to `used_rows`, and
-    /// `restorable_rows` above the cursor drawn again on close.
+    /// with `least`, the adapter's cursor on `row` with `margin` rows of its own under it, its
+    /// content down to `used_rows`, and `restorable_rows` above the cursor drawn again on
+    /// close.
     fn plan(
         size: TermSize,
         row: u16,
+        margin: u16,
         used_rows: u16,
         restorable_rows: &[Vec<u8>],
         wanted: u16,
@@ -533,7 +575,7 @@ impl Room {
     ) -> Room {
         // The adapter's rows: up to its margin, or further down when it drew more below.
         let bottom =
-            (u32::from(row) + 1 + u32::from(MARGIN_ROWS)).max(u32::from(used_rows.min(size.rows)));
+            (u32::from(row) + 1 + u32::from(margin)).max(u32::from(used_rows.min(size.rows)));
         // How many rows the content must move up for an area of `height` rows under it; this
         // counts a margin that runs off the bottom of the screen.
         let lacking = |height: u16| {
@@ -565,6 +607,7 @@ impl Room {
             .collect();
         Room {
             row,
+            margin,
             bottom,
             shifted,
             shifted_at: row - restorable,
@@ -606,7 +649,7 @@ impl Room {
     /// the one line needed.
     fn area_rows(&self, size: TermSize, wanted: u16) -> (u16, u16, u16) {
         let moved = self.scrolled + self.shifted;
-        let top = self.row - moved + 1 + MARGIN_ROWS;
+        let top = self.row - moved + 1 + self.margin;
         // Blank rows left at the bottom.
         let bottom = u16::try_from(self.bottom)
             .unwrap_or(u16::MAX)

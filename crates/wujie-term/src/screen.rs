@@ -5,14 +5,17 @@
 //!
 //! The cursor follows vt100's rules (the emulator the tests check screens with), including
 //! pending wrap at the right margin, scroll regions, origin mode, the saved cursor, the alternate
-//! screen and resizing; a property test holds the two together. Cells remember their character,
-//! its drawing attributes (an index into the attribute sets seen so far), whether they hold ink
-//! (a non-whitespace character) and whether they are half of a wide character. Erased cells are
-//! blank with default attributes. A row is *seen* when the model knows every cell of it: rows
-//! that were on the terminal before the model started, rows a taller window brings back from
-//! the scrollback, and rows with combining marks (not kept) are not, so they are never redrawn
-//! ([`ScreenModel::restorable_rows`]). Not modelled: a variation selector that widens the
-//! character before it, and character sets (DEC line drawing is kept as the ASCII it was sent as).
+//! screen and resizing; a property test holds the two together. Autowrap (DECAWM) is followed
+//! too, which vt100 leaves out: with it off, text reaching the right margin stays on the row's
+//! last column (the host turns it off to show output drawn for a wider terminal). Cells
+//! remember their character, its drawing attributes (an index into the attribute sets seen so
+//! far), whether they hold ink (a non-whitespace character) and whether they are half of a wide
+//! character. Erased cells are blank with default attributes. A row is *seen* when the model
+//! knows every cell of it: rows that were on the terminal before the model started, rows a
+//! taller window brings back from the scrollback, and rows with combining marks (not kept) are
+//! not, so they are never redrawn ([`ScreenModel::restorable_rows`]). Not modelled: a
+//! variation selector that widens the character before it, and character sets (DEC line
+//! drawing is kept as the ASCII it was sent as).
 //!
 //! Pure: no I/O, and no input can make it panic.
 
@@ -561,6 +564,12 @@ impl Grid {
         }
     }
 
+    /// With autowrap off: a character of `width` that does not fit goes on the row's last
+    /// columns instead.
+    fn col_keep(&mut self, width: u16) {
+        self.pos.col = self.pos.col.min(self.cols - width);
+    }
+
     fn row_clamp_top(&mut self, to_region: bool) -> u16 {
         if to_region && self.pos.row < self.scroll_top {
             let rows = self.scroll_top - self.pos.row;
@@ -613,6 +622,9 @@ struct State {
     attr: u16,
     palette: Palette,
     last_char: Option<char>,
+    /// Autowrap (DECAWM): text reaching the right margin goes on at the next row; off, it
+    /// stays on the row's last column.
+    autowrap: bool,
     drawn: u64,
     /// Queries to the terminal seen so far (each answered by a reply on the user's input).
     queries: u64,
@@ -709,9 +721,39 @@ impl ScreenModel {
         u16::try_from(used).unwrap_or(u16::MAX)
     }
 
+    /// How many rows under the cursor's row belong to what the adapter drew around its input
+    /// line (the input box's lower border, a footer, hints): down to the last of the `most`
+    /// rows under it that holds ink; 0 when they are blank.
+    pub fn rows_drawn_below_cursor(&self, most: u16) -> u16 {
+        let grid = self.state.grid();
+        let below = grid
+            .rows
+            .iter()
+            .skip(usize::from(grid.pos.row) + 1)
+            .take(usize::from(most));
+        let drawn = below
+            .enumerate()
+            .rfind(|(_, row)| row.has_ink())
+            .map_or(0, |(i, _)| i + 1);
+        u16::try_from(drawn).unwrap_or(u16::MAX)
+    }
+
     /// The drawing attributes in effect.
     pub fn attributes(&self) -> Attributes {
         Attributes(self.state.sgr)
+    }
+
+    /// Whether autowrap (DECAWM) is on, as it is unless the output turned it off.
+    pub fn autowrap(&self) -> bool {
+        self.state.autowrap
+    }
+
+    /// The size the model is for.
+    pub fn size(&self) -> TermSize {
+        TermSize {
+            rows: self.state.primary.rows_n,
+            cols: self.state.primary.cols,
+        }
     }
 
     /// Whether origin mode (DECOM) is on.
@@ -858,6 +900,7 @@ impl State {
             attr: DEFAULT_ATTR,
             palette: Palette::new(),
             last_char: None,
+            autowrap: true,
             drawn: 0,
             queries: 0,
             sequence_done: false,
@@ -1004,7 +1047,7 @@ impl State {
             };
             (width, if c.is_whitespace() { 0 } else { INK })
         };
-        let attr = self.attr;
+        let (attr, autowrap) = (self.attr, self.autowrap);
         let grid = if self.alternate_active {
             &mut self.alternate
         } else {
@@ -1028,7 +1071,11 @@ impl State {
             cell.flags |= ink;
             (row, col, cell.is_wide(), cell.is_wide())
         } else {
-            grid.col_wrap(width);
+            if autowrap {
+                grid.col_wrap(width);
+            } else {
+                grid.col_keep(width);
+            }
             let (row, col) = (usize::from(grid.pos.row), usize::from(grid.pos.col));
             let cell = &mut grid.rows[row].cells[col];
             let was_wide = cell.is_wide();
@@ -1151,6 +1198,7 @@ impl State {
                 for p in params.iter() {
                     match p {
                         [6] => self.grid_mut().set_origin_mode(true),
+                        [7] => self.autowrap = true,
                         [47] => self.enter_alternate(),
                         [1049] => {
                             self.save_cursor();
@@ -1165,6 +1213,7 @@ impl State {
                 for p in params.iter() {
                     match p {
                         [6] => self.grid_mut().set_origin_mode(false),
+                        [7] => self.autowrap = false,
                         [47] => self.alternate_active = false,
                         [1049] => {
                             self.alternate_active = false;

@@ -11,5 +11,6 @@ mod codex_tui;
 mod gemini;
 mod grok_tui;
 mod hermes_tui;
+mod menu_place;
 mod opencode;
 mod pi;

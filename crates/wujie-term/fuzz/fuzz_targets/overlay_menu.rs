@@ -25,13 +25,14 @@ fuzz_target!(|data: &[u8]| {
         origin_mode: u16_at(data, 16) % 3 == 0,
         attributes: Attributes::default(),
     });
-    let rest = data.get(18..).unwrap_or_default();
+    let rest = data.get(20..).unwrap_or_default();
     let text = String::from_utf8_lossy(rest);
     let mut items = wujie_term::default_commands();
     items.push(MenuItem::new(format!("/wujie{text}"), text.to_string()));
     let mut menu = Menu::new(items, "");
     let mut card = IssueCard::create_issue(text.to_string(), text.to_string());
     let place = Placement::new(size, cursor)
+        .with_margin(u16_at(data, 18))
         .with_used_rows(used)
         .with_scroll_region(region)
         .with_cursor_state(saved, Attributes::default(), u16_at(data, 12) % 5 == 0);

@@ -5,6 +5,7 @@ mod line_editor;
 mod line_trigger;
 mod menu_card;
 mod overlay;
+mod overlay_margin;
 mod scanner;
 mod screen_model;
 mod terminal_modes;

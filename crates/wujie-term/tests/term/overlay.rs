@@ -715,10 +715,13 @@ proptest! {
         cols in any::<u16>(),
         row in any::<u16>(),
         col in any::<u16>(),
+        margin in any::<u16>(),
         first in lines_strategy(),
     ) {
         let mut out = Vec::new();
-        let placement = Placement::new(TermSize { cols, rows }, CursorPos { row, col }).with_used_rows(used);
+        let placement = Placement::new(TermSize { cols, rows }, CursorPos { row, col })
+            .with_used_rows(used)
+            .with_margin(margin);
         if let Ok(mut overlay) = Overlay::open(placement, &first, &mut out) {
             overlay.redraw(&[], &mut out);
             overlay.close(&mut out);

@@ -1,13 +1,14 @@
 //! The light screen model against vt100 as the oracle: after every piece of output (text, wide
 //! characters, combining marks, controls, cursor moves, erases, scroll regions, origin mode, the
-//! saved cursor, the alternate screen, resizes), both agree on the cursor and on how many rows
-//! are used, and every row the model can draw again reads as vt100 shows it. Also: any chunking
+//! saved cursor, the alternate screen, resizes), both agree on the cursor, on how many rows
+//! are used and how many under the cursor were drawn, and every row the model can draw again
+//! reads as vt100 shows it. Also: any chunking
 //! of the same bytes gives the same model.
 
 use std::num::NonZeroU16;
 
 use proptest::prelude::*;
-use wujie_term::{CursorPos, ScreenModel, TermSize};
+use wujie_term::{CursorPos, MARGIN_MOST_ROWS, ScreenModel, TermSize};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -75,6 +76,23 @@ fn oracle(parser: &vt100::Parser) -> (CursorPos, u16) {
     (CursorPos { row, col }, used as u16)
 }
 
+/// How many of the `most` rows under vt100's cursor reach down to the last one holding text.
+fn oracle_drawn_below(parser: &vt100::Parser, most: u16) -> u16 {
+    let screen = parser.screen();
+    let (row, _) = screen.cursor_position();
+    let cols = screen.size().1.get();
+    let drawn = screen
+        .rows(0, cols)
+        .skip(usize::from(row) + 1)
+        .take(usize::from(most))
+        .enumerate()
+        .filter(|(_, text)| !text.trim().is_empty())
+        .map(|(i, _)| i + 1)
+        .last()
+        .unwrap_or(0);
+    drawn as u16
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -99,6 +117,13 @@ proptest! {
             let (cursor, used) = oracle(&parser);
             prop_assert_eq!(model.cursor(), cursor, "cursor after {}", log);
             prop_assert_eq!(model.used_rows(), used, "used rows after {}", log);
+            for most in [0, 2, MARGIN_MOST_ROWS] {
+                prop_assert_eq!(
+                    model.rows_drawn_below_cursor(most),
+                    oracle_drawn_below(&parser, most),
+                    "rows drawn under the cursor (of {}) after {}", most, log
+                );
+            }
             // Every row the model can draw again reads as vt100 shows it.
             let screen = parser.screen();
             let (rows_now, cols_now) = screen.size();
@@ -119,7 +144,7 @@ proptest! {
     fn any_chunking_gives_the_same_model(
         rows in 1u16..9,
         cols in 1u16..14,
-        pieces in prop::collection::vec(piece(), 1..40),
+        pieces in prop::collection::vec(piece_or_autowrap(), 1..40),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
     ) {
         let bytes: Vec<u8> = pieces.concat();
@@ -136,8 +161,21 @@ proptest! {
         }
         prop_assert_eq!(whole.cursor(), chunked.cursor());
         prop_assert_eq!(whole.used_rows(), chunked.used_rows());
+        prop_assert_eq!(
+            whole.rows_drawn_below_cursor(MARGIN_MOST_ROWS),
+            chunked.rows_drawn_below_cursor(MARGIN_MOST_ROWS)
+        );
         prop_assert_eq!(whole.drawn(), chunked.drawn());
+        prop_assert_eq!(whole.autowrap(), chunked.autowrap());
     }
+}
+
+/// A [`piece`], or autowrap turned off or on (which vt100 does not follow, so only here).
+fn piece_or_autowrap() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        12 => piece(),
+        1 => prop::sample::select(vec![&b"\x1b[?7l"[..], b"\x1b[?7h"]).prop_map(<[u8]>::to_vec),
+    ]
 }
 
 #[test]
@@ -293,4 +331,27 @@ fn queries_to_the_terminal_are_counted_however_the_output_is_cut() {
         // Everything before `ESC [ 2 J` asks; nothing after it does.
         assert_eq!(model.queries(), 12, "in chunks of {step}");
     }
+}
+
+#[test]
+fn with_autowrap_off_text_stays_on_its_row() {
+    // vt100 always wraps, so this is checked by hand: xterm and tmux keep writing over the
+    // last column instead.
+    let mut model = ScreenModel::new(TermSize { rows: 4, cols: 5 });
+    assert!(model.autowrap());
+    model.feed(b"\x1b[?7labcdefgh\r\nij");
+    assert!(!model.autowrap());
+    assert_eq!(model.cursor(), CursorPos { row: 1, col: 2 });
+    assert_eq!(model.used_rows(), 2);
+    model.feed("\x1b[3;1H中文宽字".as_bytes());
+    assert_eq!(model.cursor(), CursorPos { row: 2, col: 5 });
+    model.feed(b"\x1b[?7h\x1b[4;1Habcdef");
+    assert!(model.autowrap());
+    assert_eq!(
+        model.cursor(),
+        CursorPos { row: 3, col: 1 },
+        "wrapped and scrolled"
+    );
+    model.feed(b"\x1b[?7l\x1bc");
+    assert!(model.autowrap(), "a reset turns it on again");
 }
