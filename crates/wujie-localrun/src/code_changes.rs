@@ -10,6 +10,11 @@
 //! Each result is keyed by its place in the run and its tree id (`git:<n>:<tree>`), so a
 //! delivery retried or finished by `wujie local-run sync` after a crash stores it once, and a
 //! tree the agent comes back to later is still recorded as the latest.
+//!
+//! A run in an issue's worktree is measured against its base branch too: when the branch
+//! merges the base during the run, each snapshot is compared with the earlier one caught up
+//! with what the base gained (see [`Point::caught_up`]), so the base's work never shows up as
+//! the agent's.
 
 use std::path::Path;
 
@@ -43,7 +48,15 @@ impl CodeWatch {
         recorder: Recorder,
     ) -> Option<Self> {
         let cwd = cwd.to_path_buf();
-        let started = tokio::task::spawn_blocking(move || start_snapshot(&cwd)).await;
+        let in_worktree = worktree.is_some();
+        let started = tokio::task::spawn_blocking(move || {
+            let mut start = start_snapshot(&cwd)?;
+            if let Some(start) = start.as_mut().filter(|_| in_worktree) {
+                start.point.base = worktree_base(&start.repository, &start.info)?;
+            }
+            Ok(start)
+        })
+        .await;
         let start = match started {
             Ok(Ok(Some(start))) => start,
             Ok(Ok(None)) => return None,
@@ -72,7 +85,8 @@ impl CodeWatch {
             last: None,
         };
         let first = snapshots.start_changes();
-        snapshots.record(first).await;
+        let point = snapshots.start.point.clone();
+        snapshots.record(first, point).await;
         // One pending turn is enough: a snapshot taken after it sees every turn before.
         let (turns, mut pending) = mpsc::channel(1);
         let task = tokio::spawn(async move {
@@ -111,10 +125,10 @@ impl TurnStart {
     /// when it works in one). Blocks on git.
     pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
         let start = &self.0;
-        let changes = changes_since(
+        let (changes, _) = changes_since(
             &start.repository,
-            &start.tree,
-            &start.tree,
+            &start.point,
+            &start.point,
             start.info.head_commit.clone(),
             1,
         )?;
@@ -129,7 +143,44 @@ impl TurnStart {
 struct Start {
     repository: Repository,
     info: RepoInfo,
+    point: Point,
+}
+
+/// A snapshot recorded, as the next one is compared with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Point {
     tree: TreeId,
+    /// The base branch of the issue's worktree (what `wujie run --worktree` made it from), and
+    /// HEAD's merge-base with it at this snapshot; `None` outside an issue's worktree.
+    base: Option<(String, Option<String>)>,
+}
+
+impl Point {
+    /// This snapshot's tree with what the base gained since merged in, once HEAD has merged
+    /// more of it (its merge-base with the base moved to `merge_base`). The tree as it was when
+    /// the base did not move, or when the merge conflicts (said on stderr: the base's changes
+    /// to those files then count as the run's).
+    fn caught_up(
+        &self,
+        repository: &Repository,
+        merge_base: Option<&str>,
+    ) -> Result<TreeId, GitError> {
+        let (Some((branch, Some(then))), Some(now)) = (&self.base, merge_base) else {
+            return Ok(self.tree.clone());
+        };
+        if then == now {
+            return Ok(self.tree.clone());
+        }
+        match repository.caught_up(&self.tree, then, now)? {
+            Some(tree) => Ok(tree),
+            None => {
+                wujie_process::stderr_line!(
+                    "wujie: what {branch} gained conflicts with the run's earlier changes;                      the run's diff counts {branch}'s changes to those files as the run's"
+                );
+                Ok(self.tree.clone())
+            }
+        }
+    }
 }
 
 fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
@@ -142,8 +193,24 @@ fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
     Ok(Some(Start {
         repository,
         info,
-        tree,
+        point: Point { tree, base: None },
     }))
+}
+
+/// The base branch of the issue worktree the run works in, and HEAD's merge-base with it now;
+/// `None` when the branch records no base.
+fn worktree_base(
+    repository: &Repository,
+    info: &RepoInfo,
+) -> Result<Option<(String, Option<String>)>, GitError> {
+    let Some(branch) = &info.branch else {
+        return Ok(None);
+    };
+    let Some(base) = repository.recorded_base(branch)? else {
+        return Ok(None);
+    };
+    let merge_base = repository.merge_base_with(&base)?;
+    Ok(Some((base, merge_base)))
 }
 
 struct Snapshots {
@@ -154,9 +221,9 @@ struct Snapshots {
     recorder: Recorder,
     /// Snapshots recorded so far (the next one's place in the run).
     taken: u32,
-    /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again,
-    /// and the next one's turn is diffed from that tree.
-    last: Option<(String, Option<String>)>,
+    /// The last one recorded and its HEAD: an unchanged work tree is not sent again, and the
+    /// next one's turn is diffed from it.
+    last: Option<(Point, Option<String>)>,
 }
 
 impl Snapshots {
@@ -164,7 +231,7 @@ impl Snapshots {
         let info = &self.start.info;
         GitChanges {
             snapshot: 0,
-            tree: self.start.tree.to_string(),
+            tree: self.start.point.tree.to_string(),
             repo: info.repo.clone(),
             remotes: info.remotes.clone(),
             branch: info.branch.clone(),
@@ -181,23 +248,26 @@ impl Snapshots {
         let repository = self.start.repository.clone();
         // Before any was recorded, the turn began at the start.
         let previous = match &self.last {
-            Some((tree, _)) => TreeId::new(tree.clone()),
-            None => self.start.tree.clone(),
+            Some((point, _)) => point.clone(),
+            None => self.start.point.clone(),
         };
-        let trees = (self.start.tree.clone(), previous);
+        let start = self.start.point.clone();
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
         let taken = tokio::task::spawn_blocking(move || {
-            changes_since(&repository, &trees.0, &trees.1, base, snapshot)
+            changes_since(&repository, &start, &previous, base, snapshot)
         })
         .await;
         match taken {
-            Ok(Ok(changes)) => {
+            Ok(Ok((changes, point))) => {
                 let worktree = self.worktree.clone();
-                self.record(GitChanges {
-                    worktree,
-                    ..changes
-                })
+                self.record(
+                    GitChanges {
+                        worktree,
+                        ..changes
+                    },
+                    point,
+                )
                 .await;
             }
             Ok(Err(e)) => wujie_process::stderr_line!(
@@ -208,11 +278,15 @@ impl Snapshots {
         }
     }
 
-    async fn record(&mut self, changes: GitChanges) {
-        let now = (changes.tree.clone(), changes.head_commit.clone());
-        if self.last.as_ref() == Some(&now) {
+    async fn record(&mut self, changes: GitChanges, point: Point) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(last, head)| last.tree == point.tree && *head == changes.head_commit)
+        {
             return;
         }
+        let now = (point, changes.head_commit.clone());
         let item = IngestItem {
             source: REPORTER_SOURCE.to_owned(),
             source_key: format!("git:{}:{}", changes.snapshot, changes.tree),
@@ -236,37 +310,44 @@ impl Snapshots {
 }
 
 /// The run's changes as of a snapshot taken now, from the `start` snapshot and (the turn's) from
-/// the `previous` one recorded.
+/// the `previous` one recorded, each caught up with what the base branch gained since; and the
+/// snapshot, for the next one to be compared with.
 fn changes_since(
     repository: &Repository,
-    start: &TreeId,
-    previous: &TreeId,
-    base: Option<String>,
+    start: &Point,
+    previous: &Point,
+    base_commit: Option<String>,
     snapshot: u32,
-) -> Result<GitChanges, GitError> {
+) -> Result<(GitChanges, Point), GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
-    let diff = repository.diff(start, &tree, PatchLimits::default())?;
+    let base = match &start.base {
+        Some((branch, _)) => Some((branch.clone(), repository.merge_base_with(branch)?)),
+        None => None,
+    };
+    let merge_base = base.as_ref().and_then(|(_, m)| m.as_deref());
+    let from = start.caught_up(repository, merge_base)?;
+    let diff = repository.diff(&from, &tree, PatchLimits::default())?;
     // A run's first turn (and a branch's turn, a run of its own) began at the start.
     let turn = if previous == start {
         diff.files.clone()
     } else {
-        repository
-            .diff(previous, &tree, PatchLimits::default())?
-            .files
+        let from = previous.caught_up(repository, merge_base)?;
+        repository.diff(&from, &tree, PatchLimits::default())?.files
     };
-    let commits = repository.commits_since(base.as_deref())?;
-    Ok(GitChanges {
+    let commits = repository.commits_since(base_commit.as_deref(), merge_base)?;
+    let changes = GitChanges {
         snapshot,
         tree: tree.to_string(),
         repo: info.repo,
         remotes: info.remotes,
         branch: info.branch,
-        base_commit: base,
+        base_commit,
         head_commit: info.head_commit,
         commits,
         files: diff.files,
         turn_files: Some(turn),
         worktree: None,
-    })
+    };
+    Ok((changes, Point { tree, base }))
 }
