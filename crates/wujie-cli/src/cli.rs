@@ -261,8 +261,8 @@ pub enum IssueCommand {
         /// The run (default: the issue's latest run that recorded code changes).
         #[arg(long)]
         run: Option<String>,
-        /// Only what turn N changed (counting from 1 the turns that changed the code): a patch
-        /// `git apply` accepts on the files as they were after the turn before.
+        /// Only what turn N changed (the Nth final reply of the run, from 1): a patch `git
+        /// apply` accepts on the files as they were after the turn before.
         #[arg(long, value_name = "N")]
         turn: Option<u32>,
         /// Only the list of files, with their added and deleted lines.

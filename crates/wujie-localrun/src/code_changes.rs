@@ -4,7 +4,8 @@
 //!
 //! Snapshots are taken on a task of their own, and git itself runs on the blocking pool: the
 //! path that reads the adapter's output only signals "a turn ended" and never waits for git.
-//! Turns that end while a snapshot is under way are served by one more snapshot after it.
+//! Turns that end while a snapshot is under way are served by one more snapshot after it, which
+//! says so: each snapshot names the turns (counted by `final`) whose changes it holds.
 //! Each snapshot after the start carries the run's changes since its start and, apart, its
 //! turn's: the changes since the snapshot recorded before it (so a turn reads on any machine).
 //! Each result is keyed by its place in the run and its tree id (`git:<n>:<tree>`), so a
@@ -17,6 +18,8 @@
 //! the agent's.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -25,7 +28,7 @@ use wujie_git::{Discovered, GitError, PatchLimits, RepoInfo, Repository, TreeId}
 use wujie_protocol::api::IngestItem;
 use wujie_protocol::error_text::with_causes;
 use wujie_protocol::event::Event;
-use wujie_protocol::git::GitChanges;
+use wujie_protocol::git::{GitChanges, TurnSpan};
 use wujie_store::outbox::now_ms;
 
 use crate::events::REPORTER_SOURCE;
@@ -33,6 +36,8 @@ use crate::events::REPORTER_SOURCE;
 /// The snapshots of one run.
 pub(crate) struct CodeWatch {
     turns: mpsc::Sender<()>,
+    /// Turns ended so far.
+    ended: Arc<AtomicU32>,
     task: JoinHandle<()>,
 }
 
@@ -83,7 +88,10 @@ impl CodeWatch {
             recorder,
             taken: 0,
             last: None,
+            ended: Arc::new(AtomicU32::new(0)),
+            turns_taken: 0,
         };
+        let ended = snapshots.ended.clone();
         let first = snapshots.start_changes();
         let point = snapshots.start.point.clone();
         snapshots.record(first, point).await;
@@ -96,11 +104,13 @@ impl CodeWatch {
             // The run ended (the sender was dropped): the last snapshot.
             snapshots.take().await;
         });
-        Some(Self { turns, task })
+        Some(Self { turns, ended, task })
     }
 
     /// A turn ended: a snapshot is due. Never waits.
     pub(crate) fn turn_ended(&self) {
+        // Counted before the signal, so that the snapshot it wakes counts it.
+        self.ended.fetch_add(1, Ordering::SeqCst);
         let _ = self.turns.try_send(());
     }
 
@@ -134,6 +144,7 @@ impl TurnStart {
         )?;
         Ok(GitChanges {
             worktree,
+            turns: Some(TurnSpan { first: 1, last: 1 }),
             ..changes
         })
     }
@@ -224,6 +235,11 @@ struct Snapshots {
     /// The last one recorded and its HEAD: an unchanged work tree is not sent again, and the
     /// next one's turn is diffed from it.
     last: Option<(Point, Option<String>)>,
+    /// Turns ended so far, counted by [`CodeWatch::turn_ended`].
+    ended: Arc<AtomicU32>,
+    /// Turns ended before the last snapshot taken (recorded or not: one that found the tree
+    /// unchanged tells that its turns changed nothing).
+    turns_taken: u32,
 }
 
 impl Snapshots {
@@ -241,6 +257,7 @@ impl Snapshots {
             files: Vec::new(),
             turn_files: None,
             worktree: self.worktree.clone(),
+            turns: None,
         }
     }
 
@@ -254,16 +271,23 @@ impl Snapshots {
         let start = self.start.point.clone();
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
+        let ended = self.ended.load(Ordering::SeqCst);
+        let turns = (ended > self.turns_taken).then_some(TurnSpan {
+            first: self.turns_taken + 1,
+            last: ended,
+        });
         let taken = tokio::task::spawn_blocking(move || {
             changes_since(&repository, &start, &previous, base, snapshot)
         })
         .await;
         match taken {
             Ok(Ok((changes, point))) => {
+                self.turns_taken = ended;
                 let worktree = self.worktree.clone();
                 self.record(
                     GitChanges {
                         worktree,
+                        turns,
                         ..changes
                     },
                     point,
@@ -348,6 +372,7 @@ fn changes_since(
         files: diff.files,
         turn_files: Some(turn),
         worktree: None,
+        turns: None,
     };
     Ok((changes, Point { tree, base }))
 }
