@@ -123,6 +123,22 @@ async fn one(
         .transpose()
 }
 
+/// How many turns run `run_id` has had: its final replies, or more when a snapshot holding a
+/// later turn arrived before that turn's reply.
+async fn turn_count(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
+    let (finals,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM run_messages WHERE run_id = $1 AND kind = 'final'")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let (held,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(u32::try_from(finals.max(held.unwrap_or(0))).unwrap_or(u32::MAX))
+}
+
 /// What a run's turn changed, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitTurn {
@@ -163,19 +179,7 @@ impl Store {
             .await?;
             return Ok(GitTurn::Changed { before, after });
         }
-        let (finals,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM run_messages WHERE run_id = $1 AND kind = 'final'",
-        )
-        .bind(run_id)
-        .fetch_one(&mut *conn)
-        .await?;
-        // A snapshot may have arrived before its turn's reply.
-        let (held,): (Option<i64>,) =
-            sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
-                .bind(run_id)
-                .fetch_one(&mut *conn)
-                .await?;
-        let turns = u32::try_from(finals.max(held.unwrap_or(0))).unwrap_or(u32::MAX);
+        let turns = turn_count(&mut conn, run_id).await?;
         if turn > turns {
             return Ok(GitTurn::Beyond { turns });
         }
@@ -189,6 +193,12 @@ impl Store {
         )
         .await?;
         Ok(as_of.map_or(GitTurn::NoneRecorded, GitTurn::Unchanged))
+    }
+
+    /// How many turns run `run_id` has had (see [`GitTurn::Beyond`]).
+    pub async fn run_turn_count(&self, run_id: &str) -> Result<u32, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        turn_count(&mut conn, run_id).await
     }
 
     /// The code changes of run `run_id` as of its latest snapshot.

@@ -313,8 +313,8 @@ struct CodeHtml<'a> {
 
 impl HtmlFeed {
     async fn code_update(&self, run_id: &str, id: String) -> Event {
-        let changes = match self.store.run_git_changes(run_id).await {
-            Ok(changes) => changes,
+        let run_code = match code::load(&self.store, run_id).await {
+            Ok(run_code) => run_code,
             Err(e) => {
                 tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run's code changes");
                 return self.event("reload", serde_json::json!({}), Some(id));
@@ -322,8 +322,8 @@ impl HtmlFeed {
         };
         let data = CodeHtml {
             run: run_id,
-            snapshot: changes.as_ref().map(|c| c.snapshot),
-            html: code::run_code(run_id, changes.as_ref()).into_string(),
+            snapshot: run_code.as_ref().map(code::RunCode::snapshot),
+            html: code::run_code(run_id, run_code.as_ref()).into_string(),
         };
         self.event("code", data, Some(id))
     }
