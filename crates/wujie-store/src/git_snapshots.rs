@@ -139,6 +139,27 @@ async fn turn_count(conn: &mut AnyConnection, run_id: &str) -> Result<u32, Store
     Ok(u32::try_from(finals.max(held.unwrap_or(0))).unwrap_or(u32::MAX))
 }
 
+/// The turns of run `run_id` whose changes are known: all of them once the run ended (its end
+/// snapshot is stored before its end); before that, up to the last a stored snapshot holds, as
+/// the turns that changed nothing are recorded by the next snapshot's span beginning after
+/// them.
+async fn known_turns(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
+    let ended: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT ended_at FROM runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if matches!(ended, Some((Some(_),))) {
+        return turn_count(conn, run_id).await;
+    }
+    let (held,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(u32::try_from(held.unwrap_or(0)).unwrap_or(u32::MAX))
+}
+
 /// What a run's turn changed, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitTurn {
@@ -150,6 +171,9 @@ pub enum GitTurn {
     },
     /// The turn ended and changed no file: the code as of the snapshot before it.
     Unchanged(GitChanges),
+    /// The turn ended, and what it changed is not known yet: its snapshot is still to come, or
+    /// (the tree being unchanged) will be known from a later turn's or the run's end.
+    NotYet,
     /// The run has only `turns` turns (so far).
     Beyond { turns: u32 },
     /// The run recorded no code at all (or there is no such run).
@@ -183,6 +207,9 @@ impl Store {
         if turn > turns {
             return Ok(GitTurn::Beyond { turns });
         }
+        if turn > known_turns(&mut conn, run_id).await? {
+            return Ok(GitTurn::NotYet);
+        }
         // The code as it was when the turn ended: the latest snapshot recorded before it.
         let as_of = one(
             &mut conn,
@@ -195,10 +222,11 @@ impl Store {
         Ok(as_of.map_or(GitTurn::NoneRecorded, GitTurn::Unchanged))
     }
 
-    /// How many turns run `run_id` has had (see [`GitTurn::Beyond`]).
-    pub async fn run_turn_count(&self, run_id: &str) -> Result<u32, StoreError> {
+    /// The turns of run `run_id` whose changes are known (from 1): all of them once it ended,
+    /// before that up to the last turn a stored snapshot holds.
+    pub async fn run_git_known_turns(&self, run_id: &str) -> Result<u32, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        turn_count(&mut conn, run_id).await
+        known_turns(&mut conn, run_id).await
     }
 
     /// The code changes of run `run_id` as of its latest snapshot.

@@ -400,15 +400,17 @@ fn issue_diff_turn_shows_only_what_that_turn_changed_and_applies_on_the_turn_bef
 
 /// An agent whose first turn edits `edit.txt` and whose second (once the file `go` exists)
 /// only replies.
-fn idle_second_turn(go: &std::path::Path) -> String {
+fn idle_second_turn(go: &std::path::Path, end: &std::path::Path) -> String {
     format!(
         "printf 'one\\nTWO\\n' > edit.txt\n\
          echo '{}'\n\
          while [ ! -e '{go}' ]; do sleep 0.05; done\n\
-         echo '{}'",
+         echo '{}'\n\
+         while [ ! -e '{end}' ]; do sleep 0.05; done",
         msg("final", "first turn done", "f1"),
         msg("final", "nothing to change", "f2"),
         go = go.display(),
+        end = end.display(),
     )
 }
 
@@ -418,8 +420,8 @@ fn turn_numbers_count_the_runs_replies_and_a_turn_that_changed_nothing_says_so()
     let Some(repo) = require_repository(&env) else {
         return;
     };
-    let go = env.work.path().join("go");
-    let plugin = env.plugin("idle", V1, &idle_second_turn(&go));
+    let (go, end) = (env.work.path().join("go"), env.work.path().join("end"));
+    let plugin = env.plugin("idle", V1, &idle_second_turn(&go, &end));
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("an idle turn");
     let mut run = env
@@ -436,6 +438,23 @@ fn turn_numbers_count_the_runs_replies_and_a_turn_that_changed_nothing_says_so()
             .success()
     });
     std::fs::write(&go, "").expect("go");
+    // While the run goes on, a turn that changed nothing cannot be told from one whose
+    // snapshot is still to come: said so, not guessed.
+    wait_until(30, "the second reply", || {
+        env.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["type"] == "final")
+            .count()
+            == 2
+    });
+    let not_yet = env.fails(&["issue", "diff", &key, "--turn", "2"]);
+    assert!(
+        not_yet.contains("what turn 2 of run") && not_yet.contains("is not recorded yet"),
+        "{not_yet}"
+    );
+    std::fs::write(&end, "").expect("end");
     assert!(run.wait().expect("run ends").success());
 
     let first = env.json(&["issue", "diff", &key, "--turn", "1"]);

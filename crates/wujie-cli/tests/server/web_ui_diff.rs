@@ -161,8 +161,24 @@ fn the_issue_page_shows_each_turns_code_changes_live_and_escaped() {
         b.eval(&format!("{first}.querySelector('ul.commits')")),
         serde_json::Value::Null
     );
+    // The third turn changes nothing, which is known at the run's end: said live too, as
+    // `wujie issue diff --turn 3` says it.
     std::fs::write(env.work.path().join("go2"), "").expect("go2");
     assert!(run.wait().expect("run ends").success());
+    b.wait_for(
+        "the third turn, at the run's end",
+        "!!document.querySelector('.run-code .turn[data-turn=\"3\"]')",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('.run-code .turn[data-turn=\"3\"]').innerText"),
+        "Turn 3 changed no files."
+    );
+    assert_eq!(b.eval(&format!("{turns}.open")), true);
+    assert_eq!(
+        b.eval("window.stillTheSamePage"),
+        true,
+        "the page was reloaded"
+    );
     let notes = "document.querySelector('.run-code > .files details.file[data-path=\"notes.md\"]')";
     assert_eq!(b.eval(&format!("{notes}.open")), true);
     assert_eq!(
@@ -203,7 +219,7 @@ fn the_issue_page_shows_each_turns_code_changes_live_and_escaped() {
         b.eval("document.querySelector('.run-code').innerText.includes('+<script>window.pwned=1</script>')"),
         true
     );
-    // The third turn, which changed nothing, says so, as `wujie issue diff --turn 3` does.
+    // So does a reload.
     b.eval("document.querySelector('.run-code details.turns').open = true");
     assert_eq!(
         b.eval("document.querySelector('.run-code .turn[data-turn=\"3\"]').innerText"),

@@ -166,6 +166,14 @@ async fn run_turn(state: &AppState, id: &str, turn: u32) -> Result<GitChanges, F
             }),
             ..as_of
         }),
+        GitTurn::NotYet => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "what turn {turn} of run {id} changed is not recorded yet: the code is read after \
+                 each turn, and a turn that changed nothing is known once a later turn's changes \
+                 are recorded or the run ends"
+            ),
+        )),
         GitTurn::Beyond { turns } => Err(Failure::new(
             StatusCode::NOT_FOUND,
             match turns {

@@ -59,15 +59,16 @@ pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunCode>,
         return Ok(None);
     };
     let snapshots = store.run_git_turn_snapshots(run_id).await?;
-    let count = store.run_turn_count(run_id).await?;
+    let count = store.run_git_known_turns(run_id).await?;
     Ok(Some(RunCode {
         latest,
         turns: turns(snapshots, count),
     }))
 }
 
-/// Turns 1 to `count` from the snapshots that hold turns (in order): each snapshot's turn
-/// changes under its first turn, and the turns none holds as unchanged.
+/// Turns 1 to `count` (those whose changes are known) from the snapshots that hold turns (in
+/// order): each snapshot's turn changes under its first turn, and the turns none holds as
+/// unchanged.
 fn turns(snapshots: Vec<GitChanges>, count: u32) -> Vec<TurnCode> {
     let mut commits_before: Vec<Commit> = Vec::new();
     let mut held = Vec::new();
