@@ -90,6 +90,7 @@ impl CodeWatch {
             last: None,
             ended: Arc::new(AtomicU32::new(0)),
             turns_taken: 0,
+            conflict_said: false,
         };
         let ended = snapshots.ended.clone();
         let first = snapshots.start_changes();
@@ -135,7 +136,7 @@ impl TurnStart {
     /// when it works in one). Blocks on git.
     pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
         let start = &self.0;
-        let (changes, _) = changes_since(
+        let taken = changes_since(
             &start.repository,
             &start.point,
             &start.point,
@@ -145,7 +146,7 @@ impl TurnStart {
         Ok(GitChanges {
             worktree,
             turns: Some(TurnSpan { first: 1, last: 1 }),
-            ..changes
+            ..taken.changes
         })
     }
 }
@@ -169,28 +170,23 @@ struct Point {
 impl Point {
     /// This snapshot's tree with what the base gained since merged in, once HEAD has merged
     /// more of it (its merge-base with the base moved to `merge_base`). The tree as it was when
-    /// the base did not move, or when the merge conflicts (said on stderr: the base's changes
-    /// to those files then count as the run's).
+    /// the base did not move, or when the merge conflicts (then `true`: the base's changes to
+    /// those files count as the run's).
     fn caught_up(
         &self,
         repository: &Repository,
         merge_base: Option<&str>,
-    ) -> Result<TreeId, GitError> {
-        let (Some((branch, Some(then))), Some(now)) = (&self.base, merge_base) else {
-            return Ok(self.tree.clone());
+    ) -> Result<(TreeId, bool), GitError> {
+        let (Some((_, Some(then))), Some(now)) = (&self.base, merge_base) else {
+            return Ok((self.tree.clone(), false));
         };
         if then == now {
-            return Ok(self.tree.clone());
+            return Ok((self.tree.clone(), false));
         }
-        match repository.caught_up(&self.tree, then, now)? {
-            Some(tree) => Ok(tree),
-            None => {
-                wujie_process::stderr_line!(
-                    "wujie: what {branch} gained conflicts with the run's earlier changes;                      the run's diff counts {branch}'s changes to those files as the run's"
-                );
-                Ok(self.tree.clone())
-            }
-        }
+        Ok(match repository.caught_up(&self.tree, then, now)? {
+            Some(tree) => (tree, false),
+            None => (self.tree.clone(), true),
+        })
     }
 }
 
@@ -240,6 +236,8 @@ struct Snapshots {
     /// Turns ended before the last snapshot taken (recorded or not: one that found the tree
     /// unchanged tells that its turns changed nothing).
     turns_taken: u32,
+    /// Whether stderr said that the base's changes conflict with the run's (once is enough).
+    conflict_said: bool,
 }
 
 impl Snapshots {
@@ -281,8 +279,22 @@ impl Snapshots {
         })
         .await;
         match taken {
-            Ok(Ok((changes, point))) => {
+            Ok(Ok(Taken {
+                changes,
+                point,
+                conflicted,
+            })) => {
                 self.turns_taken = ended;
+                if let Some((branch, _)) = self.start.point.base.as_ref().filter(|_| conflicted) {
+                    if !self.conflict_said {
+                        wujie_process::stderr_line!(
+                            "wujie: what {branch} gained since the run began conflicts with the \
+                             run's changes; the run's diff counts {branch}'s changes to those \
+                             files as the run's"
+                        );
+                    }
+                    self.conflict_said = true;
+                }
                 let worktree = self.worktree.clone();
                 self.record(
                     GitChanges {
@@ -333,16 +345,24 @@ impl Snapshots {
     }
 }
 
+/// A snapshot taken.
+struct Taken {
+    changes: GitChanges,
+    /// The snapshot, for the next one to be compared with.
+    point: Point,
+    /// What the base gained conflicts with an earlier snapshot (see [`Point::caught_up`]).
+    conflicted: bool,
+}
+
 /// The run's changes as of a snapshot taken now, from the `start` snapshot and (the turn's) from
-/// the `previous` one recorded, each caught up with what the base branch gained since; and the
-/// snapshot, for the next one to be compared with.
+/// the `previous` one recorded, each caught up with what the base branch gained since.
 fn changes_since(
     repository: &Repository,
     start: &Point,
     previous: &Point,
     base_commit: Option<String>,
     snapshot: u32,
-) -> Result<(GitChanges, Point), GitError> {
+) -> Result<Taken, GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
     let base = match &start.base {
@@ -350,13 +370,14 @@ fn changes_since(
         None => None,
     };
     let merge_base = base.as_ref().and_then(|(_, m)| m.as_deref());
-    let from = start.caught_up(repository, merge_base)?;
+    let (from, mut conflicted) = start.caught_up(repository, merge_base)?;
     let diff = repository.diff(&from, &tree, PatchLimits::default())?;
     // A run's first turn (and a branch's turn, a run of its own) began at the start.
     let turn = if previous == start {
         diff.files.clone()
     } else {
-        let from = previous.caught_up(repository, merge_base)?;
+        let (from, turn_conflicted) = previous.caught_up(repository, merge_base)?;
+        conflicted |= turn_conflicted;
         repository.diff(&from, &tree, PatchLimits::default())?.files
     };
     let commits = repository.commits_since(base_commit.as_deref(), merge_base)?;
@@ -374,5 +395,9 @@ fn changes_since(
         worktree: None,
         turns: None,
     };
-    Ok((changes, Point { tree, base }))
+    Ok(Taken {
+        changes,
+        point: Point { tree, base },
+        conflicted,
+    })
 }
