@@ -150,6 +150,15 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
         said.contains(&format!("(branch wujie/{}, reused)", a.to_lowercase())),
         "{said}"
     );
+    // It is measured from its own start: the first run's commit and draft are not its work.
+    let runs = env.issue(&a)["runs"].as_array().unwrap().clone();
+    let second = &runs.last().unwrap()["git"];
+    assert_eq!(paths(second), ["note.txt"], "{second}");
+    assert_eq!(second["commits"].as_array().unwrap().len(), 1, "{second}");
+    assert_eq!(
+        second["base_commit"], runs[0]["git"]["head_commit"],
+        "its base is where the first run left the branch"
+    );
 
     // Removing one with uncommitted work is refused, then forced; its branch is kept.
     let refused = wujie_in(&env, &repo, &["worktree", "remove", &a])
