@@ -261,8 +261,8 @@ pub enum IssueCommand {
         /// The run (default: the issue's latest run that recorded code changes).
         #[arg(long)]
         run: Option<String>,
-        /// Only what turn N changed (counting from 1 the turns that changed the code): a patch
-        /// `git apply` accepts on the files as they were after the turn before.
+        /// Only what turn N changed (the Nth final reply of the run, from 1): a patch `git
+        /// apply` accepts on the files as they were after the turn before.
         #[arg(long, value_name = "N")]
         turn: Option<u32>,
         /// Only the list of files, with their added and deleted lines.
@@ -470,9 +470,24 @@ pub struct DiscussArgs {
     /// Give up waiting for undelivered events after this many seconds without progress.
     #[arg(long, default_value_t = 15)]
     pub drain_timeout: u64,
+    #[command(flatten)]
+    pub worktree: PromotionWorktree,
     /// The provider (v2), then the arguments passed to its adapter.
     #[arg(last = true, required = true, num_args = 1..)]
     pub provider_and_args: Vec<String>,
+}
+
+/// Whether a discussion promoted into an issue gets the issue's git worktree.
+#[derive(Debug, Args)]
+pub struct PromotionWorktree {
+    /// When the discussion becomes an issue, make the issue's own git worktree (branch
+    /// `wujie/<key>`, as `wujie run KEY --worktree` makes it) and say where it is; must be run
+    /// inside the repository.
+    #[arg(long)]
+    pub worktree: bool,
+    /// What the worktree's branch starts from (default: the current branch).
+    #[arg(long, value_name = "REF", requires = "worktree")]
+    pub base: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -494,6 +509,8 @@ pub enum DiscussionCommand {
         /// Use this title instead of the one taken from the plan.
         #[arg(long)]
         title: Option<String>,
+        #[command(flatten)]
+        worktree: PromotionWorktree,
     },
 }
 

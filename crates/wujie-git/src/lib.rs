@@ -9,6 +9,8 @@
 //! - [`Repository::diff`]: what changed between two snapshots, per file, with patches kept
 //!   within [`PatchLimits`].
 //! - [`Repository::commits_since`]: the commits made on HEAD since a base commit.
+//! - [`Repository::caught_up`]: a snapshot with what a base branch gained since merged in, so
+//!   that a branch that merges its base is not credited with the base's work.
 //! - [`Repository::issue_worktree`]: an issue's worktree on branch `wujie/<key>`, made or
 //!   reused, and what `wujie worktree list | remove` need.
 //!
@@ -17,6 +19,7 @@
 //! Reads pass `--no-optional-locks`, so a snapshot never competes with the user's own `git`
 //! for `index.lock`; output is read NUL-separated (`-z`), so any file name survives.
 
+mod base;
 mod command;
 mod commits;
 mod diff;

@@ -4,14 +4,22 @@
 //!
 //! Snapshots are taken on a task of their own, and git itself runs on the blocking pool: the
 //! path that reads the adapter's output only signals "a turn ended" and never waits for git.
-//! Turns that end while a snapshot is under way are served by one more snapshot after it.
+//! Turns that end while a snapshot is under way are served by one more snapshot after it, which
+//! says so: each snapshot names the turns (counted by `final`) whose changes it holds.
 //! Each snapshot after the start carries the run's changes since its start and, apart, its
 //! turn's: the changes since the snapshot recorded before it (so a turn reads on any machine).
 //! Each result is keyed by its place in the run and its tree id (`git:<n>:<tree>`), so a
 //! delivery retried or finished by `wujie local-run sync` after a crash stores it once, and a
 //! tree the agent comes back to later is still recorded as the latest.
+//!
+//! A run in an issue's worktree is measured against its base branch too: when the branch
+//! merges the base during the run, each snapshot is compared with the earlier one caught up
+//! with what the base gained (see [`Point::caught_up`]), so the base's work never shows up as
+//! the agent's.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -20,7 +28,7 @@ use wujie_git::{Discovered, GitError, PatchLimits, RepoInfo, Repository, TreeId}
 use wujie_protocol::api::IngestItem;
 use wujie_protocol::error_text::with_causes;
 use wujie_protocol::event::Event;
-use wujie_protocol::git::GitChanges;
+use wujie_protocol::git::{GitChanges, TurnSpan};
 use wujie_store::outbox::now_ms;
 
 use crate::events::REPORTER_SOURCE;
@@ -28,6 +36,8 @@ use crate::events::REPORTER_SOURCE;
 /// The snapshots of one run.
 pub(crate) struct CodeWatch {
     turns: mpsc::Sender<()>,
+    /// Turns ended so far.
+    ended: Arc<AtomicU32>,
     task: JoinHandle<()>,
 }
 
@@ -43,7 +53,15 @@ impl CodeWatch {
         recorder: Recorder,
     ) -> Option<Self> {
         let cwd = cwd.to_path_buf();
-        let started = tokio::task::spawn_blocking(move || start_snapshot(&cwd)).await;
+        let in_worktree = worktree.is_some();
+        let started = tokio::task::spawn_blocking(move || {
+            let mut start = start_snapshot(&cwd)?;
+            if let Some(start) = start.as_mut().filter(|_| in_worktree) {
+                start.point.base = worktree_base(&start.repository, &start.info)?;
+            }
+            Ok(start)
+        })
+        .await;
         let start = match started {
             Ok(Ok(Some(start))) => start,
             Ok(Ok(None)) => return None,
@@ -70,9 +88,14 @@ impl CodeWatch {
             recorder,
             taken: 0,
             last: None,
+            ended: Arc::new(AtomicU32::new(0)),
+            turns_taken: 0,
+            conflict_said: false,
         };
+        let ended = snapshots.ended.clone();
         let first = snapshots.start_changes();
-        snapshots.record(first).await;
+        let point = snapshots.start.point.clone();
+        snapshots.record(first, point).await;
         // One pending turn is enough: a snapshot taken after it sees every turn before.
         let (turns, mut pending) = mpsc::channel(1);
         let task = tokio::spawn(async move {
@@ -82,11 +105,13 @@ impl CodeWatch {
             // The run ended (the sender was dropped): the last snapshot.
             snapshots.take().await;
         });
-        Some(Self { turns, task })
+        Some(Self { turns, ended, task })
     }
 
     /// A turn ended: a snapshot is due. Never waits.
     pub(crate) fn turn_ended(&self) {
+        // Counted before the signal, so that the snapshot it wakes counts it.
+        self.ended.fetch_add(1, Ordering::SeqCst);
         let _ = self.turns.try_send(());
     }
 
@@ -111,16 +136,17 @@ impl TurnStart {
     /// when it works in one). Blocks on git.
     pub fn changes_now(&self, worktree: Option<String>) -> Result<GitChanges, GitError> {
         let start = &self.0;
-        let changes = changes_since(
+        let taken = changes_since(
             &start.repository,
-            &start.tree,
-            &start.tree,
+            &start.point,
+            &start.point,
             start.info.head_commit.clone(),
             1,
         )?;
         Ok(GitChanges {
             worktree,
-            ..changes
+            turns: Some(TurnSpan { first: 1, last: 1 }),
+            ..taken.changes
         })
     }
 }
@@ -129,7 +155,39 @@ impl TurnStart {
 struct Start {
     repository: Repository,
     info: RepoInfo,
+    point: Point,
+}
+
+/// A snapshot recorded, as the next one is compared with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Point {
     tree: TreeId,
+    /// The base branch of the issue's worktree (what `wujie run --worktree` made it from), and
+    /// HEAD's merge-base with it at this snapshot; `None` outside an issue's worktree.
+    base: Option<(String, Option<String>)>,
+}
+
+impl Point {
+    /// This snapshot's tree with what the base gained since merged in, once HEAD has merged
+    /// more of it (its merge-base with the base moved to `merge_base`). The tree as it was when
+    /// the base did not move, or when the merge conflicts (then `true`: the base's changes to
+    /// those files count as the run's).
+    fn caught_up(
+        &self,
+        repository: &Repository,
+        merge_base: Option<&str>,
+    ) -> Result<(TreeId, bool), GitError> {
+        let (Some((_, Some(then))), Some(now)) = (&self.base, merge_base) else {
+            return Ok((self.tree.clone(), false));
+        };
+        if then == now {
+            return Ok((self.tree.clone(), false));
+        }
+        Ok(match repository.caught_up(&self.tree, then, now)? {
+            Some(tree) => (tree, false),
+            None => (self.tree.clone(), true),
+        })
+    }
 }
 
 fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
@@ -142,8 +200,24 @@ fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
     Ok(Some(Start {
         repository,
         info,
-        tree,
+        point: Point { tree, base: None },
     }))
+}
+
+/// The base branch of the issue worktree the run works in, and HEAD's merge-base with it now;
+/// `None` when the branch records no base.
+fn worktree_base(
+    repository: &Repository,
+    info: &RepoInfo,
+) -> Result<Option<(String, Option<String>)>, GitError> {
+    let Some(branch) = &info.branch else {
+        return Ok(None);
+    };
+    let Some(base) = repository.recorded_base(branch)? else {
+        return Ok(None);
+    };
+    let merge_base = repository.merge_base_with(&base)?;
+    Ok(Some((base, merge_base)))
 }
 
 struct Snapshots {
@@ -154,9 +228,16 @@ struct Snapshots {
     recorder: Recorder,
     /// Snapshots recorded so far (the next one's place in the run).
     taken: u32,
-    /// The tree and HEAD of the last one recorded: an unchanged work tree is not sent again,
-    /// and the next one's turn is diffed from that tree.
-    last: Option<(String, Option<String>)>,
+    /// The last one recorded and its HEAD: an unchanged work tree is not sent again, and the
+    /// next one's turn is diffed from it.
+    last: Option<(Point, Option<String>)>,
+    /// Turns ended so far, counted by [`CodeWatch::turn_ended`].
+    ended: Arc<AtomicU32>,
+    /// Turns ended before the last snapshot taken (recorded or not: one that found the tree
+    /// unchanged tells that its turns changed nothing).
+    turns_taken: u32,
+    /// Whether stderr said that the base's changes conflict with the run's (once is enough).
+    conflict_said: bool,
 }
 
 impl Snapshots {
@@ -164,7 +245,7 @@ impl Snapshots {
         let info = &self.start.info;
         GitChanges {
             snapshot: 0,
-            tree: self.start.tree.to_string(),
+            tree: self.start.point.tree.to_string(),
             repo: info.repo.clone(),
             remotes: info.remotes.clone(),
             branch: info.branch.clone(),
@@ -174,6 +255,7 @@ impl Snapshots {
             files: Vec::new(),
             turn_files: None,
             worktree: self.worktree.clone(),
+            turns: None,
         }
     }
 
@@ -181,23 +263,47 @@ impl Snapshots {
         let repository = self.start.repository.clone();
         // Before any was recorded, the turn began at the start.
         let previous = match &self.last {
-            Some((tree, _)) => TreeId::new(tree.clone()),
-            None => self.start.tree.clone(),
+            Some((point, _)) => point.clone(),
+            None => self.start.point.clone(),
         };
-        let trees = (self.start.tree.clone(), previous);
+        let start = self.start.point.clone();
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
+        let ended = self.ended.load(Ordering::SeqCst);
+        let turns = (ended > self.turns_taken).then_some(TurnSpan {
+            first: self.turns_taken + 1,
+            last: ended,
+        });
         let taken = tokio::task::spawn_blocking(move || {
-            changes_since(&repository, &trees.0, &trees.1, base, snapshot)
+            changes_since(&repository, &start, &previous, base, snapshot)
         })
         .await;
         match taken {
-            Ok(Ok(changes)) => {
+            Ok(Ok(Taken {
+                changes,
+                point,
+                conflicted,
+            })) => {
+                self.turns_taken = ended;
+                if let Some((branch, _)) = self.start.point.base.as_ref().filter(|_| conflicted) {
+                    if !self.conflict_said {
+                        wujie_process::stderr_line!(
+                            "wujie: what {branch} gained since the run began conflicts with the \
+                             run's changes; the run's diff counts {branch}'s changes to those \
+                             files as the run's"
+                        );
+                    }
+                    self.conflict_said = true;
+                }
                 let worktree = self.worktree.clone();
-                self.record(GitChanges {
-                    worktree,
-                    ..changes
-                })
+                self.record(
+                    GitChanges {
+                        worktree,
+                        turns,
+                        ..changes
+                    },
+                    point,
+                )
                 .await;
             }
             Ok(Err(e)) => wujie_process::stderr_line!(
@@ -208,11 +314,15 @@ impl Snapshots {
         }
     }
 
-    async fn record(&mut self, changes: GitChanges) {
-        let now = (changes.tree.clone(), changes.head_commit.clone());
-        if self.last.as_ref() == Some(&now) {
+    async fn record(&mut self, changes: GitChanges, point: Point) {
+        if self
+            .last
+            .as_ref()
+            .is_some_and(|(last, head)| last.tree == point.tree && *head == changes.head_commit)
+        {
             return;
         }
+        let now = (point, changes.head_commit.clone());
         let item = IngestItem {
             source: REPORTER_SOURCE.to_owned(),
             source_key: format!("git:{}:{}", changes.snapshot, changes.tree),
@@ -235,38 +345,59 @@ impl Snapshots {
     }
 }
 
+/// A snapshot taken.
+struct Taken {
+    changes: GitChanges,
+    /// The snapshot, for the next one to be compared with.
+    point: Point,
+    /// What the base gained conflicts with an earlier snapshot (see [`Point::caught_up`]).
+    conflicted: bool,
+}
+
 /// The run's changes as of a snapshot taken now, from the `start` snapshot and (the turn's) from
-/// the `previous` one recorded.
+/// the `previous` one recorded, each caught up with what the base branch gained since.
 fn changes_since(
     repository: &Repository,
-    start: &TreeId,
-    previous: &TreeId,
-    base: Option<String>,
+    start: &Point,
+    previous: &Point,
+    base_commit: Option<String>,
     snapshot: u32,
-) -> Result<GitChanges, GitError> {
+) -> Result<Taken, GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
-    let diff = repository.diff(start, &tree, PatchLimits::default())?;
+    let base = match &start.base {
+        Some((branch, _)) => Some((branch.clone(), repository.merge_base_with(branch)?)),
+        None => None,
+    };
+    let merge_base = base.as_ref().and_then(|(_, m)| m.as_deref());
+    let (from, mut conflicted) = start.caught_up(repository, merge_base)?;
+    let diff = repository.diff(&from, &tree, PatchLimits::default())?;
     // A run's first turn (and a branch's turn, a run of its own) began at the start.
     let turn = if previous == start {
         diff.files.clone()
     } else {
-        repository
-            .diff(previous, &tree, PatchLimits::default())?
-            .files
+        let (from, turn_conflicted) = previous.caught_up(repository, merge_base)?;
+        conflicted |= turn_conflicted;
+        repository.diff(&from, &tree, PatchLimits::default())?.files
     };
-    let commits = repository.commits_since(base.as_deref())?;
-    Ok(GitChanges {
+    let commits = repository.commits_since(base_commit.as_deref(), merge_base)?;
+    let changes = GitChanges {
         snapshot,
         tree: tree.to_string(),
         repo: info.repo,
         remotes: info.remotes,
         branch: info.branch,
-        base_commit: base,
+        base_commit,
         head_commit: info.head_commit,
         commits,
         files: diff.files,
         turn_files: Some(turn),
         worktree: None,
+        turns: None,
+    };
+    Ok(Taken {
+        changes,
+        point: Point { tree, base },
+        conflicted,
     })
 }

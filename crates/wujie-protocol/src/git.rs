@@ -35,6 +35,26 @@ pub struct GitChanges {
     /// checkout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<String>,
+    /// The run's turns (counted by `final`, from 1) whose changes this snapshot holds: those
+    /// that ended since the snapshot taken before it. Absent at the start, at an end with no
+    /// turn since, and in snapshots sent by an older `wujie`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<TurnSpan>,
+}
+
+/// Turns `first` to `last` of a run, both counted. More than one when turns ended while the
+/// code was being read after the first of them: their changes are recorded together.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnSpan {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl TurnSpan {
+    pub fn holds(&self, turn: u32) -> bool {
+        (self.first..=self.last).contains(&turn)
+    }
 }
 
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -231,6 +251,7 @@ mod tests {
             files: vec![file("first.txt"), file("second.txt")],
             turn_files,
             worktree: None,
+            turns: Some(TurnSpan { first: 2, last: 2 }),
         }
     }
 

@@ -35,9 +35,10 @@ pub(crate) async fn store_run_git_snapshots(
             continue;
         }
         let changes = serde_json::to_string(pending.changes)?;
+        let turns = pending.changes.turns;
         let stored = sqlx::query(
             "INSERT INTO run_git_snapshots (run_id, source, source_key, snapshot, tree, changes, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             created_at, first_turn, last_turn) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (run_id, source, source_key) DO NOTHING",
         )
         .bind(run.run_id)
@@ -47,6 +48,8 @@ pub(crate) async fn store_run_git_snapshots(
         .bind(&pending.changes.tree)
         .bind(changes)
         .bind(&run.now)
+        .bind(turns.map(|t| i64::from(t.first)))
+        .bind(turns.map(|t| i64::from(t.last)))
         .execute(&mut *w.tx)
         .await?
         .rows_affected()
@@ -104,59 +107,149 @@ pub(crate) async fn latest(
         .transpose()
 }
 
-/// Snapshot `snapshot` of the run (the last stored under that number).
-async fn numbered(
+/// The one row a query selects, read back.
+async fn one(
     conn: &mut AnyConnection,
+    sql: &str,
     run_id: &str,
-    snapshot: u32,
+    number: u32,
 ) -> Result<Option<GitChanges>, StoreError> {
-    let row: Option<(String,)> = sqlx::query_as(
-        "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND snapshot = $2 \
-         ORDER BY seq DESC LIMIT 1",
-    )
-    .bind(run_id)
-    .bind(i64::from(snapshot))
-    .fetch_optional(conn)
-    .await?;
+    let row: Option<(String,)> = sqlx::query_as(sql)
+        .bind(run_id)
+        .bind(i64::from(number))
+        .fetch_optional(conn)
+        .await?;
     row.map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
         .transpose()
 }
 
+/// How many turns run `run_id` has had: its final replies, or more when a snapshot holding a
+/// later turn arrived before that turn's reply.
+async fn turn_count(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
+    let (finals,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM run_messages WHERE run_id = $1 AND kind = 'final'")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let (held,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(u32::try_from(finals.max(held.unwrap_or(0))).unwrap_or(u32::MAX))
+}
+
+/// The turns of run `run_id` whose changes are known: all of them once the run ended (its end
+/// snapshot is stored before its end); before that, up to the last a stored snapshot holds, as
+/// the turns that changed nothing are recorded by the next snapshot's span beginning after
+/// them.
+async fn known_turns(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
+    let ended: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT ended_at FROM runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if matches!(ended, Some((Some(_),))) {
+        return turn_count(conn, run_id).await;
+    }
+    let (held,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(u32::try_from(held.unwrap_or(0)).unwrap_or(u32::MAX))
+}
+
+/// What a run's turn changed, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitTurn {
+    /// Snapshot `after` holds the turn's changes (perhaps with others': see its `turns`);
+    /// `before` is the snapshot recorded before it.
+    Changed {
+        before: Option<GitChanges>,
+        after: GitChanges,
+    },
+    /// The turn ended and changed no file: the code as of the snapshot before it.
+    Unchanged(GitChanges),
+    /// The turn ended, and what it changed is not known yet: its snapshot is still to come, or
+    /// (the tree being unchanged) will be known from a later turn's or the run's end.
+    NotYet,
+    /// The run has only `turns` turns (so far).
+    Beyond { turns: u32 },
+    /// The run recorded no code at all (or there is no such run).
+    NoneRecorded,
+}
+
 impl Store {
-    /// Snapshot `turn` of run `run_id` and the one before it (the start's for turn 1), each
-    /// `None` when not stored: the turn's changes are between them.
-    pub async fn run_git_turn(
-        &self,
-        run_id: &str,
-        turn: u32,
-    ) -> Result<(Option<GitChanges>, Option<GitChanges>), StoreError> {
+    /// What turn `turn` (from 1, counted by `final`) of run `run_id` changed in the code.
+    pub async fn run_git_turn(&self, run_id: &str, turn: u32) -> Result<GitTurn, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let after = numbered(&mut conn, run_id, turn).await?;
-        let before = match turn.checked_sub(1) {
-            Some(previous) if after.is_some() => numbered(&mut conn, run_id, previous).await?,
-            _ => None,
-        };
-        Ok((before, after))
+        let holding = one(
+            &mut conn,
+            "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND first_turn <= $2 \
+             AND last_turn >= $2 ORDER BY snapshot DESC, seq DESC LIMIT 1",
+            run_id,
+            turn,
+        )
+        .await?;
+        if let Some(after) = holding {
+            let before = one(
+                &mut conn,
+                "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND snapshot < $2 \
+                 ORDER BY snapshot DESC, seq DESC LIMIT 1",
+                run_id,
+                after.snapshot,
+            )
+            .await?;
+            return Ok(GitTurn::Changed { before, after });
+        }
+        let turns = turn_count(&mut conn, run_id).await?;
+        if turn > turns {
+            return Ok(GitTurn::Beyond { turns });
+        }
+        if turn > known_turns(&mut conn, run_id).await? {
+            return Ok(GitTurn::NotYet);
+        }
+        // The code as it was when the turn ended: the latest snapshot recorded before it.
+        let as_of = one(
+            &mut conn,
+            "SELECT changes FROM run_git_snapshots WHERE run_id = $1 \
+             AND (snapshot = 0 OR last_turn < $2) ORDER BY snapshot DESC, seq DESC LIMIT 1",
+            run_id,
+            turn,
+        )
+        .await?;
+        Ok(as_of.map_or(GitTurn::NoneRecorded, GitTurn::Unchanged))
     }
 
-    /// The turns of run `run_id` with a snapshot stored after them, in order.
-    pub async fn run_git_turns(&self, run_id: &str) -> Result<Vec<u32>, StoreError> {
-        let rows: Vec<(i64,)> = sqlx::query_as(
-            "SELECT DISTINCT snapshot FROM run_git_snapshots WHERE run_id = $1 AND snapshot > 0 \
-             ORDER BY snapshot",
-        )
-        .bind(run_id)
-        .fetch_all(self.pool())
-        .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(n,)| u32::try_from(n).ok())
-            .collect())
+    /// The turns of run `run_id` whose changes are known (from 1): all of them once it ended,
+    /// before that up to the last turn a stored snapshot holds.
+    pub async fn run_git_known_turns(&self, run_id: &str) -> Result<u32, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        known_turns(&mut conn, run_id).await
     }
 
     /// The code changes of run `run_id` as of its latest snapshot.
     pub async fn run_git_changes(&self, run_id: &str) -> Result<Option<GitChanges>, StoreError> {
         let mut conn = self.pool().acquire().await?;
         latest(&mut conn, run_id).await
+    }
+
+    /// The snapshots of run `run_id` that hold turns, in order: each turn's changes (its
+    /// `turn_files`) are in the one whose `turns` hold it.
+    pub async fn run_git_turn_snapshots(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<GitChanges>, StoreError> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND first_turn IS NOT NULL \
+             ORDER BY snapshot, seq",
+        )
+        .bind(run_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.into_iter()
+            .map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
+            .collect()
     }
 }

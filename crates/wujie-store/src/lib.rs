@@ -50,6 +50,7 @@ pub use browser_sessions::MAX_BROWSER_SESSIONS;
 pub use database::Database;
 pub use db_file::EmptyDatabase;
 pub use error::StoreError;
+pub use git_snapshots::GitTurn;
 pub use jobs::{JobFilter, MAX_JOB_PAGE};
 pub use tokens::{Principal, mint_token_secret};
 pub use transcript::{

@@ -1,6 +1,7 @@
 //! `wujie discuss` and `wujie discussion list | show | promote`.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
@@ -22,6 +23,8 @@ struct DiscussReport<'a> {
     did_not_start: bool,
     issue_key: Option<&'a str>,
     run_id: Option<&'a str>,
+    /// The new issue's worktree, made on promotion with `--worktree`.
+    worktree: Option<&'a Path>,
     exit_code: i32,
     delivered: u64,
     pending: i64,
@@ -37,6 +40,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
     let exe = std::env::current_exe().context("locating the wujie executable")?;
     let command = provider.adapter_command(&exe, crate::context::env_var("PATH").as_deref())?;
     wujie_localrun::agent_versions::say_if_untested(&ctx.profile, &provider, adapter_args);
+    super::worktree::check_promotion(&args.worktree)?;
     let conn = ctx.connect().await?;
     let outbox = ctx.outbox().await?;
     let outcome = run_discussion(
@@ -62,6 +66,10 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
     .await;
     conn.close().await;
     let o = outcome?;
+    let worktree = o
+        .promoted
+        .as_ref()
+        .and_then(|p| super::worktree::for_promoted(ctx, &args.worktree, &p.issue_key));
     if ctx.json() {
         print_json(&DiscussReport {
             discussion_id: &o.discussion_id,
@@ -70,6 +78,7 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
             did_not_start: o.did_not_start,
             issue_key: o.promoted.as_ref().map(|p| p.issue_key.as_str()),
             run_id: o.promoted.as_ref().map(|p| p.run_id.as_str()),
+            worktree: worktree.as_deref(),
             exit_code: o.exit_code,
             delivered: o.summary.stats.delivered,
             pending: o.summary.pending,
@@ -88,7 +97,12 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
                 p.run_id,
                 p.status.as_str(),
                 p.issue_key,
-                go_on_hint(&p.issue_key, &o.provider, p.resume_args.as_deref())
+                go_on_hint(
+                    &p.issue_key,
+                    &o.provider,
+                    p.resume_args.as_deref(),
+                    args.worktree.worktree
+                )
             ),
             None => wujie_process::stderr_line!(
                 "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
@@ -108,8 +122,21 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
     Ok(o.exit_code)
 }
 
-/// How to go on in the agent's own session on the issue, when the provider can resume it.
-fn go_on_hint(issue_key: &str, provider: &str, resume_args: Option<&[String]>) -> String {
+/// How to go on with the issue: in its worktree when one was asked for (with a new agent
+/// session: an agent's session belongs to the directory it began in), else in the agent's own
+/// session when the provider can resume it.
+fn go_on_hint(
+    issue_key: &str,
+    provider: &str,
+    resume_args: Option<&[String]>,
+    in_worktree: bool,
+) -> String {
+    if in_worktree {
+        return format!(
+            "; go on in its worktree with `wujie run {issue_key} --worktree -- {}`",
+            inline(provider)
+        );
+    }
     let Some(args) = resume_args else {
         return String::new();
     };
@@ -157,7 +184,12 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
                     print_discussion(&d)?;
                 }
             }
-            DiscussionCommand::Promote { id, title } => {
+            DiscussionCommand::Promote {
+                id,
+                title,
+                worktree,
+            } => {
+                super::worktree::check_promotion(&worktree)?;
                 let outbox = ctx.outbox().await?;
                 let targets = outbox.targets().await?;
                 if let Some(t) = targets.iter().find(|t| t.id == id && outbox.is_owned(&t.id)) {
@@ -175,14 +207,17 @@ pub async fn discussion(ctx: &Context, cmd: DiscussionCommand) -> Result<()> {
                     .titled(title.as_deref())
                     .request(&d, &d.cwd, false);
                 let issue = conn.client.promote_discussion(&id, &request).await?.issue;
+                // It says where it is (or why it could not be made) on stderr.
+                super::worktree::for_promoted(ctx, &worktree, &issue.key);
                 if ctx.json() {
                     print_json(&issue)?;
                 } else {
                     outln!(
-                        "Created {} “{}” from discussion {id}. Continue the work with `wujie run {} -- {}`.",
+                        "Created {} “{}” from discussion {id}. Continue the work with `wujie run {}{} -- {}`.",
                         issue.key,
                         inline(&issue.title),
                         issue.key,
+                        if worktree.worktree { " --worktree" } else { "" },
                         inline(&d.provider)
                     );
                 }

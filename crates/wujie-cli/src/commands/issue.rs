@@ -11,7 +11,7 @@ use wujie_protocol::api::{
     IssueQuery, IssueStatus, MAX_ISSUE_LIST, RunMessage, RunStatus,
 };
 use wujie_protocol::event::MessageKind;
-use wujie_protocol::git::{FileStatus, Patch, RunGit};
+use wujie_protocol::git::{FileStatus, GitChanges, Patch, RunGit};
 use wujie_protocol::notice;
 use wujie_protocol::pricing::PriceTable;
 
@@ -345,7 +345,7 @@ async fn diff(
 ) -> Result<()> {
     anyhow::ensure!(
         turn != Some(0),
-        "--turn counts from 1: turn 1 is what the run changed up to its first snapshot after the start"
+        "--turn counts from 1: turn 1 is what the run changed up to its first final reply"
     );
     let issue = client.get_issue(key).await?;
     let run = match run {
@@ -383,6 +383,10 @@ async fn diff(
     if ctx.json() {
         return print_json(&changes);
     }
+    // Said on stderr, so that stdout stays a patch `git apply` takes.
+    if let Some(turn) = turn {
+        say_which_turns(turn, &changes);
+    }
     if stat {
         return print_run_git(&changes.summary());
     }
@@ -398,6 +402,22 @@ async fn diff(
         }
     }
     Ok(())
+}
+
+/// What a turn's changes are when they are not simply its own: none, or shared with the turns
+/// that ended while the code was being read.
+fn say_which_turns(turn: u32, changes: &GitChanges) {
+    if changes.files.is_empty() {
+        wujie_process::stderr_line!("wujie: turn {turn} changed no files");
+    } else if let Some(span) = changes.turns.filter(|s| s.first != s.last) {
+        wujie_process::stderr_line!(
+            "wujie: turns {} to {} ended while the code was being read after turn {}; their \
+             changes are recorded together",
+            span.first,
+            span.last,
+            span.first
+        );
+    }
 }
 
 /// A run's code: where it ran, its commits, and a `git diff --stat`-like list of its files.

@@ -9,12 +9,12 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use wujie_git::{Discovered, IssueWorktree, Repository, issue_branch};
 
-use crate::cli::WorktreeCommand;
+use crate::cli::{PromotionWorktree, WorktreeCommand};
 use crate::context::{Context, env_var};
 use crate::output::{inline, outln, print_json};
 
 /// The repository of the current directory, or why there is none.
-fn repository() -> Result<Repository> {
+pub fn repository() -> Result<Repository> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match Repository::discover(&cwd)? {
         Discovered::Repository(repo) => Ok(repo),
@@ -73,6 +73,30 @@ pub fn prepare_at(
         worktree.branch
     );
     Ok(worktree)
+}
+
+/// What `--worktree` of a promotion asks for: the new issue's worktree, made in the repository
+/// of the current directory (which [`check_promotion`] found there before the discussion).
+pub fn for_promoted(ctx: &Context, asked: &PromotionWorktree, key: &str) -> Option<PathBuf> {
+    if !asked.worktree {
+        return None;
+    }
+    match prepare(ctx, key, asked.base.as_deref()) {
+        Ok(worktree) => Some(worktree.path),
+        // The issue is made: say why its worktree is not, and go on to the way forward.
+        Err(e) => {
+            wujie_process::stderr_line!("wujie: could not make {key}'s worktree: {e:#}");
+            None
+        }
+    }
+}
+
+/// Refuses `--worktree` outside a git repository, before a discussion starts.
+pub fn check_promotion(asked: &PromotionWorktree) -> Result<()> {
+    if asked.worktree {
+        repository()?;
+    }
+    Ok(())
 }
 
 /// Whether `arg` is written as an issue key (`WUJ-12`) rather than an id.

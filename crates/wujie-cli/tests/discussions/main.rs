@@ -2,3 +2,4 @@
 
 mod discuss;
 mod discuss_session;
+mod worktrees;

@@ -2,6 +2,7 @@
 //! object, exactly the agent's changes and commits, not the user's earlier work.
 
 use wujie_testkit::git_repo::{git, require_repository};
+use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
 /// An adapter that works like an agent: two turns that edit, add, delete and commit files.
@@ -383,19 +384,104 @@ fn issue_diff_turn_shows_only_what_that_turn_changed_and_applies_on_the_turn_bef
     }
 
     // Turns that are not there are said plainly.
-    let run_id = env.issue(&key)["runs"][0]["id"]
-        .as_str()
-        .expect("run id")
-        .to_owned();
+    let run_id = only_run_id(&env, &key);
     let error = env.fails(&["issue", "diff", &key, "--turn", "3"]);
     assert_eq!(
         error.trim(),
-        format!("wujie: error: run {run_id} has 2 turns with changes recorded: 1, 2")
+        format!("wujie: error: run {run_id} has 2 turns")
     );
     let error = env.fails(&["issue", "diff", &key, "--turn", "0"]);
     assert_eq!(
         error.trim(),
         "wujie: error: --turn counts from 1: turn 1 is what the run changed up to its first \
-         snapshot after the start"
+         final reply"
     );
+}
+
+/// An agent whose first turn edits `edit.txt` and whose second (once the file `go` exists)
+/// only replies.
+fn idle_second_turn(go: &std::path::Path, end: &std::path::Path) -> String {
+    format!(
+        "printf 'one\\nTWO\\n' > edit.txt\n\
+         echo '{}'\n\
+         while [ ! -e '{go}' ]; do sleep 0.05; done\n\
+         echo '{}'\n\
+         while [ ! -e '{end}' ]; do sleep 0.05; done",
+        msg("final", "first turn done", "f1"),
+        msg("final", "nothing to change", "f2"),
+        go = go.display(),
+        end = end.display(),
+    )
+}
+
+#[test]
+fn turn_numbers_count_the_runs_replies_and_a_turn_that_changed_nothing_says_so() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    let (go, end) = (env.work.path().join("go"), env.work.path().join("end"));
+    let plugin = env.plugin("idle", V1, &idle_second_turn(&go, &end));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.create_issue("an idle turn");
+    let mut run = env
+        .cmd()
+        .current_dir(&repo)
+        .args(["run", &key, "--", "idle"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wujie runs");
+    wait_until(30, "the first turn's snapshot", || {
+        env.run(&["issue", "diff", &key, "--turn", "1"])
+            .status
+            .success()
+    });
+    std::fs::write(&go, "").expect("go");
+    // While the run goes on, a turn that changed nothing cannot be told from one whose
+    // snapshot is still to come: said so, not guessed.
+    wait_until(30, "the second reply", || {
+        env.issue(&key)["runs"][0]["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["type"] == "final")
+            .count()
+            == 2
+    });
+    let not_yet = env.fails(&["issue", "diff", &key, "--turn", "2"]);
+    assert!(
+        not_yet.contains("what turn 2 of run") && not_yet.contains("is not recorded yet"),
+        "{not_yet}"
+    );
+    std::fs::write(&end, "").expect("end");
+    assert!(run.wait().expect("run ends").success());
+
+    let first = env.json(&["issue", "diff", &key, "--turn", "1"]);
+    assert_eq!(paths(&first), ["edit.txt"], "{first:#}");
+    assert_eq!(first["turns"], serde_json::json!({"first": 1, "last": 1}));
+    // Turn 2 is the run's second reply, which changed nothing: said, and an empty patch.
+    let out = env.run(&["issue", "diff", &key, "--turn", "2"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "wujie: turn 2 changed no files"
+    );
+    let second = env.json(&["issue", "diff", &key, "--turn", "2"]);
+    assert_eq!(second["files"], serde_json::json!([]), "{second:#}");
+    let run_id = only_run_id(&env, &key);
+    let error = env.fails(&["issue", "diff", &key, "--turn", "3"]);
+    assert_eq!(
+        error.trim(),
+        format!("wujie: error: run {run_id} has 2 turns")
+    );
+}
+
+/// The id of the issue's one run.
+fn only_run_id(env: &Env, key: &str) -> String {
+    env.issue(key)["runs"][0]["id"]
+        .as_str()
+        .expect("run id")
+        .to_owned()
 }

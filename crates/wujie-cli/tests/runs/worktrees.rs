@@ -150,6 +150,15 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
         said.contains(&format!("(branch wujie/{}, reused)", a.to_lowercase())),
         "{said}"
     );
+    // It is measured from its own start: the first run's commit and draft are not its work.
+    let runs = env.issue(&a)["runs"].as_array().unwrap().clone();
+    let second = &runs.last().unwrap()["git"];
+    assert_eq!(paths(second), ["note.txt"], "{second}");
+    assert_eq!(second["commits"].as_array().unwrap().len(), 1, "{second}");
+    assert_eq!(
+        second["base_commit"], runs[0]["git"]["head_commit"],
+        "its base is where the first run left the branch"
+    );
 
     // Removing one with uncommitted work is refused, then forced; its branch is kept.
     let refused = wujie_in(&env, &repo, &["worktree", "remove", &a])
@@ -214,4 +223,111 @@ fn a_worktree_switched_to_another_branch_by_hand_is_reported_not_lost() {
     list.env("WUJIE_WORKTREES_DIR", &dirs);
     let table = ok(list.output().unwrap());
     assert!(table.contains("mine (switched by hand)"), "{table}");
+}
+
+/// An agent in an issue's worktree that commits an edit in its first turn; then (once the file
+/// `go` exists) `main` gains a file in the main checkout, the agent merges `main` into its
+/// branch and adds a file of its own in its second turn.
+fn merging_agent(repo: &Path, go: &Path) -> String {
+    format!(
+        "printf 'one\\nTWO\\n' > edit.txt\n\
+         git commit -q -am 'Agent edit'\n\
+         echo '{}'\n\
+         while [ ! -e '{go}' ]; do sleep 0.05; done\n\
+         echo landed > '{repo}/main.txt'\n\
+         git -C '{repo}' add main.txt && git -C '{repo}' commit -q -m 'Main work'\n\
+         git merge -q --no-edit main\n\
+         echo mine > agent.txt\n\
+         echo '{}'",
+        msg("final", "first turn done", "f1"),
+        msg("final", "second turn done", "f2"),
+        go = go.display(),
+        repo = repo.display(),
+    )
+}
+
+fn paths(changes: &serde_json::Value) -> Vec<&str> {
+    let mut paths: Vec<&str> = changes["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn a_worktree_run_that_merges_its_base_is_not_credited_with_the_bases_work() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    let go = env.work.path().join("go");
+    let plugin = env.plugin("merger", V1, &merging_agent(&repo, &go));
+    env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
+    let key = env.create_issue("merge the base");
+    let run = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "merger"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The base moves once the first turn's snapshot is stored.
+    wait_until(30, "the first turn's snapshot", || {
+        env.run(&["issue", "diff", &key, "--turn", "1"])
+            .status
+            .success()
+    });
+    std::fs::write(&go, "").unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let place = env
+        .work
+        .path()
+        .join("project.wujie")
+        .join(key.to_lowercase());
+    assert!(place.join("main.txt").exists(), "main was merged in");
+
+    // The run's files and commits are the agent's alone.
+    let run_git = &env.issue(&key)["runs"][0]["git"];
+    assert_eq!(paths(run_git), ["agent.txt", "edit.txt"], "{run_git}");
+    let subjects: Vec<&str> = run_git["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert!(subjects.contains(&"Agent edit"), "{subjects:?}");
+    assert!(!subjects.contains(&"Main work"), "{subjects:?}");
+    let diff = env.json(&["issue", "diff", &key]);
+    assert_eq!(paths(&diff), ["agent.txt", "edit.txt"], "{diff}");
+    // So is the second turn, in which the merge happened.
+    let second = env.json(&["issue", "diff", &key, "--turn", "2"]);
+    assert_eq!(paths(&second), ["agent.txt"], "{second}");
+
+    // The patch applies on the base as it is now (the run's base with main's work merged in)
+    // and gives the worktree's files.
+    let patch = env.ok(&["issue", "diff", &key]);
+    let applied = env.work.path().join("applied");
+    git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            applied.to_str().unwrap(),
+            "main",
+        ],
+    );
+    let patch_file = env.work.path().join("run.patch");
+    std::fs::write(&patch_file, &patch).unwrap();
+    git(&applied, &["apply", patch_file.to_str().unwrap()]);
+    for file in ["agent.txt", "edit.txt", "main.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(applied.join(file)).unwrap(),
+            std::fs::read_to_string(place.join(file)).unwrap(),
+            "{file}"
+        );
+    }
 }

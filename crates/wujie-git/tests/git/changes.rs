@@ -65,7 +65,9 @@ fn edits_additions_deletions_and_commits_are_the_runs_and_earlier_work_is_not() 
         patch_text(&files[2])
     );
 
-    let commits = repository.commits_since(Some(&base)).expect("commits");
+    let commits = repository
+        .commits_since(Some(&base), None)
+        .expect("commits");
     assert_eq!(commits.len(), 1, "{commits:?}");
     assert_eq!(commits[0].subject, "Add committed.txt");
     assert_eq!(commits[0].author, "Ada Tester <ada@example.test>");
@@ -174,10 +176,15 @@ fn a_repository_with_no_commit_yet_is_snapshotted_and_has_no_base() {
         summary(&diff.files),
         vec![("first.txt".to_string(), FileStatus::Added, 1, 0)]
     );
-    assert!(repository.commits_since(None).expect("commits").is_empty());
+    assert!(
+        repository
+            .commits_since(None, None)
+            .expect("commits")
+            .is_empty()
+    );
     sandbox.git(&["add", "first.txt"]);
     sandbox.git(&["commit", "-q", "-m", "First"]);
-    let commits = repository.commits_since(None).expect("commits");
+    let commits = repository.commits_since(None, None).expect("commits");
     assert_eq!(commits.len(), 1);
     assert_eq!(commits[0].subject, "First");
 }

@@ -8,7 +8,8 @@ use wujie_protocol::api::{
 };
 
 use serde::Deserialize;
-use wujie_protocol::git::GitChanges;
+use wujie_protocol::git::{GitChanges, TurnSpan};
+use wujie_store::GitTurn;
 
 use super::{Body, IngestBody, PageQuery, StartKey};
 use crate::AppState;
@@ -85,8 +86,10 @@ pub(crate) async fn run_messages(
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct GitQuery {
-    /// Only what turn N changed (from 1): from the snapshot before it (the start's for turn
-    /// 1) to the one after it; `files` are that turn's, `commits` those it made.
+    /// Only what turn N changed (from 1, counted by the run's final replies): `files` are
+    /// that turn's, `commits` those it made, `turns` the turns they belong to (more than N
+    /// alone when turns ended while the code was being read). A turn that changed nothing has
+    /// no files; a turn past the run's last is not found.
     turn: Option<u32>,
 }
 
@@ -94,7 +97,7 @@ pub(crate) struct GitQuery {
     params(("id" = String, Path, description = "Run id"), GitQuery),
     responses((status = 200, body = GitChanges, description = "The run's code changes as of its latest snapshot (or one turn's), with the patches"),
         (status = 400, body = ApiError, description = "Not a turn number"),
-        (status = 404, body = ApiError, description = "No such run, or it recorded no code changes (or none after that turn)"),
+        (status = 404, body = ApiError, description = "No such run, it recorded no code changes, or it has no such turn"),
         (status = 401, body = ApiError), (status = 403, body = ApiError)))]
 pub(crate) async fn get_run_git(
     State(state): State<AppState>,
@@ -132,36 +135,61 @@ async fn run_turn(state: &AppState, id: &str, turn: u32) -> Result<GitChanges, F
     if turn == 0 {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,
-            "turns count from 1 (turn 1 is what the run changed up to its first snapshot after \
-             the start)",
+            "turns count from 1 (turn 1 is what the run changed up to its first final reply)",
         ));
     }
-    let (before, after) = state.store.run_git_turn(id, turn).await?;
-    let Some(after) = after else {
+    let found = state.store.run_git_turn(id, turn).await?;
+    if matches!(found, GitTurn::Beyond { .. } | GitTurn::NoneRecorded) {
         // Tells a missing run apart from one without that turn.
         state.store.run_issue(id).await?;
-        let turns = state.store.run_git_turns(id).await?;
-        let listed: Vec<String> = turns.iter().map(u32::to_string).collect();
-        let message = match turns.len() {
-            0 => format!("run {id} has no turns with changes recorded"),
-            1 => format!("run {id} has 1 turn with changes recorded: {}", listed[0]),
-            n => format!(
-                "run {id} has {n} turns with changes recorded: {}",
-                listed.join(", ")
-            ),
-        };
-        return Err(Failure::new(StatusCode::NOT_FOUND, message));
-    };
-    let commits_before = before.map(|b| b.commits).unwrap_or_default();
-    after.turn(&commits_before).ok_or_else(|| {
-        Failure::new(
+    }
+    match found {
+        GitTurn::Changed { before, after } => {
+            let commits_before = before.map(|b| b.commits).unwrap_or_default();
+            after.turn(&commits_before).ok_or_else(|| {
+                Failure::new(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "turn {turn} of run {id} was recorded without its own changes (by a \
+                         wujie from before turns were kept); read the run's whole changes instead"
+                    ),
+                )
+            })
+        }
+        GitTurn::Unchanged(as_of) => Ok(GitChanges {
+            commits: Vec::new(),
+            files: Vec::new(),
+            turn_files: None,
+            turns: Some(TurnSpan {
+                first: turn,
+                last: turn,
+            }),
+            ..as_of
+        }),
+        GitTurn::NotYet => Err(Failure::new(
             StatusCode::NOT_FOUND,
             format!(
-                "turn {turn} of run {id} was recorded without its own changes (by a wujie \
-                 from before turns were kept); read the run's whole changes instead"
+                "what turn {turn} of run {id} changed is not recorded yet: the code is read after \
+                 each turn, and a turn that changed nothing is known once a later turn's changes \
+                 are recorded or the run ends"
             ),
-        )
-    })
+        )),
+        GitTurn::Beyond { turns } => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            match turns {
+                0 => format!("run {id} has no turns yet"),
+                1 => format!("run {id} has 1 turn"),
+                n => format!("run {id} has {n} turns"),
+            },
+        )),
+        GitTurn::NoneRecorded => Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "run {id} recorded no code changes: it did not run in a git work tree, or git \
+                 was not installed"
+            ),
+        )),
+    }
 }
 
 #[utoipa::path(post, path = "/api/v1/runs/{id}/events", tag = "runs", security(("bearer" = [])),

@@ -1,10 +1,12 @@
 //! A run's code changes on the issue page: where it ran (branch, base), the commits it made,
 //! and each changed file with its unified diff, folded in a `<details>` so the page reads
-//! without JavaScript. Every line of a patch is text to maud, so agent-written code never
-//! becomes markup.
+//! without JavaScript; below them, folded too, what each turn changed (turns counted by the
+//! run's final replies, as `wujie issue diff --turn N` counts them). Every line of a patch is
+//! text to maud, so agent-written code never becomes markup.
 
 use maud::{Markup, html};
-use wujie_protocol::git::{FileChange, GitChanges, Patch};
+use wujie_protocol::git::{Commit, FileChange, GitChanges, Patch};
+use wujie_store::{Store, StoreError};
 
 /// Lines of a file's patch past which it starts folded (its summary says how long it is).
 const FOLD_LINES: usize = 400;
@@ -16,6 +18,86 @@ fn short_sha(sha: &str) -> &str {
     sha.get(..SHORT_SHA).unwrap_or(sha)
 }
 
+/// What the page shows of a run's code.
+pub(crate) struct RunCode {
+    /// The run's latest snapshot: its whole changes.
+    latest: GitChanges,
+    /// Each turn's changes, from its first turn to its last.
+    turns: Vec<TurnCode>,
+}
+
+impl RunCode {
+    /// The place in the run of the snapshot it shows.
+    pub(crate) fn snapshot(&self) -> u32 {
+        self.latest.snapshot
+    }
+}
+
+/// What one turn changed, or the turns whose changes were recorded together.
+enum TurnCode {
+    Changed {
+        first: u32,
+        last: u32,
+        changes: GitChanges,
+    },
+    Unchanged(u32),
+}
+
+impl TurnCode {
+    /// The last turn it tells of.
+    fn last(&self) -> u32 {
+        match self {
+            TurnCode::Changed { last, .. } => *last,
+            TurnCode::Unchanged(n) => *n,
+        }
+    }
+}
+
+/// Run `run_id`'s code as the store has it; `None` when it recorded none.
+pub(crate) async fn load(store: &Store, run_id: &str) -> Result<Option<RunCode>, StoreError> {
+    let Some(latest) = store.run_git_changes(run_id).await? else {
+        return Ok(None);
+    };
+    let snapshots = store.run_git_turn_snapshots(run_id).await?;
+    let count = store.run_git_known_turns(run_id).await?;
+    Ok(Some(RunCode {
+        latest,
+        turns: turns(snapshots, count),
+    }))
+}
+
+/// Turns 1 to `count` (those whose changes are known) from the snapshots that hold turns (in
+/// order): each snapshot's turn changes under its first turn, and the turns none holds as
+/// unchanged.
+fn turns(snapshots: Vec<GitChanges>, count: u32) -> Vec<TurnCode> {
+    let mut commits_before: Vec<Commit> = Vec::new();
+    let mut held = Vec::new();
+    for snapshot in snapshots {
+        let Some(span) = snapshot.turns else { continue };
+        let commits = snapshot.commits.clone();
+        if let Some(changes) = snapshot.turn(&commits_before) {
+            held.push((span, changes));
+        }
+        commits_before = commits;
+    }
+    let mut turns = Vec::new();
+    let mut next = 1;
+    for (span, changes) in held {
+        if span.first < next {
+            continue;
+        }
+        turns.extend((next..span.first).map(TurnCode::Unchanged));
+        next = span.last + 1;
+        turns.push(TurnCode::Changed {
+            first: span.first,
+            last: span.last,
+            changes,
+        });
+    }
+    turns.extend((next..=count).map(TurnCode::Unchanged));
+    turns
+}
+
 /// The section's element id: the live feed replaces it when a new snapshot is stored.
 pub(crate) fn section_id(run_id: &str) -> String {
     format!("run-code-{run_id}")
@@ -23,17 +105,18 @@ pub(crate) fn section_id(run_id: &str) -> String {
 
 /// The code section of run `run_id`; empty (but there, for the live feed to fill) while the
 /// run has recorded no snapshot.
-pub(crate) fn run_code(run_id: &str, changes: Option<&GitChanges>) -> Markup {
+pub(crate) fn run_code(run_id: &str, code: Option<&RunCode>) -> Markup {
     html! {
-        div.run-code id=(section_id(run_id)) data-snapshot=[changes.map(|c| c.snapshot)] {
-            @if let Some(changes) = changes { (changes_view(changes)) }
+        div.run-code id=(section_id(run_id)) data-snapshot=[code.map(RunCode::snapshot)] {
+            @if let Some(code) = code {
+                (changes_view(&code.latest))
+                @if !code.turns.is_empty() { (turns_view(&code.turns)) }
+            }
         }
     }
 }
 
 fn changes_view(c: &GitChanges) -> Markup {
-    let additions: u64 = c.files.iter().map(|f| f.additions).sum();
-    let deletions: u64 = c.files.iter().map(|f| f.deletions).sum();
     html! {
         p.code-where {
             "Code: " strong { (c.repo) } " on "
@@ -47,9 +130,23 @@ fn changes_view(c: &GitChanges) -> Markup {
             }
             @if let Some(worktree) = &c.worktree { " · in worktree " code { (worktree) } }
         }
-        @if !c.commits.is_empty() {
+        (commits_view(&c.commits))
+        @if c.files.is_empty() {
+            p.muted { "No files changed yet." }
+        } @else {
+            p.muted.code-total { (total(&c.files)) }
+            div.files {
+                @for file in &c.files { (file_view(file, "")) }
+            }
+        }
+    }
+}
+
+fn commits_view(commits: &[Commit]) -> Markup {
+    html! {
+        @if !commits.is_empty() {
             ul.commits {
-                @for commit in &c.commits {
+                @for commit in commits {
                     li {
                         code title=(commit.sha) { (short_sha(&commit.sha)) } " " (commit.subject)
                         span.muted { " — " (commit.author) }
@@ -57,28 +154,65 @@ fn changes_view(c: &GitChanges) -> Markup {
                 }
             }
         }
-        @if c.files.is_empty() {
-            p.muted { "No files changed yet." }
-        } @else {
-            p.muted.code-total {
-                (c.files.len()) @if c.files.len() == 1 { " file" } @else { " files" } " changed, "
-                span.adds { "+" (additions) } " " span.dels { "−" (deletions) }
+    }
+}
+
+/// "2 files changed, +3 −1".
+fn total(files: &[FileChange]) -> Markup {
+    let additions: u64 = files.iter().map(|f| f.additions).sum();
+    let deletions: u64 = files.iter().map(|f| f.deletions).sum();
+    html! {
+        (files.len()) @if files.len() == 1 { " file" } @else { " files" } " changed, "
+        span.adds { "+" (additions) } " " span.dels { "−" (deletions) }
+    }
+}
+
+/// Each turn's changes, folded as a whole (the run's are above); each turn's files are keyed
+/// apart from the run's, so that the page keeps which the reader opened.
+fn turns_view(turns: &[TurnCode]) -> Markup {
+    html! {
+        details.turns data-path="turns" {
+            @let count = turns.last().map_or(0, TurnCode::last);
+            summary {
+                "Per turn " span.muted { "(" (count) @if count == 1 { " turn" } @else { " turns" } ")" }
             }
-            div.files {
-                @for file in &c.files { (file_view(file)) }
+            @for turn in turns {
+                @match turn {
+                    TurnCode::Unchanged(n) => {
+                        div.turn data-turn=(n) { p.turn-head { "Turn " (n) " changed no files." } }
+                    }
+                    TurnCode::Changed { first, last, changes } => {
+                        div.turn data-turn=(first) {
+                            p.turn-head {
+                                @if first == last { "Turn " (first) } @else {
+                                    "Turns " (first) "–" (last)
+                                    span.muted { " (ended while the code was being read: recorded together)" }
+                                }
+                                " · " span.muted { (total(&changes.files)) }
+                            }
+                            (commits_view(&changes.commits))
+                            div.files {
+                                @for file in &changes.files {
+                                    (file_view(file, &format!("turn {first}: ")))
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
     }
 }
 
-fn file_view(f: &FileChange) -> Markup {
+/// A file's diff; `key` tells its `data-path` apart from the same file's elsewhere.
+fn file_view(f: &FileChange, key: &str) -> Markup {
     let lines: Vec<&str> = match &f.patch {
         Patch::Kept(text) if !f.binary => text.lines().collect(),
         _ => Vec::new(),
     };
     let folded = lines.len() > FOLD_LINES;
     html! {
-        details.file data-path=(f.path) open[!folded && !lines.is_empty()] {
+        details.file data-path={(key) (f.path)} open[!folded && !lines.is_empty()] {
             summary {
                 code.path {
                     @if let Some(old) = &f.old_path { (old) " → " }
@@ -204,6 +338,35 @@ mod tests {
                 LineKind::Note,
             ]
         );
+    }
+
+    fn holding(snapshot: u32, first: u32, last: u32) -> GitChanges {
+        GitChanges {
+            snapshot,
+            tree: format!("t{snapshot}"),
+            repo: "project".into(),
+            remotes: Vec::new(),
+            branch: Some("main".into()),
+            base_commit: None,
+            head_commit: None,
+            commits: Vec::new(),
+            files: Vec::new(),
+            turn_files: Some(Vec::new()),
+            worktree: None,
+            turns: Some(wujie_protocol::git::TurnSpan { first, last }),
+        }
+    }
+
+    #[test]
+    fn turns_no_snapshot_holds_changed_nothing_and_turns_recorded_together_show_once() {
+        let told: Vec<String> = turns(vec![holding(1, 2, 3), holding(2, 5, 5)], 6)
+            .iter()
+            .map(|t| match t {
+                TurnCode::Changed { first, last, .. } => format!("{first}-{last}"),
+                TurnCode::Unchanged(n) => format!("{n}: none"),
+            })
+            .collect();
+        assert_eq!(told, ["1: none", "2-3", "4: none", "5-5", "6: none"]);
     }
 
     #[test]

@@ -189,6 +189,9 @@ struct RunHtml<'a> {
     section: Option<String>,
     issue_usage: String,
     ended: Option<String>,
+    /// At its end, its code section again: the turns that changed nothing at the end are
+    /// known only then, with no snapshot of their own to tell the page.
+    code: Option<CodeHtml<'a>>,
 }
 
 /// `comment`: a new comment.
@@ -288,8 +291,19 @@ impl HtmlFeed {
                 return self.event("reload", serde_json::json!({}), Some(id));
             }
         };
+        let code = match ended {
+            Some(_) => match self.code_html(run_id).await {
+                Ok(code) => Some(code),
+                Err(e) => {
+                    tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run's code changes at its end");
+                    None
+                }
+            },
+            None => None,
+        };
         let data = RunHtml {
             run: run_id,
+            code,
             head: view::run_head(&self.viewer, &run, &self.prices).into_string(),
             // A new run's code comes with the `code` events of its snapshots.
             section: new_run
@@ -313,19 +327,22 @@ struct CodeHtml<'a> {
 
 impl HtmlFeed {
     async fn code_update(&self, run_id: &str, id: String) -> Event {
-        let changes = match self.store.run_git_changes(run_id).await {
-            Ok(changes) => changes,
+        match self.code_html(run_id).await {
+            Ok(data) => self.event("code", data, Some(id)),
             Err(e) => {
                 tracing::warn!(error = %wujie_protocol::error_text::with_causes(&e), "the live page could not read a run's code changes");
-                return self.event("reload", serde_json::json!({}), Some(id));
+                self.event("reload", serde_json::json!({}), Some(id))
             }
-        };
-        let data = CodeHtml {
+        }
+    }
+
+    async fn code_html<'a>(&self, run_id: &'a str) -> Result<CodeHtml<'a>, StoreError> {
+        let run_code = code::load(&self.store, run_id).await?;
+        Ok(CodeHtml {
             run: run_id,
-            snapshot: changes.as_ref().map(|c| c.snapshot),
-            html: code::run_code(run_id, changes.as_ref()).into_string(),
-        };
-        self.event("code", data, Some(id))
+            snapshot: run_code.as_ref().map(code::RunCode::snapshot),
+            html: code::run_code(run_id, run_code.as_ref()).into_string(),
+        })
     }
 }
 

@@ -147,8 +147,8 @@ pub(crate) async fn issue(
         .await?;
     let mut code = HashMap::new();
     for run in issue.runs.iter().filter(|r| r.git.is_some()) {
-        if let Some(changes) = state.store.run_git_changes(&run.id).await? {
-            code.insert(run.id.clone(), changes);
+        if let Some(run_code) = super::code::load(&state.store, &run.id).await? {
+            code.insert(run.id.clone(), run_code);
         }
     }
     let statuses = state.store.issue_status_changes(&issue.id).await?;

@@ -9,13 +9,12 @@ use wujie_protocol::api::{
     IssueStatus, IssueSummary, Run, RunMessage, RunStatus,
 };
 use wujie_protocol::event::{MessageKind, Usage};
-use wujie_protocol::git::GitChanges;
 use wujie_protocol::jobs::{Job, JobStatus};
 use wujie_protocol::pricing::PriceTable;
 use wujie_protocol::promotion::IssueDraft;
 
 use super::auth::Viewer;
-use super::code;
+use super::code::{self, RunCode};
 use super::markdown;
 use super::return_to::ReturnTo;
 use super::time::{duration_between, elapsed_since, short_time};
@@ -242,11 +241,11 @@ pub(crate) fn issue_actions(viewer: &Viewer, key: &str, status: IssueStatus) -> 
     }
 }
 
-/// `code`: the latest snapshot of each run that recorded one, by run id.
+/// `code`: the code of each run that recorded some, by run id.
 pub(crate) fn issue_page(
     viewer: &Viewer,
     issue: &IssueDetail,
-    code: &HashMap<String, GitChanges>,
+    code: &HashMap<String, RunCode>,
     jobs: &[Job],
     statuses: &[IssueEvent],
     feed_after: &str,
@@ -530,11 +529,11 @@ fn run_cancel(viewer: &Viewer, run: &Run) -> Markup {
     }
 }
 
-/// A run: its head, its code changes as of `code` (its latest snapshot), its transcript.
+/// A run: its head, its code changes (`code`), its transcript.
 pub(crate) fn run_section(
     viewer: &Viewer,
     run: &Run,
-    code: Option<&GitChanges>,
+    code: Option<&RunCode>,
     prices: &PriceTable,
 ) -> Markup {
     html! {

@@ -5,7 +5,8 @@ use super::common::{TestStore, finish_succeeded, issue_with_run};
 
 use wujie_protocol::api::{IngestItem, IngestOutcome, IssueChange};
 use wujie_protocol::event::Event;
-use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch};
+use wujie_protocol::git::{Commit, FileChange, FileStatus, GitChanges, Patch, TurnSpan};
+use wujie_store::GitTurn;
 
 fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestItem {
     IngestItem {
@@ -27,6 +28,10 @@ fn snapshot_item(snapshot: u32, tree: &str, files: Vec<FileChange>) -> IngestIte
             turn_files: (snapshot > 0).then(|| files.clone()),
             files,
             worktree: None,
+            turns: (snapshot > 0).then_some(TurnSpan {
+                first: snapshot,
+                last: snapshot,
+            }),
         }),
     }
 }
@@ -88,12 +93,17 @@ async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
     assert_eq!(told, [(0, 0), (1, 1)]);
 
     // A turn is read with the snapshot before it.
-    let (before, after) = store.run_git_turn(&run.id, 1).await.expect("read");
+    let GitTurn::Changed { before, after } = store.run_git_turn(&run.id, 1).await.expect("read")
+    else {
+        panic!("turn 1 holds changes");
+    };
     assert_eq!(before.map(|b| b.snapshot), Some(0));
-    assert_eq!(after.map(|a| a.snapshot), Some(1));
-    assert_eq!(store.run_git_turns(&run.id).await.expect("read"), [1]);
-    let (before, after) = store.run_git_turn(&run.id, 2).await.expect("read");
-    assert_eq!((before, after), (None, None));
+    assert_eq!(after.snapshot, 1);
+    // The run has no turn 2.
+    assert_eq!(
+        store.run_git_turn(&run.id, 2).await.expect("read"),
+        GitTurn::Beyond { turns: 1 }
+    );
 
     let latest = store
         .run_git_changes(&run.id)

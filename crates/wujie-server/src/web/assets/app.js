@@ -173,6 +173,7 @@
         over.add(d.run);
         tell(d.ended);
       }
+      if (d.code) on.code(d.code);
     };
     // A run's code as of its latest snapshot. The files the reader opened or closed stay so;
     // an older snapshot arriving again changes nothing.

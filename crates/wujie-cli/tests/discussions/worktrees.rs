@@ -1,0 +1,143 @@
+//! `--worktree` of `wujie discuss` and `wujie discussion promote`: the issue a discussion
+//! becomes gets its own git worktree on `wujie/<key>`, said where it is, and the way to go on
+//! runs there.
+
+use std::path::Path;
+use std::process::Output;
+
+use wujie_testkit::git_repo::{git, require_repository};
+use wujie_testkit::run_output::describe;
+use wujie_testkit::*;
+
+fn wujie_in(env: &Env, dir: &Path, args: &[&str]) -> Output {
+    let out = env.cmd().current_dir(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    out
+}
+
+/// The issue's worktree is there, on its branch, and stderr said where.
+fn assert_worktree_made(env: &Env, key: &str, stderr: &str) -> std::path::PathBuf {
+    let lower = key.to_lowercase();
+    let place = env.work.path().join("project.wujie").join(&lower);
+    assert_eq!(
+        git(&place, &["branch", "--show-current"]),
+        format!("wujie/{lower}")
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{key} works in {} (branch wujie/{lower}, new, from main)",
+            place.display()
+        )),
+        "{stderr}"
+    );
+    place
+}
+
+#[test]
+fn a_discussion_promoted_with_worktree_makes_the_issues_worktree_and_says_to_run_there() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    env.install_example("fake-provider-v2");
+    let discuss = [
+        "discuss",
+        "--worktree",
+        "--confirm",
+        "accept",
+        "--",
+        "fake-provider-v2",
+        "--script",
+    ];
+
+    // As JSON: the report names the worktree.
+    let mut json = vec!["--output", "json"];
+    json.extend(discuss);
+    let out = wujie_in(&env, &repo, &json);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = report["issue_key"].as_str().expect("promoted").to_owned();
+    let place = assert_worktree_made(&env, &key, &String::from_utf8_lossy(&out.stderr));
+    assert_eq!(report["worktree"], place.display().to_string());
+
+    // As text: the way to go on is a run in that worktree.
+    let out = wujie_in(&env, &repo, &discuss);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let key = env.json(&["issue", "list"]).as_array().unwrap()[0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_worktree_made(&env, &key, &stderr);
+    assert!(
+        stderr.contains(&format!(
+            "go on in its worktree with `wujie run {key} --worktree -- fake-provider-v2`"
+        )),
+        "{stderr}"
+    );
+    // The user's checkout is as it was.
+    assert_eq!(git(&repo, &["branch", "--show-current"]), "main");
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn discussion_promote_with_worktree_makes_it_too_and_outside_a_repository_is_refused_first() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    env.install_example("fake-provider-v2");
+    // Outside a repository, --worktree is refused before any discussion starts.
+    let outside = env.work.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    let refused = env
+        .cmd()
+        .current_dir(&outside)
+        .args([
+            "discuss",
+            "--worktree",
+            "--",
+            "fake-provider-v2",
+            "--script",
+        ])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("is not in a git repository"), "{said}");
+    assert!(
+        env.json(&["discussion", "list"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // A discussion left open, promoted afterwards with --worktree.
+    let out = wujie_in(
+        &env,
+        &repo,
+        &[
+            "--output",
+            "json",
+            "discuss",
+            "--confirm",
+            "reject",
+            "--",
+            "fake-provider-v2",
+            "--script",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = report["discussion_id"].as_str().unwrap();
+    let out = wujie_in(&env, &repo, &["discussion", "promote", id, "--worktree"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let key = env.json(&["issue", "list"]).as_array().unwrap()[0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_worktree_made(&env, &key, &String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "Continue the work with `wujie run {key} --worktree -- fake-provider-v2`"
+        )),
+        "{stdout}"
+    );
+}
