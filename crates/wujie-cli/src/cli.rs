@@ -490,6 +490,18 @@ pub struct PromotionWorktree {
     pub base: Option<String>,
 }
 
+impl PromotionWorktree {
+    /// These flags as given on the command line (` --worktree --base REF`, or nothing), for a
+    /// command to suggest.
+    pub fn flags(&self) -> String {
+        match (&self.worktree, &self.base) {
+            (false, _) => String::new(),
+            (true, None) => " --worktree".to_owned(),
+            (true, Some(base)) => format!(" --worktree --base {}", crate::output::inline(base)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Confirm {
     Ask,

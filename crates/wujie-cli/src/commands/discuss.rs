@@ -104,13 +104,17 @@ pub async fn discuss(ctx: &Context, args: DiscussArgs) -> Result<i32> {
                     args.worktree.worktree
                 )
             ),
-            None => wujie_process::stderr_line!(
-                "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {} -- {}`, or turn it into an issue with `wujie discussion promote {}`.",
-                o.discussion_id,
-                o.discussion_id,
-                inline(&o.provider),
-                o.discussion_id
-            ),
+            None => {
+                // The worktree asked for is still wanted when the discussion goes on later.
+                let worktree = args.worktree.flags();
+                wujie_process::stderr_line!(
+                    "wujie: discussion {} is still open. Resume it with `wujie discuss --resume {}{worktree} -- {}`, or turn it into an issue with `wujie discussion promote {}{worktree}`.",
+                    o.discussion_id,
+                    o.discussion_id,
+                    inline(&o.provider),
+                    o.discussion_id
+                )
+            }
         }
     }
     if o.summary.pending > 0 {

@@ -141,3 +141,40 @@ fn discussion_promote_with_worktree_makes_it_too_and_outside_a_repository_is_ref
         "{stdout}"
     );
 }
+
+#[test]
+fn a_discussion_with_worktree_left_open_is_to_be_resumed_or_promoted_with_its_worktree() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    env.install_example("fake-provider-v2");
+    let out = wujie_in(
+        &env,
+        &repo,
+        &[
+            "discuss",
+            "--worktree",
+            "--base",
+            "main",
+            "--confirm",
+            "reject",
+            "--",
+            "fake-provider-v2",
+            "--script",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let id = env.json(&["discussion", "list"]).as_array().unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        stderr.contains(&format!(
+            "Resume it with `wujie discuss --resume {id} --worktree --base main -- \
+             fake-provider-v2`, or turn it into an issue with `wujie discussion promote {id} \
+             --worktree --base main`."
+        )),
+        "{stderr}"
+    );
+}
