@@ -27,6 +27,7 @@ use wujie_protocol::promotion::IssueDraft;
 use wujie_store::outbox::{NewTarget, Outbox, SpoolMark, TargetKind, TargetLock};
 
 use crate::adapter_session::{AdapterSession, Ending, Handled, SessionFlow};
+use crate::code_changes::CodeWatch;
 use crate::connection::Connection;
 use crate::error::LocalRunError;
 use crate::events::items_for_line;
@@ -279,10 +280,15 @@ pub async fn discuss(
         turn_open: false,
         card_wait: CardWait::Idle,
         native_session: None,
+        code: None,
     };
     let ending = session.run(&mut flow).await?;
     revoke_adapter_token(&conn.client.replicas_in_order(), &token).await;
     flow.finish_host().await;
+    // The end snapshot of the promoted run's code, recorded before the run's end.
+    if let Some(code) = flow.code.take() {
+        code.finish().await;
+    }
     let resume_args = flow
         .native_session
         .take()
@@ -490,6 +496,9 @@ struct Flow<'a> {
     card_wait: CardWait,
     /// The agent's own session, as the adapter reported it last.
     native_session: Option<String>,
+    /// The code of the promoted run, from the promotion on (`None` before it, or outside a
+    /// git work tree): told when a turn ends, for a snapshot, as `wujie run` is.
+    code: Option<CodeWatch>,
 }
 
 impl SessionFlow for Flow<'_> {
@@ -736,6 +745,13 @@ impl Flow<'_> {
     /// Whether the turn on screen is still to be reported, from a line's events.
     fn follow_turn(&mut self, events: &[Event]) {
         if self.target.kind != TargetKind::Discussion {
+            // The promoted run's turns: each one's end is a snapshot of the code.
+            let finals = events
+                .iter()
+                .filter(|e| matches!(e, Event::Message(m) if m.kind == MessageKind::Final));
+            if let Some(code) = &self.code {
+                finals.for_each(|_| code.turn_ended());
+            }
             return;
         }
         for event in events {
@@ -974,6 +990,10 @@ impl Flow<'_> {
                 let (owner, target) =
                     own_run_target(self.outbox, self.conn, &run_id, &promoted.issue.key).await?;
                 self.reporter.add_target(target.clone());
+                // What the agent changes from here on is the run's, measured from now.
+                if let Ok(recorder) = self.reporter.recorder() {
+                    self.code = CodeWatch::start(&self.req.cwd, None, &run_id, recorder).await;
+                }
                 self.promoted_owner = Some(owner);
                 self.target = target;
                 self.say(format!(

@@ -1,6 +1,7 @@
-//! `--worktree` of `wujie discuss` and `wujie discussion promote`: the issue a discussion
-//! becomes gets its own git worktree on `wujie/<key>`, said where it is, and the way to go on
-//! runs there.
+//! Git and discussions: the run a promotion makes records what the agent changes from the
+//! promotion on, and `--worktree` of `wujie discuss` and `wujie discussion promote` gives the
+//! issue a discussion becomes its own git worktree on `wujie/<key>`, says where it is, and the
+//! way to go on runs there.
 
 use std::path::Path;
 use std::process::Output;
@@ -177,4 +178,54 @@ fn a_discussion_with_worktree_left_open_is_to_be_resumed_or_promoted_with_its_wo
         )),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_run_a_promotion_makes_records_what_the_agent_changes_after_it() {
+    let env = Env::new();
+    let Some(repo) = require_repository(&env) else {
+        return;
+    };
+    // Plans while editing one file, hands the plan off, and once accepted writes another.
+    let dir = env.plugin(
+        "planner",
+        V2,
+        r##"echo '{"event":"session","session_id":"s1"}'
+echo '{"type":"user_input","content":"add notes","source":"t","source_key":"u1"}'
+echo drafted > draft.txt
+printf '%s\n' '{"type":"plan","content":"# Add notes\n\n- write notes.txt","source":"t","source_key":"p1"}'
+echo '{"event":"handoff_ready","request_id":"h1","mode":"current_context"}'
+while IFS= read -r line; do case "$line" in *handoff_decision*) break;; esac; done
+echo notes > notes.txt
+echo '{"type":"final","content":"added notes.txt","source":"t","source_key":"f1"}'"##,
+    );
+    let manifest = dir.join("provider.json");
+    let mut declared: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    declared["capabilities"]["native_plan_handoff"] = true.into();
+    std::fs::write(&manifest, declared.to_string()).unwrap();
+    env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
+    let out = wujie_in(
+        &env,
+        &repo,
+        &[
+            "--output",
+            "json",
+            "discuss",
+            "--confirm",
+            "accept",
+            "--",
+            "planner",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = report["issue_key"].as_str().expect("promoted");
+    let stat = env.ok(&["issue", "diff", key, "--stat"]);
+    // What the agent wrote while it planned was before the run: not the run's.
+    assert!(
+        stat.contains("notes.txt") && !stat.contains("draft.txt"),
+        "{stat}"
+    );
+    let turn = env.ok(&["issue", "diff", key, "--turn", "1"]);
+    assert!(turn.contains("+notes"), "{turn}");
 }
