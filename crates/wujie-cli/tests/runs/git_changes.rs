@@ -321,20 +321,8 @@ fn issue_diff_turn_shows_only_what_that_turn_changed_and_applies_on_the_turn_bef
     let plugin = env.plugin("turns", V1, &two_turns(&go));
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("two turns");
-    let mut run = env
-        .cmd()
-        .current_dir(&repo)
-        .args(["run", &key, "--", "turns"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("wujie runs");
     // The second turn starts once the first one's snapshot is stored.
-    wait_until(30, "the first turn's snapshot", || {
-        env.run(&["issue", "diff", &key, "--turn", "1"])
-            .status
-            .success()
-    });
+    let mut run = past_the_first_turn(&env, &repo, &key, "turns");
     std::fs::write(&go, "").expect("go");
     assert!(run.wait().expect("run ends").success());
 
@@ -424,19 +412,8 @@ fn turn_numbers_count_the_runs_replies_and_a_turn_that_changed_nothing_says_so()
     let plugin = env.plugin("idle", V1, &idle_second_turn(&go, &end));
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("an idle turn");
-    let mut run = env
-        .cmd()
-        .current_dir(&repo)
-        .args(["run", &key, "--", "idle"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("wujie runs");
-    wait_until(30, "the first turn's snapshot", || {
-        env.run(&["issue", "diff", &key, "--turn", "1"])
-            .status
-            .success()
-    });
+    // The second turn starts once the first one's snapshot is stored.
+    let mut run = past_the_first_turn(&env, &repo, &key, "idle");
     std::fs::write(&go, "").expect("go");
     // While the run goes on, a turn that changed nothing cannot be told from one whose
     // snapshot is still to come: said so, not guessed.
@@ -484,4 +461,28 @@ fn only_run_id(env: &Env, key: &str) -> String {
         .as_str()
         .expect("run id")
         .to_owned()
+}
+
+/// `wujie run KEY -- PROVIDER` started in `repo` in the background, once its first turn's
+/// snapshot is stored.
+fn past_the_first_turn(
+    env: &Env,
+    repo: &std::path::Path,
+    key: &str,
+    provider: &str,
+) -> std::process::Child {
+    let run = env
+        .cmd()
+        .current_dir(repo)
+        .args(["run", key, "--", provider])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("wujie runs");
+    wait_until(30, "the first turn's snapshot", || {
+        env.run(&["issue", "diff", key, "--turn", "1"])
+            .status
+            .success()
+    });
+    run
 }

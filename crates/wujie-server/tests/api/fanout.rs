@@ -121,17 +121,7 @@ async fn a_feed_left_far_behind_by_the_relay_reads_the_store_and_misses_nothing(
     }
     // 20 KB each: more than the relay keeps (1 MiB), and than the sockets and the slow feed's
     // queue hold, so the slow feed is left behind while it does not read.
-    let pad = "x".repeat(20_000);
-    for batch in (0..MESSAGES).collect::<Vec<_>>().chunks(50) {
-        let items = batch
-            .iter()
-            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
-            .collect();
-        h.admin
-            .ingest_run_events(&run.run.id, &IngestBatch { items })
-            .await
-            .expect("ingest");
-    }
+    ingest_numbered(&h, &run.run.id, MESSAGES, 20_000, 50).await;
     for feed in [&mut eager, &mut slow] {
         let mut got = Vec::with_capacity(MESSAGES);
         while got.len() < MESSAGES {
@@ -205,6 +195,22 @@ async fn a_feed_behind_by_more_than_the_relays_bytes_gets_every_entry_once_in_or
     h.stop().await;
 }
 
+/// Messages `0..count` on run `run_id`, each its number and `pad` bytes of padding, ingested
+/// `per_batch` at a time.
+async fn ingest_numbered(h: &Harness, run_id: &str, count: usize, pad: usize, per_batch: usize) {
+    let pad = "x".repeat(pad);
+    for batch in (0..count).collect::<Vec<_>>().chunks(per_batch) {
+        let items = batch
+            .iter()
+            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
+            .collect();
+        h.admin
+            .ingest_run_events(run_id, &IngestBatch { items })
+            .await
+            .expect("ingest");
+    }
+}
+
 /// The server's state for feeds served in this process, on the harness's store.
 fn in_process(h: &Harness, config: ServerConfig) -> crate::AppState {
     crate::AppState {
@@ -260,17 +266,7 @@ async fn a_feed_that_is_not_read_holds_its_queues_bytes_and_is_then_dropped() {
     };
     let mut body = feed_body(&state, &issue.id, at, "reader", Counting(Arc::default()));
     read_until(&mut body, "event: live", 1).await;
-    let pad = "x".repeat(ENTRY);
-    for batch in (0..MESSAGES).collect::<Vec<_>>().chunks(8) {
-        let items = batch
-            .iter()
-            .map(|n| message(MessageKind::Text, &n.to_string(), &format!("{n} {pad}")))
-            .collect();
-        h.admin
-            .ingest_run_events(&run.run.id, &IngestBatch { items })
-            .await
-            .expect("ingest");
-    }
+    ingest_numbered(&h, &run.run.id, MESSAGES, ENTRY, 8).await;
     // Nothing was read since `live`: what the body gives now is what the queue held when the
     // feed gave up on its reader, and then the body ends.
     tokio::time::sleep(Duration::from_secs(2)).await;
