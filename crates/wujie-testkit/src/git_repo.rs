@@ -51,3 +51,27 @@ pub fn require_repository_of(env: &Env, files: &[(&str, &str)]) -> Option<PathBu
     git(&repo, &["commit", "-q", "-m", "base"]);
     Some(repo)
 }
+
+/// `patch` applied with `git apply` on `rev` of `repo`, checked out in a new detached worktree
+/// of it in `env`'s work directory; that worktree's path.
+pub fn applied_on(env: &Env, repo: &Path, rev: &str, patch: &str) -> PathBuf {
+    let applied = env.work.path().join("applied");
+    git(
+        repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            applied.to_str().expect("a UTF-8 path"),
+            rev,
+        ],
+    );
+    let patch_file = env.work.path().join("run.patch");
+    std::fs::write(&patch_file, patch).expect("write the patch");
+    git(
+        &applied,
+        &["apply", patch_file.to_str().expect("a UTF-8 path")],
+    );
+    applied
+}

@@ -1,7 +1,7 @@
 //! `wujie run` in a git work tree records what the agent changed in the code: the run's `git`
 //! object, exactly the agent's changes and commits, not the user's earlier work.
 
-use wujie_testkit::git_repo::{git, require_repository};
+use wujie_testkit::git_repo::{applied_on, git, require_repository};
 use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
@@ -101,21 +101,7 @@ fn a_run_records_exactly_its_edits_and_commits_and_not_the_users_earlier_work() 
     // `wujie issue diff` is a patch that `git apply` takes on the run's base and that gives
     // the files the run left.
     let patch = env.ok(&["issue", "diff", &key]);
-    let applied = env.work.path().join("applied");
-    git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            applied.to_str().unwrap(),
-            &base,
-        ],
-    );
-    let patch_file = env.work.path().join("run.patch");
-    std::fs::write(&patch_file, &patch).expect("write patch");
-    git(&applied, &["apply", patch_file.to_str().unwrap()]);
+    let applied = applied_on(&env, &repo, &base, &patch);
     for file in ["added.txt", "edit.txt"] {
         assert_eq!(
             std::fs::read_to_string(applied.join(file)).expect("applied file"),

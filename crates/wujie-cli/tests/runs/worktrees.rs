@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use wujie_testkit::git_repo::{git, require_repository};
+use wujie_testkit::git_repo::{applied_on, git, require_repository};
 use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
@@ -308,21 +308,7 @@ fn a_worktree_run_that_merges_its_base_is_not_credited_with_the_bases_work() {
     // The patch applies on the base as it is now (the run's base with main's work merged in)
     // and gives the worktree's files.
     let patch = env.ok(&["issue", "diff", &key]);
-    let applied = env.work.path().join("applied");
-    git(
-        &repo,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            applied.to_str().unwrap(),
-            "main",
-        ],
-    );
-    let patch_file = env.work.path().join("run.patch");
-    std::fs::write(&patch_file, &patch).unwrap();
-    git(&applied, &["apply", patch_file.to_str().unwrap()]);
+    let applied = applied_on(&env, &repo, "main", &patch);
     for file in ["agent.txt", "edit.txt", "main.txt"] {
         assert_eq!(
             std::fs::read_to_string(applied.join(file)).unwrap(),
