@@ -160,9 +160,13 @@ impl Cluster {
         let mut stdin = child.stdin.take().expect("psql stdin");
         writeln!(stdin, "BEGIN;\n{sql};").expect("write to psql");
         stdin.flush().expect("write to psql");
+        // Once `sql` itself has run: psql sends `BEGIN` on its own first, after which the
+        // session is idle in a transaction too, without the lock (a request sent then was
+        // answered at once, and no request ever waited for the lock).
+        let ran = format!("'{}'", sql.replace('\'', "''"));
         let idle = format!(
             "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = '{app}' \
-             AND state = 'idle in transaction'"
+             AND state = 'idle in transaction' AND position({ran} in query) > 0"
         );
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.psql(name, &idle) != "1" {
