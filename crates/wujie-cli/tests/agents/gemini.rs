@@ -80,20 +80,22 @@ fn say(tmux: &Tmux, text: &str) {
     tmux.keys(&["Enter"]);
 }
 
-/// `/quit`, and the screen once wujie exited. Gemini CLI's command popup may take the first
-/// Enter to complete `/quit` rather than run it, so Enter is pressed again while it stays.
 /// `wujie discuss -- gemini` in the tmux session `name`: one prompt, the mock's answer, then
 /// Gemini CLI quits and the discussion ends.
 fn one_discussion_turn(env: &Env, home: &AgentHome, name: &str) {
     let tmux = start(env, home, name, "discuss -- gemini");
     say(&tmux, "plan the storage layer");
     tmux.wait_for("the first answer", |s| s.contains("✦ pong"));
-    tmux.wait_settled("the input box", |s| s.contains(READY));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 }
 
+/// `/quit`, and the screen once wujie exited. Gemini CLI's command popup may take the first
+/// Enter to complete `/quit` rather than run it, so Enter is pressed again while it stays.
 fn quit(tmux: &Tmux) -> String {
+    // Typed while Gemini CLI still ends its turn, `/quit` is queued and sent to the model as
+    // a prompt: only once the input box is back and the screen settled.
+    tmux.wait_settled("the input box", |s| s.contains(READY));
     say(tmux, "/quit");
     (0..6)
         .find_map(|_| {
@@ -262,7 +264,6 @@ fn gemini_cli_discussion_is_resumed_then_becomes_an_issue_with_wujie_and_keeps_g
     // The same Gemini CLI session goes on; what it says now belongs to the issue's run.
     say(&tmux, "go ahead");
     tmux.wait_for("the second answer", |s| s.matches("✦ pong").count() >= 2);
-    tmux.wait_settled("the input box", |s| s.contains(READY));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
@@ -383,7 +384,6 @@ fn gemini_cli_discussion_resumed_by_its_id_goes_on_in_the_same_gemini_session() 
         seen
     });
     assert!(replied, "no answer to \"go on\":\n{}", tmux.screen());
-    tmux.wait_settled("the input box", |s| s.contains(READY));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
 
@@ -458,7 +458,6 @@ fn gemini_cli_turn_after_clear_is_synced_too() {
     });
     say(&tmux, "second question");
     tmux.wait_for("the second answer", |s| s.contains("✦ pong"));
-    tmux.wait_settled("the input box", |s| s.contains(READY));
     let end = quit(&tmux);
     assert!(end.contains("EXIT=0"), "{end}");
     // Two chat logs: the turn after `/clear` was followed into Gemini CLI's new session.
