@@ -8,7 +8,7 @@ use wujie_term::{
     OverlayLine, Placement, ScreenModel, TermSize, default_commands,
 };
 
-fn parser(rows: u16, cols: u16) -> vt100::Parser {
+pub(super) fn parser(rows: u16, cols: u16) -> vt100::Parser {
     let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
     vt100::Parser::new(nz(rows), nz(cols), 100)
 }
@@ -24,12 +24,12 @@ fn adapter_screen(rows: u16, cols: u16, lines: &[&str], cursor: (u16, u16)) -> v
     p
 }
 
-fn rows_text(s: &vt100::Screen) -> Vec<String> {
+pub(super) fn rows_text(s: &vt100::Screen) -> Vec<String> {
     let (_, cols) = s.size();
     s.rows(0, cols.get()).collect()
 }
 
-fn rows_formatted(s: &vt100::Screen) -> Vec<String> {
+pub(super) fn rows_formatted(s: &vt100::Screen) -> Vec<String> {
     let (_, cols) = s.size();
     s.rows_formatted(0, cols.get()).collect()
 }

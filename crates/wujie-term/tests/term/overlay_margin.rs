@@ -2,27 +2,16 @@
 //! input box's lower border, a blank row, a footer of one or two rows, as Codex, Gemini CLI and
 //! opencode do): under all of them, as the host's shadow screen shows them, and never between.
 
-use std::num::NonZeroU16;
-
 use proptest::prelude::*;
+
+use super::overlay::{rows_formatted, rows_text};
 use wujie_term::{
     MARGIN_MOST_ROWS, MARGIN_ROWS, Menu, Overlay, OverlayLine, Placement, ScreenModel, TermSize,
     default_commands,
 };
 
 fn parser(size: TermSize) -> vt100::Parser {
-    let nz = |n: u16| NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN);
-    vt100::Parser::new(nz(size.rows), nz(size.cols), 100)
-}
-
-fn rows_formatted(s: &vt100::Screen) -> Vec<String> {
-    let (_, cols) = s.size();
-    s.rows_formatted(0, cols.get()).collect()
-}
-
-fn rows_text(s: &vt100::Screen) -> Vec<String> {
-    let (_, cols) = s.size();
-    s.rows(0, cols.get()).collect()
+    super::overlay::parser(size.rows, size.cols)
 }
 
 /// The terminal and the host's shadow screen after the adapter drew `bytes`.
