@@ -154,20 +154,27 @@ pub fn plan_launch(args: &[String], free_port: u16) -> Result<Launch, BuiltinErr
             .filter(|_| !fork)
             .map(str::to_owned),
     };
+    launch.server = server_address(&mut launch.args, free_port)?;
+    Ok(launch)
+}
+
+/// Where the server of `opencode ARGS…` listens (its terminal UI's, or `opencode acp`'s):
+/// `http://host:port` from the user's `--port` and `--hostname`; without `--port`, `--port
+/// free_port` is added to `args`.
+pub fn server_address(args: &mut Vec<String>, free_port: u16) -> Result<String, BuiltinError> {
     let port = match flag_value(args, &["--port"]) {
         None => {
-            launch
-                .args
-                .extend(["--port".to_owned(), free_port.to_string()]);
+            args.extend(["--port".to_owned(), free_port.to_string()]);
             free_port
         }
         Some((_, value)) => match value.and_then(|v| v.parse::<u16>().ok()) {
             Some(port) if port != 0 => port,
             _ => {
-                return Err(refuse(
-                    "--port",
-                    "the provider must know the port of opencode's server; give a port number other than 0, or drop --port to let the provider choose one",
-                ));
+                return Err(BuiltinError::Unsupported {
+                    program: OPENCODE.name,
+                    arg: "--port".to_owned(),
+                    why: "the provider must know the port of opencode's server; give a port number other than 0, or drop --port to let the provider choose one",
+                });
             }
         },
     };
@@ -175,16 +182,15 @@ pub fn plan_launch(args: &[String], free_port: u16) -> Result<Launch, BuiltinErr
         Some((_, Some(host))) if !matches!(host, "0.0.0.0" | "::" | "") => host,
         _ => "127.0.0.1",
     };
-    launch.server = if host.contains(':') {
+    Ok(if host.contains(':') {
         format!("http://[{host}]:{port}")
     } else {
         format!("http://{host}:{port}")
-    };
-    Ok(launch)
+    })
 }
 
 /// The first argument that is neither an option nor an option's value.
-fn first_positional(args: &[String]) -> Option<&str> {
+pub(crate) fn first_positional(args: &[String]) -> Option<&str> {
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         if arg == "--" {
@@ -427,27 +433,16 @@ impl OpencodeMapper {
                 let Some(tokens) = part.get("tokens").and_then(Value::as_object) else {
                     return;
                 };
-                let cache = tokens
-                    .get("cache")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default();
                 let unknown = || "unknown".to_owned();
-                out.push(Event::Usage(Usage {
-                    provider: info
-                        .as_ref()
+                out.push(Event::Usage(request_usage(
+                    tokens,
+                    info.as_ref()
                         .and_then(|m| m.provider.clone())
                         .unwrap_or_else(unknown),
-                    model: info
-                        .as_ref()
+                    info.as_ref()
                         .and_then(|m| m.model.clone())
                         .unwrap_or_else(unknown),
-                    input_tokens: count_field(tokens, "input"),
-                    output_tokens: count_field(tokens, "output")
-                        .saturating_add(count_field(tokens, "reasoning")),
-                    cache_read_tokens: count_field(&cache, "read"),
-                    cache_write_tokens: count_field(&cache, "write"),
-                }));
+                )));
             }
             _ => {}
         }
@@ -608,12 +603,6 @@ impl Observer for ServerEvents {
 /// Connects to `url` (retrying while the server is not up yet) and passes on its body;
 /// whether it connected.
 async fn follow(url: String, tx: mpsc::UnboundedSender<Vec<u8>>) -> bool {
-    let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
-    // opencode's own server protection: basic auth when OPENCODE_SERVER_PASSWORD is set.
-    let auth = env("OPENCODE_SERVER_PASSWORD").map(|password| {
-        let user = env("OPENCODE_SERVER_USERNAME").unwrap_or_else(|| "opencode".to_owned());
-        (user, password)
-    });
     let Ok(client) = reqwest::Client::builder().no_proxy().build() else {
         return false;
     };
@@ -622,10 +611,7 @@ async fn follow(url: String, tx: mpsc::UnboundedSender<Vec<u8>>) -> bool {
     // within `wait` is dropped and made again, waiting longer each time.
     let mut wait = Duration::from_secs(1);
     loop {
-        let mut request = client.get(&url);
-        if let Some((user, password)) = &auth {
-            request = request.basic_auth(user, Some(password));
-        }
+        let request = with_server_auth(client.get(&url));
         let opened = tokio::time::timeout(wait, async {
             let mut response = request.send().await?;
             let first = if response.status().is_success() {
@@ -660,8 +646,41 @@ async fn follow(url: String, tx: mpsc::UnboundedSender<Vec<u8>>) -> bool {
     }
 }
 
+/// `request` to opencode's server with opencode's own protection of it: basic auth when
+/// `OPENCODE_SERVER_PASSWORD` is set.
+pub(crate) fn with_server_auth(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    let env = |name| std::env::var(name).ok().filter(|v: &String| !v.is_empty());
+    match env("OPENCODE_SERVER_PASSWORD") {
+        Some(password) => {
+            let user = env("OPENCODE_SERVER_USERNAME").unwrap_or_else(|| "opencode".to_owned());
+            request.basic_auth(user, Some(password))
+        }
+        None => request,
+    }
+}
+
+/// The usage of one model request from the `tokens` opencode records for it (on its
+/// `step-finish` part and its assistant message): input without cache, output with
+/// reasoning, cache read and cache write.
+pub(crate) fn request_usage(tokens: &Map<String, Value>, provider: String, model: String) -> Usage {
+    let cache = tokens
+        .get("cache")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    Usage {
+        provider,
+        model,
+        input_tokens: count_field(tokens, "input"),
+        output_tokens: count_field(tokens, "output")
+            .saturating_add(count_field(tokens, "reasoning")),
+        cache_read_tokens: count_field(&cache, "read"),
+        cache_write_tokens: count_field(&cache, "write"),
+    }
+}
+
 /// A port on 127.0.0.1 free right now, for opencode's server.
-fn free_port() -> Result<u16, BuiltinError> {
+pub(crate) fn free_port() -> Result<u16, BuiltinError> {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())

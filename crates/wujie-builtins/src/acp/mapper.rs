@@ -109,6 +109,11 @@ impl AcpMapper {
         }
     }
 
+    /// The agent's name from `initialize`, which reports the usage.
+    pub fn agent_name(&self) -> &str {
+        &self.agent_name
+    }
+
     /// A mapper for a session being loaded: what it replays until [`AcpMapper::end_replay`] is
     /// counted, not reported.
     pub fn resuming(session_id: &str, agent_name: &str) -> AcpMapper {
@@ -234,7 +239,11 @@ impl AcpMapper {
 
     /// The events that end a turn: the held reply as `final` (as `text` when the user
     /// cancelled the turn: it never got to its answer), the plan, an error, usage.
-    pub fn end_turn(&mut self, end: &TurnEnd) -> Vec<Event> {
+    ///
+    /// `recorded`: the usage of each of the turn's model requests from the agent's own record
+    /// of them, where it keeps one the provider reads ([`super::opencode_record`]); when
+    /// there is any, it stands in for the usage the response reports.
+    pub fn end_turn(&mut self, end: &TurnEnd, recorded: &[Usage]) -> Vec<Event> {
         let mut out = Vec::new();
         let cancelled =
             matches!(end, TurnEnd::Stopped { stop_reason, .. } if stop_reason == "cancelled");
@@ -267,11 +276,15 @@ impl AcpMapper {
                     let note = format!("the agent stopped the turn: {stop_reason}");
                     out.push(content(MessageKind::Error, note, key));
                 }
-                let found = usage
-                    .as_ref()
-                    .and_then(|u| self.usage_of(u, None))
-                    .or_else(|| meta.as_ref().and_then(|m| self.usage_in_meta(m)));
-                out.extend(found.map(Event::Usage));
+                if recorded.is_empty() {
+                    let found = usage
+                        .as_ref()
+                        .and_then(|u| self.usage_of(u, None))
+                        .or_else(|| meta.as_ref().and_then(|m| self.usage_in_meta(m)));
+                    out.extend(found.map(Event::Usage));
+                } else {
+                    out.extend(recorded.iter().cloned().map(Event::Usage));
+                }
             }
             TurnEnd::Failed(what) => {
                 let key = format!("{}:error", self.turn_key());
@@ -667,7 +680,7 @@ mod tests {
                 text("agent_message_chunk", "!", Some("a2")),
             ],
         ));
-        out.extend(m.end_turn(&end_turn()));
+        out.extend(m.end_turn(&end_turn(), &[]));
         let t = "session:s1:turn:1";
         let want = [
             (MessageKind::UserInput, format!("{t}:user:prompt"), "say hi"),
@@ -723,7 +736,7 @@ mod tests {
             .is_empty()
         );
         assert!(m.update(&json!(null)).is_empty());
-        assert!(summary(&m.end_turn(&end_turn())).is_empty());
+        assert!(summary(&m.end_turn(&end_turn(), &[])).is_empty());
     }
 
     #[test]
@@ -736,14 +749,17 @@ mod tests {
                      "title": "Shell", "status": "failed", "rawOutput": {"code": 1}}),
             ],
         );
-        out.extend(m.end_turn(&TurnEnd::Stopped {
-            stop_reason: "max_tokens".to_owned(),
-            usage: None,
-            meta: None,
-        }));
+        out.extend(m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "max_tokens".to_owned(),
+                usage: None,
+                meta: None,
+            },
+            &[],
+        ));
         out.extend(m.start_turn("go on"));
         out.extend(feed(&mut m, &[text("agent_message_chunk", "half", None)]));
-        out.extend(m.end_turn(&TurnEnd::Failed("the agent exited".to_owned())));
+        out.extend(m.end_turn(&TurnEnd::Failed("the agent exited".to_owned()), &[]));
         let want = [
             (
                 MessageKind::ToolUse,
@@ -795,7 +811,7 @@ mod tests {
                 text("user_message_chunk", "and more", Some("u2")),
             ],
         ));
-        out.extend(m.end_turn(&end_turn()));
+        out.extend(m.end_turn(&end_turn(), &[]));
         let said: Vec<(MessageKind, String)> =
             summary(&out).into_iter().map(|(k, _, c)| (k, c)).collect();
         assert_eq!(
@@ -816,7 +832,7 @@ mod tests {
                 Some("u3"),
             )],
         );
-        assert_eq!(summary(&m.end_turn(&end_turn())).len(), 1, "{echo:?}");
+        assert_eq!(summary(&m.end_turn(&end_turn(), &[])).len(), 1, "{echo:?}");
     }
 
     #[test]
@@ -832,11 +848,14 @@ mod tests {
 
         let mut m = mapper();
         m.set_session_model(session_model(&opencode));
-        let usage = m.end_turn(&TurnEnd::Stopped {
-            stop_reason: "end_turn".to_owned(),
-            usage: Some(json!({"inputTokens": 10, "outputTokens": 1})),
-            meta: None,
-        });
+        let usage = m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "end_turn".to_owned(),
+                usage: Some(json!({"inputTokens": 10, "outputTokens": 1})),
+                meta: None,
+            },
+            &[],
+        );
         assert!(
             matches!(&usage[..], [Event::Usage(u)] if u.model == "m2"),
             "{usage:?}"
@@ -847,11 +866,14 @@ mod tests {
     fn a_cancelled_turns_reply_is_text_not_final() {
         let mut m = mapper();
         let mut out = feed(&mut m, &[text("agent_message_chunk", "waiting", None)]);
-        out.extend(m.end_turn(&TurnEnd::Stopped {
-            stop_reason: "cancelled".to_owned(),
-            usage: None,
-            meta: None,
-        }));
+        out.extend(m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "cancelled".to_owned(),
+                usage: None,
+                meta: None,
+            },
+            &[],
+        ));
         let kinds: Vec<MessageKind> = summary(&out).into_iter().map(|(k, _, _)| k).collect();
         assert_eq!(kinds, [MessageKind::Text], "{out:?}");
     }
@@ -868,14 +890,17 @@ mod tests {
                 .collect()
         };
         let mut m = mapper();
-        let from_response = m.end_turn(&TurnEnd::Stopped {
-            stop_reason: "end_turn".to_owned(),
-            usage: Some(
-                json!({"totalTokens": 33, "inputTokens": 30, "outputTokens": 3,
+        let from_response = m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "end_turn".to_owned(),
+                usage: Some(
+                    json!({"totalTokens": 33, "inputTokens": 30, "outputTokens": 3,
                                "cachedReadTokens": 4}),
-            ),
-            meta: Some(json!({"usage": {"inputTokens": 999, "outputTokens": 1}})),
-        });
+                ),
+                meta: Some(json!({"usage": {"inputTokens": 999, "outputTokens": 1}})),
+            },
+            &[],
+        );
         let expect = |model: &str, input, output, cache_read| Usage {
             provider: "fake-agent".to_owned(),
             model: model.to_owned(),
@@ -891,7 +916,7 @@ mod tests {
             // Gemini CLI 0.61's shape.
             meta: Some(json!({"quota": {"token_count": {"input_tokens": 10, "output_tokens": 1},
                                         "model_usage": [{"model": "m1", "token_count": {"input_tokens": 10, "output_tokens": 1}}]}})),
-        });
+        }, &[]);
         assert_eq!(usage(from_meta), vec![expect("m1", 10, 1, 0)]);
         // Grok's: the last request's counts at the top, the turn's under `usage`.
         let grok = m.end_turn(&TurnEnd::Stopped {
@@ -899,14 +924,28 @@ mod tests {
             usage: None,
             meta: Some(json!({"modelId": "m2", "inputTokens": 10, "outputTokens": 1,
                               "usage": {"inputTokens": 20, "outputTokens": 2, "cachedReadTokens": 5}})),
-        });
+        }, &[]);
         assert_eq!(usage(grok), vec![expect("m2", 20, 2, 5)]);
-        let none = m.end_turn(&TurnEnd::Stopped {
-            stop_reason: "end_turn".to_owned(),
-            usage: Some(json!({"inputTokens": 0, "outputTokens": 0})),
-            meta: Some(json!({"other": "x"})),
-        });
+        let none = m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "end_turn".to_owned(),
+                usage: Some(json!({"inputTokens": 0, "outputTokens": 0})),
+                meta: Some(json!({"other": "x"})),
+            },
+            &[],
+        );
         assert!(usage(none).is_empty());
+        // Usage from the agent's own record of each request stands in for the response's.
+        let recorded = [expect("m3", 10, 1, 0), expect("m3", 10, 1, 0)];
+        let from_record = m.end_turn(
+            &TurnEnd::Stopped {
+                stop_reason: "end_turn".to_owned(),
+                usage: Some(json!({"inputTokens": 10, "outputTokens": 1})),
+                meta: None,
+            },
+            &recorded,
+        );
+        assert_eq!(usage(from_record), recorded);
     }
 
     /// The turns of a replayed history, each as the `sessionUpdate` kinds (and message ids) it
@@ -974,7 +1013,7 @@ mod tests {
             &mut m,
             &[json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}})],
         ));
-        events.extend(m.end_turn(&end_turn()));
+        events.extend(m.end_turn(&end_turn(), &[]));
         let keys: Vec<String> = summary(&events)
             .into_iter()
             .map(|(_, key, _)| key)

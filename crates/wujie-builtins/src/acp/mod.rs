@@ -36,10 +36,11 @@
 //! | Gemini CLI 0.61 (`gemini --acp`) | none (title only) | none | not echoed | `_meta.quota.token_count`, with the model |
 //! | Grok Build (`grok agent stdio`) | `rawInput` | text | echoed | `_meta.usage`, with the model; asks permission for shell commands |
 //! | Hermes 0.19 (`hermes acp`) | none (title only) | text | not echoed | the draft `usage` field, no model (the session's `models` name it) |
-//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only (nothing else counts the others), no model (the session's `model` config option names it) |
+//! | opencode 1.18 (`opencode acp`) | `rawInput` | text | not echoed | the draft `usage` field, last model request only, no model; each request's usage, with its model, is read from opencode's own record ([`opencode_record`]) |
 
 pub mod console;
 pub mod mapper;
+pub mod opencode_record;
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -56,10 +57,11 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, Client, Lines, Responder, UntypedMessage, V1};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use wujie_protocol::event::Event;
+use wujie_protocol::event::{Event, Usage};
 
 use self::console::{Choice, Console, ConsoleOut, TurnInput, user_at_terminal};
 use self::mapper::{AcpMapper, TurnEnd, session_model};
+use self::opencode_record::OpencodeRecord;
 
 /// How the adapter was asked to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,7 +254,14 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
     // Fetched before the agent starts: a run bound to an issue gives it to the agent with the
     // first prompt.
     let issue = IssueContext::fetch().await;
-    let (mut child, stdin, stdout) = spawn_agent(&args.command)?;
+    let (command, record) = opencode_record::plan(&args.command);
+    let record = record.unwrap_or_else(|why| {
+        wujie_process::stderr_line!(
+            "wujie adapter acp: opencode's record of each model request cannot be read ({why}); each turn's usage counts only what opencode's answer says, its last request"
+        );
+        None
+    });
+    let (mut child, stdin, stdout) = spawn_agent(&command)?;
     let console = match terminal {
         true => Some(Console::open().map_err(|e| {
             failed(format!(
@@ -275,6 +284,8 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
         asks,
         issue,
         embedded_context: false,
+        record,
+        record_unread: false,
     };
     let result = Client
         .v1()
@@ -447,7 +458,7 @@ impl Shared {
     fn break_off_open_turn(&self, what: &str) {
         if self.set_turn_open(false)
             && let Some(events) = self.with_mapper(|m| {
-                m.end_turn(&TurnEnd::Failed(format!("the turn broke off: {what}")))
+                m.end_turn(&TurnEnd::Failed(format!("the turn broke off: {what}")), &[])
             })
         {
             emit(events);
@@ -514,6 +525,10 @@ struct Conversation {
     issue: Option<IssueContext>,
     /// The agent takes embedded resources in a prompt (`promptCapabilities.embeddedContext`).
     embedded_context: bool,
+    /// opencode's record of each model request, for `opencode acp` ([`opencode_record`]).
+    record: Option<OpencodeRecord>,
+    /// Reading that record failed once, and the user was told.
+    record_unread: bool,
 }
 
 /// The issue a run is bound to, as read-only context for the agent (the same text the
@@ -705,7 +720,8 @@ impl Conversation {
         };
         self.state.set_turn_open(false);
         let end = turn_end(&response);
-        if let Some(events) = self.state.with_mapper(|m| m.end_turn(&end)) {
+        let recorded = self.recorded_usage(&end, session_id).await;
+        if let Some(events) = self.state.with_mapper(|m| m.end_turn(&end, &recorded)) {
             emit(events);
         }
         if let Some(console) = &self.console {
@@ -717,6 +733,32 @@ impl Conversation {
                 .as_ref()
                 .is_err_and(agent_client_protocol::is_incoming_transport_closed),
         })
+    }
+}
+
+impl Conversation {
+    /// The usage of each model request of the turn that just ended, from the agent's own
+    /// record where the provider reads one; empty otherwise, and when it cannot be read (said
+    /// once on stderr).
+    async fn recorded_usage(&mut self, end: &TurnEnd, session_id: &SessionId) -> Vec<Usage> {
+        let (Some(record), TurnEnd::Stopped { .. }) = (&self.record, end) else {
+            return Vec::new();
+        };
+        let agent = self
+            .state
+            .with_mapper(|m| m.agent_name().to_owned())
+            .unwrap_or_default();
+        match record.turn_usage(&session_id.0, &agent).await {
+            Ok(usage) => usage,
+            Err(why) => {
+                if !std::mem::replace(&mut self.record_unread, true) {
+                    wujie_process::stderr_line!(
+                        "wujie adapter acp: {why}; the turn's usage counts only what opencode's answer says, its last model request"
+                    );
+                }
+                Vec::new()
+            }
+        }
     }
 }
 

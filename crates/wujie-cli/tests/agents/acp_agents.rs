@@ -58,11 +58,17 @@ impl AgentAtMock {
     /// `wujie run KEY -- acp --allow once OPTIONS… -- AGENT ACP-ARGS…` in the agent's work
     /// directory and home; it must succeed.
     fn run(&self, options: &[&str]) {
+        self.run_agent_with(options, &[]);
+    }
+
+    /// [`Self::run`] with `more` after the agent's ACP arguments; what `wujie` printed.
+    fn run_agent_with(&self, options: &[&str], more: &[&str]) -> std::process::Output {
         let acp = self.home.acp().expect("the agent speaks ACP");
         let program = acp.get_program().to_str().expect("utf-8 path").to_owned();
         let agent_args: Vec<String> = acp
             .get_args()
             .map(|a| a.to_str().expect("utf-8 argument").to_owned())
+            .chain(more.iter().map(|a| a.to_string()))
             .collect();
         let mut args = vec!["run", &self.key, "--", "acp", "--allow", "once"];
         args.extend(options);
@@ -85,6 +91,7 @@ impl AgentAtMock {
             .output()
             .expect("wujie runs");
         assert!(out.status.success(), "{}", describe(&out));
+        out
     }
 
     /// The runs, oldest first.
@@ -197,6 +204,8 @@ fn resume_reports_only_the_new_turn(agent: Agent) {
         ],
         "{resumed:#}"
     );
+    // The new turn's one model request; the first turn's requests are not counted again.
+    assert_eq!(usage(resumed), [("mock-model".to_owned(), 10, 1)]);
 }
 
 /// The run's usage events as (model, input, output).
@@ -277,8 +286,34 @@ fn opencode_over_acp_runs_a_tool_and_replies() {
         Some("hello"),
         "{run:#}"
     );
-    // opencode's `usage` counts only the turn's last model request (it sends nothing else of
-    // the other); the model is the session's `model` config option.
+    // opencode's answer counts only the turn's last model request; its own record of each
+    // request (read from its server) counts both, with the model each used.
+    assert_eq!(
+        usage(&run),
+        [
+            ("mock-model".to_owned(), 10, 1),
+            ("mock-model".to_owned(), 10, 1)
+        ]
+    );
+}
+
+#[test]
+fn opencode_over_acp_whose_record_cannot_be_read_says_its_usage_is_the_last_requests() {
+    let Some(at_mock) = AgentAtMock::require(Agent::Opencode) else {
+        return;
+    };
+    // On port 0 the provider cannot know where opencode's server is.
+    let out = at_mock.run_agent_with(&["-p", PROMPT], &["--port", "0"]);
+    let run = at_mock.runs().remove(0);
+    at_mock.shutdown();
+    check_run(&run);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("opencode's record of each model request cannot be read")
+            && stderr.contains("its last request"),
+        "{}",
+        describe(&out)
+    );
     assert_eq!(usage(&run), [("mock-model".to_owned(), 10, 1)]);
 }
 
