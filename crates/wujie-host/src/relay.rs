@@ -198,6 +198,9 @@ pub struct Relay {
     escape_due: Option<Instant>,
     line: InputLine,
     trigger: TriggerDetector,
+    /// The menu that was up when a resize or a stop took it down: the one opened again for
+    /// the same line keeps what was typed into it and its selection.
+    menu_aside: Option<Menu>,
     /// Keys typed while the trigger waits for the adapter's echo (or while the host waits for
     /// the terminal to say where the cursor is): they go to the menu once it opens (or to the
     /// adapter when it does not).
@@ -253,6 +256,7 @@ impl Relay {
             escape_due: None,
             line: InputLine::new(),
             trigger: TriggerDetector::new(),
+            menu_aside: None,
             held_keys: Vec::new(),
             own_reports_owed: 0,
             card_due: None,
@@ -435,7 +439,8 @@ impl Relay {
     /// again, a notice waits for its turn again.
     fn put_aside(&mut self, shown: Shown) {
         match shown {
-            Shown::Menu(_) => {
+            Shown::Menu(menu) => {
+                self.menu_aside = Some(menu);
                 self.trigger.menu_closed();
                 self.trigger.on_input(None, self.screen.now());
             }
@@ -581,7 +586,12 @@ impl Relay {
                 Some(key) => promoted_commands(key),
                 None => default_commands(),
             };
-            self.open_menu(Menu::new(commands, &query));
+            let menu = Menu::new(commands, &query);
+            let menu = match self.menu_aside.take() {
+                Some(earlier) => menu.carrying_over(&earlier),
+                None => menu,
+            };
+            self.open_menu(menu);
         }
     }
 

@@ -98,6 +98,21 @@ impl Menu {
         }
     }
 
+    /// This menu, opened again for the same line after `earlier` was taken down (a resize, a
+    /// stop): what was typed into `earlier` and its selection carry over. For another line
+    /// (the adapter's text changed meanwhile) it stays as it is.
+    pub fn carrying_over(mut self, earlier: &Menu) -> Menu {
+        if earlier.forwarded != self.forwarded {
+            return self;
+        }
+        let chosen = earlier.selected().map(|item| item.name.clone());
+        self.typed = earlier.typed.clone();
+        self.selected = chosen
+            .and_then(|name| self.matches().iter().position(|item| item.name == name))
+            .unwrap_or(0);
+        self
+    }
+
     /// The text candidates must start with.
     pub fn filter(&self) -> String {
         format!("{}{}", self.forwarded, self.typed)

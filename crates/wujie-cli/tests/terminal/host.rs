@@ -227,6 +227,29 @@ fn a_resize_while_the_menu_is_open_lets_the_adapter_redraw_then_opens_the_menu_a
 }
 
 #[test]
+fn what_was_typed_into_the_menu_is_kept_when_a_resize_opens_it_again() {
+    let env = Env::new();
+    env.install_example("fake-tui-v2");
+    let term = Term::discuss(&env, &[]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    // Typed into the menu (its filter), not yet the adapter's.
+    term.send(b"cr");
+    term.resize(20, 60);
+    term.wait_for("the redraw and the menu at the new size", |s| {
+        s.contains("60x20") && s.matches("/wujiecreateissue").count() == 1
+    });
+    // Esc gives the adapter what the menu took: nothing typed was lost with the resize.
+    term.send(b"\x1b");
+    let after = term.wait_for("the menu to close", |s| !s.contains("/wujiecreateissue"));
+    assert!(
+        after.lines().any(|l| l.trim_end() == "> /wujiecr"),
+        "{after}"
+    );
+}
+
+#[test]
 fn output_waits_while_the_menu_is_open_and_past_the_cap_the_adapter_waits_too() {
     use wujie_host::HOLD_CAP;
     let env = Env::new();

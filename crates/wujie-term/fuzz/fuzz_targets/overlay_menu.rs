@@ -47,6 +47,9 @@ fuzz_target!(|data: &[u8]| {
         if let MenuUpdate::Closed(_) = menu.handle_key(key) {
             break;
         }
+        // Opened again for the same line (a resize): what was typed and selected carries over.
+        let again = Menu::new(wujie_term::default_commands(), "").carrying_over(&menu);
+        assert_eq!(again.filter(), menu.filter());
         overlay.redraw(&menu.lines(size.cols, overlay.max_height()), &mut out);
         let _ = card.handle_key(key);
         assert!(overlay.top() + overlay.height() <= size.rows);

@@ -49,6 +49,39 @@ fn names(menu: &Menu) -> Vec<&str> {
 }
 
 #[test]
+fn a_menu_opened_again_for_the_same_line_keeps_what_was_typed_and_selected() {
+    let mut earlier = menu();
+    for key in [Key::Char('c'), Key::Down] {
+        earlier.handle_key(key);
+    }
+    assert_eq!(
+        earlier.selected().map(|i| i.name.as_str()),
+        Some("/wujiecancel")
+    );
+    let again = menu().carrying_over(&earlier);
+    assert_eq!(again.filter(), "/wujiec");
+    assert_eq!(
+        again.selected().map(|i| i.name.as_str()),
+        Some("/wujiecancel")
+    );
+    // Esc gives the adapter what was typed into the menu, as it would have before.
+    let mut again = again;
+    assert_eq!(
+        again.handle_key(Key::Esc),
+        MenuUpdate::Closed(MenuOutcome::Dismissed {
+            forward: b"c".to_vec()
+        })
+    );
+    // For another line, nothing carries over.
+    let other = Menu::new(default_commands(), "c").carrying_over(&earlier);
+    assert_eq!(other.filter(), "/wujiec");
+    assert_eq!(
+        other.selected().map(|i| i.name.as_str()),
+        Some(CREATE_ISSUE)
+    );
+}
+
+#[test]
 fn create_issue_is_a_default_command() {
     let items = default_commands();
     assert!(
