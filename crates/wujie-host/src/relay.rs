@@ -198,6 +198,9 @@ pub struct Relay {
     escape_due: Option<Instant>,
     line: InputLine,
     trigger: TriggerDetector,
+    /// When the user's terminal last changed size: the adapter's repaint for it counts from
+    /// then ([`Relay::reopen_after_repaint`]).
+    resized_at: Duration,
     /// The menu that was up when a resize or a stop took it down: the one opened again for
     /// the same line keeps what was typed into it and its selection.
     menu_aside: Option<Menu>,
@@ -256,6 +259,7 @@ impl Relay {
             escape_due: None,
             line: InputLine::new(),
             trigger: TriggerDetector::new(),
+            resized_at: Duration::ZERO,
             menu_aside: None,
             held_keys: Vec::new(),
             own_reports_owed: 0,
@@ -465,10 +469,12 @@ impl Relay {
         self.restore_modes(&mut lock);
         lock.release();
         drop(lock);
+        let continued = self.screen.now();
         self.continue_adapter();
         if self.menu_enabled {
             self.trigger
-                .on_input(self.line.trigger_query(), self.screen.now());
+                .on_repaint_due(self.line.trigger_query(), continued);
+            self.poll_trigger();
         }
         if let Some((_, limit)) = &mut self.card_due {
             *limit = Instant::now() + SETTLE_LIMIT;
@@ -888,6 +894,7 @@ impl Relay {
             return;
         }
         self.screen.lock().resize(size);
+        self.resized_at = self.screen.now();
         self.size = size;
         self.to_adapter.resize(size).await;
         let interactive = self.interactive;
@@ -931,7 +938,9 @@ impl Relay {
         self.put_aside(shown);
         if menu {
             self.trigger
-                .on_input(self.line.trigger_query(), self.screen.now());
+                .on_repaint_due(self.line.trigger_query(), self.resized_at);
+            // A repaint already drawn since the resize counts at once.
+            self.poll_trigger();
         }
     }
 }

@@ -99,7 +99,9 @@ pub use scanner::{
     STRING_CAP, StringKind, Terminator,
 };
 pub use screen::{Attributes, SavedCursor, ScreenModel};
-pub use trigger::{ECHO_WAIT, SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector};
+pub use trigger::{
+    ECHO_WAIT, REPAINT_SILENCE, REPAINT_WAIT, SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector,
+};
 
 // The suite under tests/ runs in this crate's one test binary rather than in a binary of its
 // own (each test binary costs a link on every build); it names the crate as its users do.

@@ -227,6 +227,24 @@ fn a_resize_while_the_menu_is_open_lets_the_adapter_redraw_then_opens_the_menu_a
 }
 
 #[test]
+fn a_resize_with_the_menu_open_waits_for_an_adapter_that_repaints_late() {
+    let env = Env::new();
+    env.install_example("fake-tui-v2");
+    let term = Term::discuss(&env, &["--repaint-after", "400"]);
+    term.wait_text("Ctrl+D quit");
+    term.send(b"/wujie");
+    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    term.resize(20, 60);
+    // The repaint, 400 ms after the resize, is on the screen with the menu opened again under
+    // it, not held back under a menu that opened before it.
+    let screen = term.wait_for("the late repaint and the menu under it", |s| {
+        s.contains("60x20") && s.matches("/wujiecreateissue").count() == 1
+    });
+    let (repaint, menu) = (screen.find("60x20"), screen.find("/wujiecreateissue"));
+    assert!(repaint < menu, "{screen}");
+}
+
+#[test]
 fn what_was_typed_into_the_menu_is_kept_when_a_resize_opens_it_again() {
     let env = Env::new();
     env.install_example("fake-tui-v2");

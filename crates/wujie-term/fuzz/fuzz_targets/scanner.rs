@@ -35,7 +35,11 @@ fuzz_target!(|data: &[u8]| {
     for (i, event) in whole.iter().enumerate() {
         let now = Duration::from_millis(u64::try_from(i).unwrap_or(u64::MAX));
         line.apply(event);
-        detector.on_input(line.trigger_query(), now);
+        if event.bytes.len() % 5 == 0 {
+            detector.on_repaint_due(line.trigger_query(), now);
+        } else {
+            detector.on_input(line.trigger_query(), now);
+        }
         if event.bytes.len() % 3 == 0 {
             detector.on_adapter_output(now);
         }

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 use wujie_term::{
-    ECHO_WAIT, InputEvent, InputKind, InputLine, InputScanner, SETTLE_LIMIT, SILENCE,
-    TriggerAction, TriggerDetector,
+    ECHO_WAIT, InputEvent, InputKind, InputLine, InputScanner, REPAINT_SILENCE, REPAINT_WAIT,
+    SETTLE_LIMIT, SILENCE, TriggerAction, TriggerDetector,
 };
 
 fn ms(n: u64) -> Duration {
@@ -172,6 +172,44 @@ fn no_output_opens_at_one_hundred_ms() {
     d.on_input(Some("c"), ms(500));
     assert_eq!(d.poll(ms(599)), None);
     assert_eq!(d.poll(ms(600)), open("c", false));
+}
+
+#[test]
+fn after_a_resize_the_menu_waits_for_a_late_repaint_and_its_silence() {
+    let mut d = TriggerDetector::new();
+    d.on_repaint_due(Some(""), ms(0));
+    assert_eq!(d.poll(ECHO_WAIT), None, "not before the repaint");
+    d.on_adapter_output(ms(400));
+    // A pause between the repaint's frames is not its end.
+    assert_eq!(d.poll(ms(400) + SILENCE), None);
+    d.on_adapter_output(ms(450));
+    assert_eq!(d.poll(ms(450) + REPAINT_SILENCE - ms(1)), None);
+    assert_eq!(d.poll(ms(450) + REPAINT_SILENCE), open("", true));
+    // An adapter that never repaints gets the menu at the wait's end.
+    let mut d = TriggerDetector::new();
+    d.on_repaint_due(Some(""), ms(0));
+    assert_eq!(d.poll(REPAINT_WAIT - ms(1)), None);
+    assert_eq!(d.poll(REPAINT_WAIT), open("", false));
+    // A repaint that starts late and keeps coming still has the settle limit after the wait.
+    let mut d = TriggerDetector::new();
+    d.on_repaint_due(Some(""), ms(0));
+    let limit = REPAINT_WAIT + SETTLE_LIMIT;
+    let mut t = ms(900);
+    while t < limit {
+        d.on_adapter_output(t);
+        assert_eq!(d.poll(t), None);
+        t += ms(3);
+    }
+    assert_eq!(d.poll(limit), open("", true));
+    // A repaint drawn between the resize and the call counts.
+    let mut d = TriggerDetector::new();
+    d.on_repaint_due(Some(""), ms(0));
+    d.on_adapter_output(ms(5));
+    assert_eq!(d.poll(ms(5) + REPAINT_SILENCE), open("", true));
+    // No trigger on the line: nothing is due.
+    let mut d = TriggerDetector::new();
+    d.on_repaint_due(None, ms(0));
+    assert_eq!(d.next_deadline(), None);
 }
 
 #[test]
