@@ -257,7 +257,7 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
     let (command, record) = opencode_record::plan(&args.command);
     let record = record.unwrap_or_else(|why| {
         wujie_process::stderr_line!(
-            "wujie adapter acp: opencode's record of each model request cannot be read ({why}); each turn's usage counts only what opencode's answer says, its last request"
+            "wujie adapter acp: opencode's record of each model request cannot be read: {why}. Each turn's usage counts only what opencode's answer says, its last request."
         );
         None
     });

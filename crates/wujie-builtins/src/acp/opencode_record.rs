@@ -35,9 +35,14 @@ pub fn plan(command: &[String]) -> (Vec<String>, Result<Option<OpencodeRecord>, 
         return (command, Ok(None));
     }
     let mut args = command.split_off(1);
-    let server = free_port().and_then(|port| server_address(&mut args, port));
+    let server = match free_port() {
+        Ok(port) => server_address(&mut args, port).map_err(|_| {
+            "its --port is 0 or not a port number, so where its server listens is unknown; drop --port, or give a port number".to_owned()
+        }),
+        Err(e) => Err(format!("no port is free for its server: {e}")),
+    };
     command.extend(args);
-    let record = server.map_err(|e| e.to_string()).and_then(|server| {
+    let record = server.and_then(|server| {
         reqwest::Client::builder()
             .no_proxy()
             .build()
