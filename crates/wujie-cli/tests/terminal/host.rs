@@ -207,19 +207,32 @@ fn a_resize_reaches_the_adapter() {
     term.wait_text("60x20");
 }
 
-#[test]
-fn a_resize_while_the_menu_is_open_lets_the_adapter_redraw_then_opens_the_menu_again() {
+/// `wujie discuss -- fake-tui-v2 ADAPTER_ARGS…` with the `/wujie` menu open (the env is kept
+/// alive with the terminal).
+fn with_the_menu_open(adapter_args: &[&str]) -> (Env, Term) {
     let env = Env::new();
     env.install_example("fake-tui-v2");
-    let term = Term::discuss(&env, &[]);
+    let term = Term::discuss(&env, adapter_args);
     term.wait_text("Ctrl+D quit");
     term.send(b"/wujie");
     term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    (env, term)
+}
+
+/// Resizes to 60x20 with the menu open; the screen once the adapter's repaint and the menu,
+/// once, are on it.
+fn resized_with_the_menu_back(term: &Term) -> String {
     term.resize(20, 60);
-    // The adapter redraws for the new size first, then the menu opens again under it, once.
-    let screen = term.wait_for("the redraw and the menu at the new size", |s| {
+    term.wait_for("the repaint and the menu at the new size", |s| {
         s.contains("60x20") && s.matches("/wujiecreateissue").count() == 1
-    });
+    })
+}
+
+#[test]
+fn a_resize_while_the_menu_is_open_lets_the_adapter_redraw_then_opens_the_menu_again() {
+    let (_env, term) = with_the_menu_open(&[]);
+    // The adapter redraws for the new size first, then the menu opens again under it, once.
+    let screen = resized_with_the_menu_back(&term);
     assert!(screen.contains("> /wujie"), "{screen}");
     term.send(b"\x1b");
     let after = term.wait_for("the menu to close", |s| !s.contains("/wujiecreateissue"));
@@ -228,36 +241,20 @@ fn a_resize_while_the_menu_is_open_lets_the_adapter_redraw_then_opens_the_menu_a
 
 #[test]
 fn a_resize_with_the_menu_open_waits_for_an_adapter_that_repaints_late() {
-    let env = Env::new();
-    env.install_example("fake-tui-v2");
-    let term = Term::discuss(&env, &["--repaint-after", "400"]);
-    term.wait_text("Ctrl+D quit");
-    term.send(b"/wujie");
-    term.wait_text("/wujiecreateissue  create an issue from this discussion");
-    term.resize(20, 60);
+    let (_env, term) = with_the_menu_open(&["--repaint-after", "400"]);
     // The repaint, 400 ms after the resize, is on the screen with the menu opened again under
     // it, not held back under a menu that opened before it.
-    let screen = term.wait_for("the late repaint and the menu under it", |s| {
-        s.contains("60x20") && s.matches("/wujiecreateissue").count() == 1
-    });
+    let screen = resized_with_the_menu_back(&term);
     let (repaint, menu) = (screen.find("60x20"), screen.find("/wujiecreateissue"));
     assert!(repaint < menu, "{screen}");
 }
 
 #[test]
 fn what_was_typed_into_the_menu_is_kept_when_a_resize_opens_it_again() {
-    let env = Env::new();
-    env.install_example("fake-tui-v2");
-    let term = Term::discuss(&env, &[]);
-    term.wait_text("Ctrl+D quit");
-    term.send(b"/wujie");
-    term.wait_text("/wujiecreateissue  create an issue from this discussion");
+    let (_env, term) = with_the_menu_open(&[]);
     // Typed into the menu (its filter), not yet the adapter's.
     term.send(b"cr");
-    term.resize(20, 60);
-    term.wait_for("the redraw and the menu at the new size", |s| {
-        s.contains("60x20") && s.matches("/wujiecreateissue").count() == 1
-    });
+    resized_with_the_menu_back(&term);
     // Esc gives the adapter what the menu took: nothing typed was lost with the resize.
     term.send(b"\x1b");
     let after = term.wait_for("the menu to close", |s| !s.contains("/wujiecreateissue"));
