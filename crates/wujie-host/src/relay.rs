@@ -653,6 +653,11 @@ impl Relay {
                 }
                 forward.extend_from_slice(&event.bytes);
                 self.line.apply(&event);
+                if typed {
+                    // The line went on without the menu coming back: a later menu on it is a
+                    // new one, not the one put aside.
+                    self.menu_aside = None;
+                }
                 // The line reads `/wujie…` now: the trigger starts waiting before the next
                 // key, which then waits for the menu.
                 if typed && self.menu_enabled && self.line.trigger_query().is_some() {
