@@ -265,7 +265,6 @@ pub fn quit_ok(tmux: &Tmux) {
     assert!(end.contains("EXIT=0"), "{end}");
 }
 
-/// (type, content) of a run's or discussion's messages.
 /// The entries of `said` whose kind is one of `kinds`, in order.
 pub fn of_kinds(said: Vec<(String, String)>, kinds: &[&str]) -> Vec<(String, String)> {
     said.into_iter()
@@ -273,6 +272,7 @@ pub fn of_kinds(said: Vec<(String, String)>, kinds: &[&str]) -> Vec<(String, Str
         .collect()
 }
 
+/// (type, content) of a run's or discussion's messages.
 pub fn said(messages: &Value) -> Vec<(String, String)> {
     messages
         .as_array()

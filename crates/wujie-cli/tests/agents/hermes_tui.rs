@@ -172,6 +172,42 @@ fn discuss_with_hermes_resume_lands_on_the_same_discussion_without_duplicates() 
     hermes.shutdown();
 }
 
+/// `/new` in Hermes' REPL moves it to a new session: the turn there is synced to the same run.
+#[test]
+fn a_hermes_turn_after_new_is_synced_too() {
+    let Some(hermes) = require_hermes() else {
+        return;
+    };
+    let key = hermes.env.create_issue("two sessions");
+    let tmux = hermes.tmux("hermes-new", &format!("run {key} -- hermes --yolo"));
+    say(&tmux, "first question");
+    tmux.wait_for("the first answer", |s| pong_after(s, "first question"));
+    say(&tmux, "/new");
+    // Hermes may ask to confirm that the conversation is left (it did in some runs).
+    let asked = tmux.wait_for("the new session or Hermes' question", |s| {
+        s.contains("New session started!") || s.contains("Approve Once")
+    });
+    if !asked.contains("New session started!") {
+        // "Approve Once" takes the key itself.
+        tmux.keys(&["-l", "1"]);
+    }
+    tmux.wait_settled("the new session", |s| {
+        s.contains("New session started!") && s.contains(READY)
+    });
+    say(&tmux, "second question");
+    tmux.wait_settled("the second answer", |s| pong_after(s, "second question"));
+    quit_ok(&tmux);
+    drop(tmux);
+
+    let run = first_run_succeeded(&hermes.env, &key, "hermes");
+    assert_eq!(
+        of_kinds(said(&run["messages"]), &["user_input", "final"]),
+        pong_turns(&["first question", "second question"]),
+        "{run:#}"
+    );
+    hermes.shutdown();
+}
+
 /// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
 /// Hermes answers a prompt.
 #[test]
