@@ -63,6 +63,10 @@ use self::console::{Choice, Console, ConsoleOut, TurnInput, user_at_terminal};
 use self::mapper::{AcpMapper, TurnEnd, session_model};
 use self::opencode_record::OpencodeRecord;
 
+/// What usage counts when opencode's record of each request cannot be read.
+const ANSWER_USAGE_ONLY: &str =
+    "Each turn's usage counts only what opencode's answer says: its last model request.";
+
 /// How the adapter was asked to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcpArgs {
@@ -257,7 +261,7 @@ async fn run(args: AcpArgs, terminal: bool) -> Result<i32, AcpError> {
     let (command, record) = opencode_record::plan(&args.command);
     let record = record.unwrap_or_else(|why| {
         wujie_process::stderr_line!(
-            "wujie adapter acp: opencode's record of each model request cannot be read: {why}. Each turn's usage counts only what opencode's answer says, its last request."
+            "wujie adapter acp: opencode's record of each model request cannot be read: {why}. {ANSWER_USAGE_ONLY}"
         );
         None
     });
@@ -734,9 +738,7 @@ impl Conversation {
                 .is_err_and(agent_client_protocol::is_incoming_transport_closed),
         })
     }
-}
 
-impl Conversation {
     /// The usage of each model request of the turn that just ended, from the agent's own
     /// record where the provider reads one; empty otherwise, and when it cannot be read (said
     /// once on stderr).
@@ -752,9 +754,7 @@ impl Conversation {
             Ok(usage) => usage,
             Err(why) => {
                 if !std::mem::replace(&mut self.record_unread, true) {
-                    wujie_process::stderr_line!(
-                        "wujie adapter acp: {why}; the turn's usage counts only what opencode's answer says, its last model request"
-                    );
+                    wujie_process::stderr_line!("wujie adapter acp: {why}. {ANSWER_USAGE_ONLY}");
                 }
                 Vec::new()
             }

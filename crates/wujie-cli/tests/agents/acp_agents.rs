@@ -311,7 +311,7 @@ fn opencode_over_acp_whose_record_cannot_be_read_says_its_usage_is_the_last_requ
     assert!(
         stderr.contains(
             "opencode's record of each model request cannot be read: its --port is 0 or not a port number"
-        ) && stderr.contains("its last request"),
+        ) && stderr.contains("its last model request"),
         "{}",
         describe(&out)
     );
