@@ -293,13 +293,15 @@ pub async fn discuss(
         .native_session
         .take()
         .and_then(|native| provider.resume_args(&req.args, &native));
-    let promoted =
-        finish_promoted_run(&reporter, flow.promoted.take(), &ending, resume_args).await?;
     reporter.flush().await.map_err(LocalRunError::reporter(
         "cannot record the adapter's events",
     ))?;
-    // Every line the session handled is committed now.
+    // Every line the session handled is committed now. The spool goes before the promoted
+    // run's end is recorded, as in `wujie run`: its lines went to that run after the
+    // promotion, and a delivered run is forgotten only when no spool of it is left.
     spool.end().await;
+    let promoted =
+        finish_promoted_run(&reporter, flow.promoted.take(), &ending, resume_args).await?;
     // (the discussion this session started with, the one it continued instead)
     let attached = flow
         .abandoned

@@ -103,8 +103,9 @@ pub async fn run(
                 exit_code: None,
                 error: Some(wujie_protocol::error_text::with_causes(&e)),
             };
-            let _ = open.reporter.finish(&open.run_id, finish).await;
+            // The spool first, as in `close_run`.
             open.spool.end().await;
+            let _ = open.reporter.finish(&open.run_id, finish).await;
             let _ = open.reporter.close(req.drain_timeout, |_| {}).await;
             return Err(e);
         }
@@ -227,11 +228,19 @@ async fn close_run(
         error: ending.error.clone(),
     };
     open.reporter
+        .flush()
+        .await
+        .map_err(LocalRunError::reporter(
+            "cannot record the adapter's events",
+        ))?;
+    // Every line the session handled is committed now. The spool goes before the end is
+    // recorded: once recorded, the end may be delivered at once, and the outbox forgets a
+    // delivered run only when no spool of it is left (else it stayed listed, done, for ever).
+    open.spool.end().await;
+    open.reporter
         .finish(&open.run_id, finish)
         .await
         .map_err(LocalRunError::reporter("cannot record the end of the run"))?;
-    // Every line the session handled is committed now.
-    open.spool.end().await;
     let mut progress = wujie_process::stderr::Progress::new();
     let summary = open
         .reporter
