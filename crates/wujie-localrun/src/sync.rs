@@ -94,7 +94,7 @@ pub async fn sync(
     let mut out = Vec::new();
     let mut connections: Vec<(String, Connection)> = Vec::new();
     for listed in targets {
-        if !has_work(&listed) {
+        if !has_work(&listed) && !delivered_run(&listed) {
             continue;
         }
         // Held until this target is done: a live reporter keeps it, and two syncs never
@@ -128,8 +128,10 @@ pub async fn sync(
             continue;
         };
         if !has_work(&t) {
-            // A discussion has no end to send: once its spool gave nothing, it is done.
-            if t.kind == TargetKind::Discussion {
+            // Nothing left to send: a discussion once its spool gave nothing (it has no end
+            // to send), a run whose end was delivered (its reporter died before it forgot the
+            // run, or an earlier version left it). Forgotten, unless refused rows need a look.
+            if t.kind == TargetKind::Discussion || delivered_run(&t) {
                 let _ = outbox.finish_delivered(&t.id).await;
             }
             continue;
@@ -154,6 +156,12 @@ pub async fn sync(
 fn has_work(t: &TargetState) -> bool {
     let needs_finish = t.kind == TargetKind::Run && !t.finish_sent;
     t.pending > 0 || needs_finish || t.spooled
+}
+
+/// A run whose end was delivered: the outbox keeps it only while refused rows of it need a
+/// look, or a spool still holds lines for it.
+fn delivered_run(t: &TargetState) -> bool {
+    t.kind == TargetKind::Run && t.finish_sent
 }
 
 /// A target this sync could not deliver, and why.

@@ -117,6 +117,41 @@ fn a_stopped_run_keeps_its_events_while_other_runs_sync() {
     assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
 }
 
+/// A run whose end was delivered but which stayed in the outbox (its reporter ended before it
+/// forgot the run; earlier versions could leave one so for ever) is forgotten by the next sync.
+#[test]
+fn a_delivered_run_left_in_the_outbox_is_forgotten_by_the_next_sync() {
+    let Some(sqlite3) = wujie_require::require("sqlite3") else {
+        return;
+    };
+    let env = Env::new();
+    let key = env.create_issue("left behind");
+    install(
+        &env,
+        "quick",
+        &format!("echo '{}'", msg("text", "hi", "h1")),
+    );
+    env.ok(&["run", &key, "--", "quick"]);
+    assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
+    // What such a run leaves: its row, its end sent, nothing else.
+    let outbox = env.home.path().join("state").join("outbox.db");
+    let left = std::process::Command::new(sqlite3)
+        .arg(&outbox)
+        .arg(
+            "INSERT INTO targets (id, kind, server_url, label, finish_json, finish_sent, created_at) \
+             VALUES ('01a23d00-0000-7000-8000-000000000001', 'run', 'local', 'WUJ-1', '{}', 1, 0)",
+        )
+        .output()
+        .expect("sqlite3 runs");
+    assert!(left.status.success(), "{left:?}");
+    let status = env.json(&["local-run", "status"]);
+    assert_eq!(status[0]["label"], "WUJ-1", "{status}");
+    assert_eq!(status[0]["finish_pending"], false, "{status}");
+
+    env.ok(&["local-run", "sync"]);
+    assert_eq!(env.json(&["local-run", "status"]), serde_json::json!([]));
+}
+
 #[test]
 fn a_sigkilled_reporter_is_taken_over_at_once() {
     let env = Env::new();
