@@ -85,11 +85,17 @@ impl Env {
         cmd
     }
 
+    /// `wujie ARGS…` run in `dir` (a repository, a worktree) rather than the work dir.
+    pub fn cmd_in(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut cmd = self.cmd();
+        cmd.current_dir(dir).args(args);
+        cmd
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().expect("wujie runs")
     }
 
-    /// Run and require success; returns stdout.
     /// A new team token named `name`, minted on the server at `url` with this profile's token.
     pub fn team_token(&self, url: &str, name: &str) -> String {
         self.ok(&["--server", url, "token", "create", "--name", name])

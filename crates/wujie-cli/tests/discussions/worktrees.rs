@@ -11,9 +11,26 @@ use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
 
 fn wujie_in(env: &Env, dir: &Path, args: &[&str]) -> Output {
-    let out = env.cmd().current_dir(dir).args(args).output().unwrap();
+    let out = env.cmd_in(dir, args).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     out
+}
+
+/// `wujie --output json ARGS…` in `dir`: its report, and what it said on stderr.
+fn json_in(env: &Env, dir: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let mut json = vec!["--output", "json"];
+    json.extend(args);
+    let out = wujie_in(env, dir, &json);
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    (report, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The key of the issue made last.
+fn newest_issue_key(env: &Env) -> String {
+    env.json(&["issue", "list"])[0]["key"]
+        .as_str()
+        .expect("an issue")
+        .to_owned()
 }
 
 /// The issue's worktree is there, on its branch, and stderr said where.
@@ -52,21 +69,15 @@ fn a_discussion_promoted_with_worktree_makes_the_issues_worktree_and_says_to_run
     ];
 
     // As JSON: the report names the worktree.
-    let mut json = vec!["--output", "json"];
-    json.extend(discuss);
-    let out = wujie_in(&env, &repo, &json);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, stderr) = json_in(&env, &repo, &discuss);
     let key = report["issue_key"].as_str().expect("promoted").to_owned();
-    let place = assert_worktree_made(&env, &key, &String::from_utf8_lossy(&out.stderr));
+    let place = assert_worktree_made(&env, &key, &stderr);
     assert_eq!(report["worktree"], place.display().to_string());
 
     // As text: the way to go on is a run in that worktree.
     let out = wujie_in(&env, &repo, &discuss);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let key = env.json(&["issue", "list"]).as_array().unwrap()[0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = newest_issue_key(&env);
     assert_worktree_made(&env, &key, &stderr);
     assert!(
         stderr.contains(&format!(
@@ -112,12 +123,10 @@ fn discussion_promote_with_worktree_makes_it_too_and_outside_a_repository_is_ref
     );
 
     // A discussion left open, promoted afterwards with --worktree.
-    let out = wujie_in(
+    let (report, _) = json_in(
         &env,
         &repo,
         &[
-            "--output",
-            "json",
             "discuss",
             "--confirm",
             "reject",
@@ -126,14 +135,10 @@ fn discussion_promote_with_worktree_makes_it_too_and_outside_a_repository_is_ref
             "--script",
         ],
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = report["discussion_id"].as_str().unwrap();
     let out = wujie_in(&env, &repo, &["discussion", "promote", id, "--worktree"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let key = env.json(&["issue", "list"]).as_array().unwrap()[0]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let key = newest_issue_key(&env);
     assert_worktree_made(&env, &key, &String::from_utf8_lossy(&out.stderr));
     assert!(
         stdout.contains(&format!(
@@ -205,20 +210,11 @@ echo '{"type":"final","content":"added notes.txt","source":"t","source_key":"f1"
     declared["capabilities"]["native_plan_handoff"] = true.into();
     std::fs::write(&manifest, declared.to_string()).unwrap();
     env.ok(&["local-run", "provider", "install", dir.to_str().unwrap()]);
-    let out = wujie_in(
+    let (report, _) = json_in(
         &env,
         &repo,
-        &[
-            "--output",
-            "json",
-            "discuss",
-            "--confirm",
-            "accept",
-            "--",
-            "planner",
-        ],
+        &["discuss", "--confirm", "accept", "--", "planner"],
     );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let key = report["issue_key"].as_str().expect("promoted");
     let stat = env.ok(&["issue", "diff", key, "--stat"]);
     // What the agent wrote while it planned was before the run: not the run's.

@@ -32,12 +32,6 @@ echo '{}'"#,
     )
 }
 
-fn wujie_in(env: &Env, dir: &Path, args: &[&str]) -> std::process::Command {
-    let mut cmd = env.cmd();
-    cmd.current_dir(dir).args(args);
-    cmd
-}
-
 fn ok(out: Output) -> String {
     assert!(out.status.success(), "{}", describe(&out));
     String::from_utf8(out.stdout).unwrap()
@@ -54,7 +48,7 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
     let (a, b) = (env.create_issue("first"), env.create_issue("second"));
 
     let spawn = |key: &str| {
-        wujie_in(&env, &repo, &["run", key, "--worktree", "--", "noter"])
+        env.cmd_in(&repo, &["run", key, "--worktree", "--", "noter"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -119,11 +113,10 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
 
     // Listed, with their uncommitted files and how far ahead of main they are.
-    let listed = ok(
-        wujie_in(&env, &repo, &["worktree", "list", "--output", "json"])
-            .output()
-            .unwrap(),
-    );
+    let listed = ok(env
+        .cmd_in(&repo, &["worktree", "list", "--output", "json"])
+        .output()
+        .unwrap());
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
     let rows: Vec<(String, u64, u64, u64)> = listed
         .as_array()
@@ -141,7 +134,8 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
     assert_eq!(rows, [(a.clone(), 1, 1, 0), (b.clone(), 1, 1, 0)]);
 
     // A second run on an issue reuses its worktree.
-    let again = wujie_in(&env, &repo, &["run", &a, "--worktree", "--", "noter"])
+    let again = env
+        .cmd_in(&repo, &["run", &a, "--worktree", "--", "noter"])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&again.stderr);
@@ -161,7 +155,8 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
     );
 
     // Removing one with uncommitted work is refused, then forced; its branch is kept.
-    let refused = wujie_in(&env, &repo, &["worktree", "remove", &a])
+    let refused = env
+        .cmd_in(&repo, &["worktree", "remove", &a])
         .output()
         .unwrap();
     assert!(!refused.status.success());
@@ -170,11 +165,10 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
         said.contains("1 uncommitted files") && said.contains("--force"),
         "{said}"
     );
-    ok(
-        wujie_in(&env, &repo, &["worktree", "remove", &a, "--force"])
-            .output()
-            .unwrap(),
-    );
+    ok(env
+        .cmd_in(&repo, &["worktree", "remove", &a, "--force"])
+        .output()
+        .unwrap());
     let branch_a = format!("wujie/{}", a.to_lowercase());
     assert_eq!(
         git(&repo, &["branch", "--list", &branch_a]).trim_start_matches("* "),
@@ -185,11 +179,10 @@ fn two_issues_run_in_worktrees_of_their_own_at_once_and_leave_the_checkout_alone
         &env.work.path().join("project.wujie").join(b.to_lowercase()),
         &["stash", "-u", "-q"],
     );
-    ok(
-        wujie_in(&env, &repo, &["worktree", "remove", &b, "--delete-branch"])
-            .output()
-            .unwrap(),
-    );
+    ok(env
+        .cmd_in(&repo, &["worktree", "remove", &b, "--delete-branch"])
+        .output()
+        .unwrap());
     let branch_b = format!("wujie/{}", b.to_lowercase());
     assert_eq!(git(&repo, &["branch", "--list", &branch_b]), "");
 }
@@ -204,13 +197,13 @@ fn a_worktree_switched_to_another_branch_by_hand_is_reported_not_lost() {
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("switched");
     let dirs = env.work.path().join("elsewhere");
-    let mut first = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "quiet"]);
+    let mut first = env.cmd_in(&repo, &["run", &key, "--worktree", "--", "quiet"]);
     first.env("WUJIE_WORKTREES_DIR", &dirs);
     ok(first.output().unwrap());
     let place = dirs.join(key.to_lowercase());
     git(&place, &["switch", "-q", "-c", "mine"]);
 
-    let mut again = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "quiet"]);
+    let mut again = env.cmd_in(&repo, &["run", &key, "--worktree", "--", "quiet"]);
     again.env("WUJIE_WORKTREES_DIR", &dirs);
     let out = again.output().unwrap();
     assert!(!out.status.success());
@@ -219,7 +212,7 @@ fn a_worktree_switched_to_another_branch_by_hand_is_reported_not_lost() {
         said.contains("branch mine is checked out there now") && said.contains("git -C"),
         "{said}"
     );
-    let mut list = wujie_in(&env, &repo, &["worktree", "list"]);
+    let mut list = env.cmd_in(&repo, &["worktree", "list"]);
     list.env("WUJIE_WORKTREES_DIR", &dirs);
     let table = ok(list.output().unwrap());
     assert!(table.contains("mine (switched by hand)"), "{table}");
@@ -267,7 +260,8 @@ fn a_worktree_run_that_merges_its_base_is_not_credited_with_the_bases_work() {
     let plugin = env.plugin("merger", V1, &merging_agent(&repo, &go));
     env.ok(&["local-run", "provider", "install", plugin.to_str().unwrap()]);
     let key = env.create_issue("merge the base");
-    let run = wujie_in(&env, &repo, &["run", &key, "--worktree", "--", "merger"])
+    let run = env
+        .cmd_in(&repo, &["run", &key, "--worktree", "--", "merger"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
