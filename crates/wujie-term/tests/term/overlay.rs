@@ -78,6 +78,15 @@ fn menu_lines(size: TermSize, query: &str) -> Vec<OverlayLine> {
     Menu::new(items, query).lines(size.cols, Overlay::capacity(size).min(6))
 }
 
+/// Closes `overlay` on `term`: every row (with its attributes) and the cursor are as `before`.
+pub(super) fn close_restores(term: &mut vt100::Parser, overlay: Overlay, before: &vt100::Screen) {
+    let mut out = Vec::new();
+    overlay.close(&mut out);
+    term.process(&out);
+    assert_eq!(rows_formatted(term.screen()), rows_formatted(before));
+    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+}
+
 /// Checks the state after close equals the state before: every adapter row where it was, except
 /// the top `scrolled` rows, which opening pushed into the scrollback and closing brings back blank.
 fn assert_restored(before: &vt100::Screen, after: &vt100::Screen, scrolled: u16) {
@@ -815,11 +824,7 @@ fn on_a_full_screen_rows_the_host_can_draw_again_move_off_and_come_back_exactly(
         "the oldest rows left; what the adapter printed last is still above its input line"
     );
     assert_eq!(term.screen().cursor_position(), (2, 12));
-    out.clear();
-    overlay.close(&mut out);
-    term.process(&out);
-    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
-    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+    close_restores(&mut term, overlay, &before);
     assert_eq!(term.screen().scrollback_len(), 0);
 }
 
@@ -874,9 +879,5 @@ fn an_input_line_one_row_above_the_bottom_still_gets_its_area_under_the_margin()
         "the menu is under the margin: {shown:#?}"
     );
     assert_eq!(term.screen().scrollback_len(), 0);
-    out.clear();
-    overlay.close(&mut out);
-    term.process(&out);
-    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
-    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+    close_restores(&mut term, overlay, &before);
 }

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use super::overlay::{rows_formatted, rows_text};
+use super::overlay::{close_restores, rows_formatted, rows_text};
 use wujie_term::{
     MARGIN_MOST_ROWS, MARGIN_ROWS, Menu, Overlay, OverlayLine, Placement, ScreenModel, TermSize,
     default_commands,
@@ -65,10 +65,7 @@ fn the_area_opens_under_a_footer_drawn_under_the_input_box_not_inside_it() {
     );
     assert!(rows_text(term.screen())[9].contains("/wujie"));
     assert_eq!(term.screen().cursor_position(), (4, 10));
-    out.clear();
-    overlay.close(&mut out);
-    term.process(&out);
-    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
+    close_restores(&mut term, overlay, &before);
     assert_eq!(term.screen().cursor_position(), (4, 10));
 }
 
@@ -104,11 +101,7 @@ fn a_footer_on_the_last_row_moves_up_with_the_input_box_and_the_area_opens_under
         "{during:#?}"
     );
     assert_eq!(term.screen().scrollback_len(), 0);
-    out.clear();
-    overlay.close(&mut out);
-    term.process(&out);
-    assert_eq!(rows_formatted(term.screen()), rows_formatted(&before));
-    assert_eq!(term.screen().cursor_position(), before.cursor_position());
+    close_restores(&mut term, overlay, &before);
 }
 
 #[test]
