@@ -5,7 +5,7 @@ use sqlx::AnyConnection;
 use wujie_protocol::api::{
     Author, AuthorKind, IngestItem, IngestItemResult, IngestOutcome, IssueChange,
 };
-use wujie_protocol::git::GitChanges;
+use wujie_protocol::git::{GitChanges, TurnSpan};
 
 use crate::ingest::{RunTarget, outcome, rejected};
 use crate::{Store, StoreError, WriteTx, activity};
@@ -236,20 +236,28 @@ impl Store {
     }
 
     /// The snapshots of run `run_id` that hold turns, in order: each turn's changes (its
-    /// `turn_files`) are in the one whose `turns` hold it.
+    /// `turn_files`) are in the one whose `turns` hold it. The span is the stored columns', as
+    /// `run_git_turn` reads it: a snapshot stored before spans were recorded has it only there.
     pub async fn run_git_turn_snapshots(
         &self,
         run_id: &str,
     ) -> Result<Vec<GitChanges>, StoreError> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT changes FROM run_git_snapshots WHERE run_id = $1 AND first_turn IS NOT NULL \
-             ORDER BY snapshot, seq",
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT changes, first_turn, last_turn FROM run_git_snapshots WHERE run_id = $1 \
+             AND first_turn IS NOT NULL AND last_turn IS NOT NULL ORDER BY snapshot, seq",
         )
         .bind(run_id)
         .fetch_all(self.pool())
         .await?;
         rows.into_iter()
-            .map(|(json,)| serde_json::from_str(&json).map_err(StoreError::from))
+            .map(|(json, first, last)| {
+                let mut changes: GitChanges = serde_json::from_str(&json)?;
+                changes.turns = Some(TurnSpan {
+                    first: u32::try_from(first).unwrap_or(u32::MAX),
+                    last: u32::try_from(last).unwrap_or(u32::MAX),
+                });
+                Ok(changes)
+            })
             .collect()
     }
 }

@@ -126,3 +126,45 @@ async fn each_snapshot_is_stored_once_and_the_latest_is_the_runs_changes() {
         [IngestOutcome::Duplicate, IngestOutcome::Rejected]
     );
 }
+
+/// A snapshot stored before spans were recorded has its span only in the columns the
+/// migration filled (`first_turn = last_turn = snapshot`), not in its JSON: the turn snapshots
+/// carry the columns' span, so the page shows that turn's changes as `issue diff --turn` does.
+#[tokio::test]
+async fn a_snapshot_stored_before_turn_spans_gets_its_span_from_the_migration() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("wujie.db");
+    let store = wujie_store::Store::open(&path).await.expect("open");
+    let (_, run) = issue_with_run(&store, "code").await;
+    // As stored before: no span in the snapshot's JSON.
+    let mut old = snapshot_item(1, "t1", vec![added("a.txt")]);
+    if let Event::GitChanges(changes) = &mut old.event {
+        changes.turns = None;
+    }
+    store
+        .ingest_run_events(&run.id, &[old], 1 << 20)
+        .await
+        .expect("ingest");
+    // What the migration did to such rows.
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("connect");
+    sqlx::query(
+        "UPDATE run_git_snapshots SET first_turn = snapshot, last_turn = snapshot \
+         WHERE snapshot > 0",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("migrated");
+    conn.close().await.expect("close");
+
+    let spans: Vec<Option<TurnSpan>> = store
+        .run_git_turn_snapshots(&run.id)
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|s| s.turns)
+        .collect();
+    assert_eq!(spans, [Some(TurnSpan { first: 1, last: 1 })]);
+}
