@@ -158,10 +158,10 @@ fn has_work(t: &TargetState) -> bool {
     t.pending > 0 || needs_finish || t.spooled
 }
 
-/// A run whose end was delivered: the outbox keeps it only while refused rows of it need a
-/// look, or a spool still holds lines for it.
+/// A run whose end was delivered and none of whose rows was refused: the outbox keeps it only
+/// while a spool still holds lines for it (refused rows keep a run for the user to look at).
 fn delivered_run(t: &TargetState) -> bool {
-    t.kind == TargetKind::Run && t.finish_sent
+    t.kind == TargetKind::Run && t.finish_sent && t.failed == 0
 }
 
 /// A target this sync could not deliver, and why.
