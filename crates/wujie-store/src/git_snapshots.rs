@@ -123,9 +123,18 @@ async fn one(
         .transpose()
 }
 
-/// How many turns run `run_id` has had: its final replies, or more when a snapshot holding a
-/// later turn arrived before that turn's reply.
-async fn turn_count(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
+/// Run `run_id`'s turns as far as the store knows them.
+struct TurnsKnown {
+    /// How many turns it has had: its final replies, or more when a snapshot holding a later
+    /// turn arrived before that turn's reply.
+    count: u32,
+    /// The turns whose changes are known: all of them once the run ended (its end snapshot is
+    /// stored before its end); before that, up to the last a stored snapshot holds, as the
+    /// turns that changed nothing are recorded by the next snapshot's span beginning after them.
+    known: u32,
+}
+
+async fn turns_known(conn: &mut AnyConnection, run_id: &str) -> Result<TurnsKnown, StoreError> {
     let (finals,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM run_messages WHERE run_id = $1 AND kind = 'final'")
             .bind(run_id)
@@ -136,28 +145,21 @@ async fn turn_count(conn: &mut AnyConnection, run_id: &str) -> Result<u32, Store
             .bind(run_id)
             .fetch_one(&mut *conn)
             .await?;
-    Ok(u32::try_from(finals.max(held.unwrap_or(0))).unwrap_or(u32::MAX))
-}
-
-/// The turns of run `run_id` whose changes are known: all of them once the run ended (its end
-/// snapshot is stored before its end); before that, up to the last a stored snapshot holds, as
-/// the turns that changed nothing are recorded by the next snapshot's span beginning after
-/// them.
-async fn known_turns(conn: &mut AnyConnection, run_id: &str) -> Result<u32, StoreError> {
     let ended: Option<(Option<String>,)> =
         sqlx::query_as("SELECT ended_at FROM runs WHERE id = $1")
             .bind(run_id)
             .fetch_optional(&mut *conn)
             .await?;
-    if matches!(ended, Some((Some(_),))) {
-        return turn_count(conn, run_id).await;
-    }
-    let (held,): (Option<i64>,) =
-        sqlx::query_as("SELECT MAX(last_turn) FROM run_git_snapshots WHERE run_id = $1")
-            .bind(run_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    Ok(u32::try_from(held.unwrap_or(0)).unwrap_or(u32::MAX))
+    let turns = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+    let held = held.unwrap_or(0);
+    let count = turns(finals.max(held));
+    Ok(TurnsKnown {
+        count,
+        known: match ended {
+            Some((Some(_),)) => count,
+            _ => turns(held),
+        },
+    })
 }
 
 /// What a run's turn changed, as stored.
@@ -203,11 +205,11 @@ impl Store {
             .await?;
             return Ok(GitTurn::Changed { before, after });
         }
-        let turns = turn_count(&mut conn, run_id).await?;
-        if turn > turns {
-            return Ok(GitTurn::Beyond { turns });
+        let turns = turns_known(&mut conn, run_id).await?;
+        if turn > turns.count {
+            return Ok(GitTurn::Beyond { turns: turns.count });
         }
-        if turn > known_turns(&mut conn, run_id).await? {
+        if turn > turns.known {
             return Ok(GitTurn::NotYet);
         }
         // The code as it was when the turn ended: the latest snapshot recorded before it.
@@ -226,7 +228,7 @@ impl Store {
     /// before that up to the last turn a stored snapshot holds.
     pub async fn run_git_known_turns(&self, run_id: &str) -> Result<u32, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        known_turns(&mut conn, run_id).await
+        Ok(turns_known(&mut conn, run_id).await?.known)
     }
 
     /// The code changes of run `run_id` as of its latest snapshot.
