@@ -51,12 +51,6 @@ pub struct TurnSpan {
     pub last: u32,
 }
 
-impl TurnSpan {
-    pub fn holds(&self, turn: u32) -> bool {
-        (self.first..=self.last).contains(&turn)
-    }
-}
-
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Remote {

@@ -14,7 +14,7 @@ use crate::context::{Context, env_var};
 use crate::output::{inline, outln, print_json};
 
 /// The repository of the current directory, or why there is none.
-pub fn repository() -> Result<Repository> {
+fn repository() -> Result<Repository> {
     let cwd = std::env::current_dir().context("reading the current directory")?;
     match Repository::discover(&cwd)? {
         Discovered::Repository(repo) => Ok(repo),
