@@ -109,11 +109,6 @@ impl AcpMapper {
         }
     }
 
-    /// The agent's name from `initialize`, which reports the usage.
-    pub fn agent_name(&self) -> &str {
-        &self.agent_name
-    }
-
     /// A mapper for a session being loaded: what it replays until [`AcpMapper::end_replay`] is
     /// counted, not reported.
     pub fn resuming(session_id: &str, agent_name: &str) -> AcpMapper {
@@ -242,7 +237,7 @@ impl AcpMapper {
     ///
     /// `recorded`: the usage of each of the turn's model requests from the agent's own record
     /// of them, where it keeps one the provider reads ([`super::opencode_record`]); when
-    /// there is any, it stands in for the usage the response reports.
+    /// there is any, it stands in for the usage the response reports, reported by this agent.
     pub fn end_turn(&mut self, end: &TurnEnd, recorded: &[Usage]) -> Vec<Event> {
         let mut out = Vec::new();
         let cancelled =
@@ -283,7 +278,12 @@ impl AcpMapper {
                         .or_else(|| meta.as_ref().and_then(|m| self.usage_in_meta(m)));
                     out.extend(found.map(Event::Usage));
                 } else {
-                    out.extend(recorded.iter().cloned().map(Event::Usage));
+                    out.extend(recorded.iter().map(|usage| {
+                        Event::Usage(Usage {
+                            provider: self.agent_name.clone(),
+                            ..usage.clone()
+                        })
+                    }));
                 }
             }
             TurnEnd::Failed(what) => {

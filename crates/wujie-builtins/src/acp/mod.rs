@@ -746,11 +746,7 @@ impl Conversation {
         let (Some(record), TurnEnd::Stopped { .. }) = (&self.record, end) else {
             return Vec::new();
         };
-        let agent = self
-            .state
-            .with_mapper(|m| m.agent_name().to_owned())
-            .unwrap_or_default();
-        match record.turn_usage(&session_id.0, &agent).await {
+        match record.turn_usage(&session_id.0).await {
             Ok(usage) => usage,
             Err(why) => {
                 if !std::mem::replace(&mut self.record_unread, true) {

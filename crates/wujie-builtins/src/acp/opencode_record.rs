@@ -65,8 +65,8 @@ fn is_opencode_acp(command: &[String]) -> bool {
 
 impl OpencodeRecord {
     /// The usage of each model request that answered the session's last prompt, as opencode
-    /// recorded it; `provider` names the agent.
-    pub async fn turn_usage(&self, session_id: &str, provider: &str) -> Result<Vec<Usage>, String> {
+    /// recorded it (its `provider` left for the mapper, which names the agent).
+    pub async fn turn_usage(&self, session_id: &str) -> Result<Vec<Usage>, String> {
         let url = format!("{}/session/{session_id}/message", self.server);
         let read = async {
             let response = with_server_auth(self.client.get(&url))
@@ -91,13 +91,14 @@ impl OpencodeRecord {
                 self.server
             )
         })??;
-        turn_usage_in(&messages, provider)
+        turn_usage_in(&messages)
     }
 }
 
 /// The usage of each assistant message that answers the last user message of `messages`
-/// (opencode's `[{info, parts}]`), in order; requests that counted no tokens are left out.
-pub fn turn_usage_in(messages: &Value, provider: &str) -> Result<Vec<Usage>, String> {
+/// (opencode's `[{info, parts}]`), in order, with no provider; requests that counted no tokens
+/// are left out.
+pub fn turn_usage_in(messages: &Value) -> Result<Vec<Usage>, String> {
     let infos: Vec<&serde_json::Map<String, Value>> = messages
         .as_array()
         .ok_or("opencode's record of the session is not a list of messages")?
@@ -125,7 +126,7 @@ pub fn turn_usage_in(messages: &Value, provider: &str) -> Result<Vec<Usage>, Str
                 .get("modelID")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown");
-            let usage = request_usage(tokens, provider.to_owned(), model.to_owned());
+            let usage = request_usage(tokens, String::new(), model.to_owned());
             (usage.input_tokens + usage.output_tokens > 0).then_some(usage)
         })
         .collect())
@@ -161,12 +162,11 @@ mod tests {
             json!({"info": {"id": "a4", "role": "assistant", "parentID": "u2",
                             "tokens": {"input": 0, "output": 0}}}),
         ]);
-        let usage = turn_usage_in(&messages, "OpenCode").expect("usage");
+        let usage = turn_usage_in(&messages).expect("usage");
         let counts: Vec<_> = usage
             .iter()
             .map(|u| {
                 (
-                    u.provider.as_str(),
                     u.model.as_str(),
                     u.input_tokens,
                     u.output_tokens,
@@ -174,20 +174,17 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(
-            counts,
-            [("OpenCode", "m1", 10, 2, 3), ("OpenCode", "m1", 20, 3, 3)]
-        );
+        assert_eq!(counts, [("m1", 10, 2, 3), ("m1", 20, 3, 3)]);
     }
 
     #[test]
     fn a_record_without_a_prompt_or_not_a_list_says_so() {
-        let no_prompt = turn_usage_in(&json!([assistant("a", "u", 1, 1)]), "x");
+        let no_prompt = turn_usage_in(&json!([assistant("a", "u", 1, 1)]));
         assert_eq!(
             no_prompt,
             Err("opencode's record of the session holds no prompt".to_owned())
         );
-        assert!(turn_usage_in(&json!({"error": "x"}), "x").is_err());
+        assert!(turn_usage_in(&json!({"error": "x"})).is_err());
     }
 
     /// A record whose server answers each request with `response` once.
@@ -216,13 +213,13 @@ mod tests {
             "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
         )
         .await;
-        let why = refused.turn_usage("ses_1", "OpenCode").await.unwrap_err();
+        let why = refused.turn_usage("ses_1").await.unwrap_err();
         assert!(why.contains("answered 404 Not Found"), "{why}");
         let garbled = record_answering(
             "HTTP/1.1 200 OK\r\ncontent-length: 3\r\nconnection: close\r\n\r\n{x]",
         )
         .await;
-        let why = garbled.turn_usage("ses_1", "OpenCode").await.unwrap_err();
+        let why = garbled.turn_usage("ses_1").await.unwrap_err();
         assert!(why.contains("not JSON"), "{why}");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let gone = OpencodeRecord {
@@ -230,7 +227,7 @@ mod tests {
             client: reqwest::Client::new(),
         };
         drop(listener);
-        let why = gone.turn_usage("ses_1", "OpenCode").await.unwrap_err();
+        let why = gone.turn_usage("ses_1").await.unwrap_err();
         assert!(why.contains("did not answer"), "{why}");
     }
 
