@@ -472,9 +472,7 @@ impl Relay {
         let continued = self.screen.now();
         self.continue_adapter();
         if self.menu_enabled {
-            self.trigger
-                .on_repaint_due(self.line.trigger_query(), continued);
-            self.poll_trigger();
+            self.await_repaint(continued);
         }
         if let Some((_, limit)) = &mut self.card_due {
             *limit = Instant::now() + SETTLE_LIMIT;
@@ -576,6 +574,15 @@ impl Relay {
         }
         self.poll_trigger();
         self.open_due_card().await;
+    }
+
+    /// The menu is to open again for the line once the adapter repainted after a resize or
+    /// `fg` at `asked` ([`TriggerDetector::on_repaint_due`]); a repaint already drawn since
+    /// counts at once.
+    fn await_repaint(&mut self, asked: Duration) {
+        self.trigger
+            .on_repaint_due(self.line.trigger_query(), asked);
+        self.poll_trigger();
     }
 
     /// Tells the trigger about the adapter's latest visible output, then opens the menu when
@@ -942,10 +949,7 @@ impl Relay {
         self.screen.lock().release();
         self.put_aside(shown);
         if menu {
-            self.trigger
-                .on_repaint_due(self.line.trigger_query(), self.resized_at);
-            // A repaint already drawn since the resize counts at once.
-            self.poll_trigger();
+            self.await_repaint(self.resized_at);
         }
     }
 }
