@@ -121,11 +121,6 @@ pub struct Launch {
 /// Plans the launch of `opencode ARGS…`: its server on the user's `--port`, else on
 /// `free_port`.
 pub fn plan_launch(args: &[String], free_port: u16) -> Result<Launch, BuiltinError> {
-    let refuse = |arg: &str, why: &'static str| BuiltinError::Unsupported {
-        program: OPENCODE.name,
-        arg: arg.to_owned(),
-        why,
-    };
     if let Some(command) = first_positional(args).filter(|a| COMMANDS.contains(a)) {
         return Err(refuse(
             command,
@@ -170,11 +165,10 @@ pub fn server_address(args: &mut Vec<String>, free_port: u16) -> Result<String, 
         Some((_, value)) => match value.and_then(|v| v.parse::<u16>().ok()) {
             Some(port) if port != 0 => port,
             _ => {
-                return Err(BuiltinError::Unsupported {
-                    program: OPENCODE.name,
-                    arg: "--port".to_owned(),
-                    why: "the provider must know the port of opencode's server; give a port number other than 0, or drop --port to let the provider choose one",
-                });
+                return Err(refuse(
+                    "--port",
+                    "the provider must know the port of opencode's server; give a port number other than 0, or drop --port to let the provider choose one",
+                ));
             }
         },
     };
@@ -187,6 +181,15 @@ pub fn server_address(args: &mut Vec<String>, free_port: u16) -> Result<String, 
     } else {
         format!("http://{host}:{port}")
     })
+}
+
+/// opencode's `arg` refused by the provider, and why.
+fn refuse(arg: &str, why: &'static str) -> BuiltinError {
+    BuiltinError::Unsupported {
+        program: OPENCODE.name,
+        arg: arg.to_owned(),
+        why,
+    }
 }
 
 /// The first argument that is neither an option nor an option's value.
