@@ -8,12 +8,10 @@ use crate::command::{GitError, one_line};
 use crate::snapshot::TreeId;
 
 impl Repository {
-    /// The best common ancestor of HEAD and `base` (a branch name or a commit), `None` when
-    /// they share no history, HEAD has no commit yet, or `base` names nothing any more.
-    pub fn merge_base_with(&self, base: &str) -> Result<Option<String>, GitError> {
-        if self.head_commit()?.is_none() {
-            return Ok(None);
-        }
+    /// The best common ancestor of commit `head` (HEAD's, as the caller read it: a HEAD with no
+    /// commit yet has none) and `base` (a branch name or a commit), `None` when they share no
+    /// history or `base` names nothing any more.
+    pub fn merge_base_with(&self, head: &str, base: &str) -> Result<Option<String>, GitError> {
         let Some(base) = self.git.run_optional(&[
             "rev-parse",
             "--verify",
@@ -26,7 +24,7 @@ impl Repository {
         let base = one_line(&base);
         Ok(self
             .git
-            .run_optional(&["merge-base", "HEAD", &base])?
+            .run_optional(&["merge-base", head, &base])?
             .map(|out| one_line(&out)))
     }
 

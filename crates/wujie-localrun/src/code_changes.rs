@@ -216,8 +216,20 @@ fn worktree_base(
     let Some(base) = repository.recorded_base(branch)? else {
         return Ok(None);
     };
-    let merge_base = repository.merge_base_with(&base)?;
+    let merge_base = merge_base(repository, info, &base)?;
     Ok(Some((base, merge_base)))
+}
+
+/// HEAD's merge-base with `base` as of `info` (none while HEAD has no commit).
+fn merge_base(
+    repository: &Repository,
+    info: &RepoInfo,
+    base: &str,
+) -> Result<Option<String>, GitError> {
+    match &info.head_commit {
+        Some(head) => repository.merge_base_with(head, base),
+        None => Ok(None),
+    }
 }
 
 struct Snapshots {
@@ -366,7 +378,7 @@ fn changes_since(
     let tree = repository.snapshot()?;
     let info = repository.info()?;
     let base = match &start.base {
-        Some((branch, _)) => Some((branch.clone(), repository.merge_base_with(branch)?)),
+        Some((branch, _)) => Some((branch.clone(), merge_base(repository, &info, branch)?)),
         None => None,
     };
     let merge_base = base.as_ref().and_then(|(_, m)| m.as_deref());

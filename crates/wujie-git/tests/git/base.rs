@@ -13,7 +13,7 @@ fn a_snapshot_caught_up_with_its_base_has_the_bases_new_work_and_keeps_its_own()
     let repository = sandbox.repository();
     sandbox.git(&["switch", "-q", "-c", "topic"]);
     let then = repository
-        .merge_base_with("main")
+        .merge_base_with("HEAD", "main")
         .expect("merge-base")
         .expect("shared history");
     // The branch's own work, uncommitted.
@@ -29,7 +29,7 @@ fn a_snapshot_caught_up_with_its_base_has_the_bases_new_work_and_keeps_its_own()
     sandbox.git(&["merge", "-q", "--no-edit", "main"]);
     sandbox.git(&["stash", "pop", "-q"]);
     let now = repository
-        .merge_base_with("main")
+        .merge_base_with("HEAD", "main")
         .expect("merge-base")
         .expect("shared history");
     assert_ne!(now, then);
@@ -77,10 +77,13 @@ fn a_base_that_names_nothing_has_no_merge_base() {
         return;
     };
     let repository = sandbox.repository();
-    assert_eq!(repository.merge_base_with("gone").expect("asked"), None);
+    assert_eq!(
+        repository.merge_base_with("HEAD", "gone").expect("asked"),
+        None
+    );
     let head = sandbox.git_text(&["rev-parse", "HEAD"]);
     assert_eq!(
-        repository.merge_base_with("main").expect("asked"),
+        repository.merge_base_with("HEAD", "main").expect("asked"),
         Some(head)
     );
 }
