@@ -56,8 +56,11 @@ impl CodeWatch {
         let in_worktree = worktree.is_some();
         let started = tokio::task::spawn_blocking(move || {
             let mut start = start_snapshot(&cwd)?;
-            if let Some(start) = start.as_mut().filter(|_| in_worktree) {
-                start.point.base = worktree_base(&start.repository, &start.info)?;
+            if let Some(start) = start.as_mut().filter(|_| in_worktree)
+                && let Some((branch, merge_base)) = worktree_base(&start.repository, &start.info)?
+            {
+                start.base_branch = Some(branch);
+                start.point.merge_base = merge_base;
             }
             Ok(start)
         })
@@ -138,6 +141,7 @@ impl TurnStart {
         let start = &self.0;
         let taken = changes_since(
             &start.repository,
+            start.base_branch.as_deref(),
             &start.point,
             &start.point,
             start.info.head_commit.clone(),
@@ -155,6 +159,9 @@ impl TurnStart {
 struct Start {
     repository: Repository,
     info: RepoInfo,
+    /// The base branch of the issue's worktree (what `wujie run --worktree` made it from);
+    /// `None` outside an issue's worktree.
+    base_branch: Option<String>,
     point: Point,
 }
 
@@ -162,9 +169,9 @@ struct Start {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Point {
     tree: TreeId,
-    /// The base branch of the issue's worktree (what `wujie run --worktree` made it from), and
-    /// HEAD's merge-base with it at this snapshot; `None` outside an issue's worktree.
-    base: Option<(String, Option<String>)>,
+    /// HEAD's merge-base with the base branch of the issue's worktree at this snapshot; `None`
+    /// outside an issue's worktree.
+    merge_base: Option<String>,
 }
 
 impl Point {
@@ -177,7 +184,7 @@ impl Point {
         repository: &Repository,
         merge_base: Option<&str>,
     ) -> Result<(TreeId, bool), GitError> {
-        let (Some((_, Some(then))), Some(now)) = (&self.base, merge_base) else {
+        let (Some(then), Some(now)) = (&self.merge_base, merge_base) else {
             return Ok((self.tree.clone(), false));
         };
         if then == now {
@@ -200,7 +207,11 @@ fn start_snapshot(cwd: &Path) -> Result<Option<Start>, GitError> {
     Ok(Some(Start {
         repository,
         info,
-        point: Point { tree, base: None },
+        base_branch: None,
+        point: Point {
+            tree,
+            merge_base: None,
+        },
     }))
 }
 
@@ -279,6 +290,7 @@ impl Snapshots {
             None => self.start.point.clone(),
         };
         let start = self.start.point.clone();
+        let base_branch = self.start.base_branch.clone();
         let base = self.start.info.head_commit.clone();
         let snapshot = self.taken;
         let ended = self.ended.load(Ordering::SeqCst);
@@ -287,7 +299,14 @@ impl Snapshots {
             last: ended,
         });
         let taken = tokio::task::spawn_blocking(move || {
-            changes_since(&repository, &start, &previous, base, snapshot)
+            changes_since(
+                &repository,
+                base_branch.as_deref(),
+                &start,
+                &previous,
+                base,
+                snapshot,
+            )
         })
         .await;
         match taken {
@@ -297,7 +316,7 @@ impl Snapshots {
                 conflicted,
             })) => {
                 self.turns_taken = ended;
-                if let Some((branch, _)) = self.start.point.base.as_ref().filter(|_| conflicted) {
+                if let Some(branch) = self.start.base_branch.as_ref().filter(|_| conflicted) {
                     if !self.conflict_said {
                         wujie_process::stderr_line!(
                             "wujie: what {branch} gained since the run began conflicts with the \
@@ -370,6 +389,7 @@ struct Taken {
 /// the `previous` one recorded, each caught up with what the base branch gained since.
 fn changes_since(
     repository: &Repository,
+    base_branch: Option<&str>,
     start: &Point,
     previous: &Point,
     base_commit: Option<String>,
@@ -377,11 +397,11 @@ fn changes_since(
 ) -> Result<Taken, GitError> {
     let tree = repository.snapshot()?;
     let info = repository.info()?;
-    let base = match &start.base {
-        Some((branch, _)) => Some((branch.clone(), merge_base(repository, &info, branch)?)),
+    let found = match base_branch {
+        Some(branch) => merge_base(repository, &info, branch)?,
         None => None,
     };
-    let merge_base = base.as_ref().and_then(|(_, m)| m.as_deref());
+    let merge_base = found.as_deref();
     let (from, mut conflicted) = start.caught_up(repository, merge_base)?;
     let diff = repository.diff(&from, &tree, PatchLimits::default())?;
     // A run's first turn (and a branch's turn, a run of its own) began at the start.
@@ -409,7 +429,10 @@ fn changes_since(
     };
     Ok(Taken {
         changes,
-        point: Point { tree, base },
+        point: Point {
+            tree,
+            merge_base: found.clone(),
+        },
         conflicted,
     })
 }
