@@ -287,13 +287,25 @@ fn two_turns(go: &std::path::Path) -> String {
     )
 }
 
-fn paths(changes: &serde_json::Value) -> Vec<&str> {
-    changes["files"]
+/// The paths of the files in `changes` (a run's or a turn's), sorted.
+pub(super) fn paths(changes: &serde_json::Value) -> Vec<&str> {
+    let mut paths: Vec<&str> = changes["files"]
         .as_array()
         .expect("files")
         .iter()
         .map(|f| f["path"].as_str().unwrap())
-        .collect()
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Waits until the snapshot of the first turn of issue `key`'s run is stored.
+pub(super) fn wait_first_turn_stored(env: &Env, key: &str) {
+    wait_until(30, "the first turn's snapshot", || {
+        env.run(&["issue", "diff", key, "--turn", "1"])
+            .status
+            .success()
+    });
 }
 
 #[test]
@@ -465,10 +477,6 @@ fn past_the_first_turn(
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("wujie runs");
-    wait_until(30, "the first turn's snapshot", || {
-        env.run(&["issue", "diff", key, "--turn", "1"])
-            .status
-            .success()
-    });
+    wait_first_turn_stored(env, key);
     run
 }

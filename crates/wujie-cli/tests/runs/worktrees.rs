@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Output, Stdio};
 
+use super::git_changes::{paths, wait_first_turn_stored};
 use wujie_testkit::git_repo::{applied_on, git, require_repository};
 use wujie_testkit::run_output::describe;
 use wujie_testkit::*;
@@ -239,17 +240,6 @@ fn merging_agent(repo: &Path, go: &Path) -> String {
     )
 }
 
-fn paths(changes: &serde_json::Value) -> Vec<&str> {
-    let mut paths: Vec<&str> = changes["files"]
-        .as_array()
-        .expect("files")
-        .iter()
-        .map(|f| f["path"].as_str().unwrap())
-        .collect();
-    paths.sort();
-    paths
-}
-
 #[test]
 fn a_worktree_run_that_merges_its_base_is_not_credited_with_the_bases_work() {
     let env = Env::new();
@@ -267,11 +257,7 @@ fn a_worktree_run_that_merges_its_base_is_not_credited_with_the_bases_work() {
         .spawn()
         .unwrap();
     // The base moves once the first turn's snapshot is stored.
-    wait_until(30, "the first turn's snapshot", || {
-        env.run(&["issue", "diff", &key, "--turn", "1"])
-            .status
-            .success()
-    });
+    wait_first_turn_stored(&env, &key);
     std::fs::write(&go, "").unwrap();
     let out = run.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
