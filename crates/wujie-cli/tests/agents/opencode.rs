@@ -279,6 +279,11 @@ fn opencode_turn_in_a_new_session_is_synced_too() {
 
 /// Ctrl+C quits opencode as it does without wujie: no dump of its server's aborted requests
 /// on the user's terminal (before, two to four of about forty lines each).
+///
+/// opencode itself sometimes prints one warning with a stack as it quits ("Code highlighting
+/// failed, falling back to plain text: warn: TreeSitter client destroyed", about 1 quit in 6
+/// without wujie): that one is the agent's own and is passed on, so it is taken out here
+/// before the terminal is searched for stack lines.
 #[test]
 fn opencode_quit_with_ctrl_c_leaves_no_stack_on_the_terminal() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -296,23 +301,39 @@ fn opencode_quit_with_ctrl_c_leaves_no_stack_on_the_terminal() {
     );
     say(&tmux, "first question");
     answered(&tmux, "pong");
-    let end = (0..5)
+    (0..5)
         .find_map(|_| {
             tmux.keys(&["C-c"]);
             tmux.poll_for(Duration::from_secs(10), |s| s.contains("EXIT="))
         })
         .unwrap_or_else(|| panic!("opencode did not quit:\n{}", tmux.screen()));
     std::thread::sleep(Duration::from_secs(2));
-    let end = format!(
-        "{end}\n---\n{}",
-        tmux.tmux(&["capture-pane", "-p", "-S", "-200"])
-    );
+    // The screen with the history above it: a warning's first line may have scrolled off.
+    let end = tmux.tmux(&["capture-pane", "-p", "-S", "-200"]);
+    let without_own_warning = without_highlight_warning(&end);
     assert!(
-        !end.contains("AbortError") && !end.contains("    at "),
+        !end.contains("AbortError")
+            && !end.contains("DOMException")
+            && !without_own_warning.contains("    at "),
         "{end}"
     );
     drop(tmux);
     runtime.block_on(mock.shutdown());
+}
+
+/// `screen` without opencode's own quit warning: its first line and the `at …` lines after it.
+fn without_highlight_warning(screen: &str) -> String {
+    let mut in_warning = false;
+    let mut kept = Vec::new();
+    for line in screen.lines() {
+        if line.contains("Code highlighting failed, falling back to plain text:") {
+            in_warning = true;
+        } else if !(in_warning && line.trim_start().starts_with("at ")) {
+            in_warning = false;
+            kept.push(line);
+        }
+    }
+    kept.join("\n")
 }
 
 /// Ctrl+Z under `wujie run`: opencode's alternate screen, hidden cursor and mouse reporting
