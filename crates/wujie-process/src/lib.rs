@@ -14,6 +14,7 @@
 //! Files that must survive a crash whole are written by [`atomic_file::write_atomic`].
 
 pub mod atomic_file;
+pub mod foreground;
 pub mod marks;
 pub mod stderr;
 pub mod tree;

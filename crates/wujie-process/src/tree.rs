@@ -35,8 +35,7 @@ pub fn running_processes() -> Option<Vec<ProcessEntry>> {
 /// `pid (comm) state ppid pgrp …`; `comm` may contain spaces and parentheses, so the fields
 /// are read after the last `)`.
 fn parse_stat(pid: i32, stat: &str) -> Option<ProcessEntry> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
+    let mut fields = stat_fields(stat)?;
     let state = fields.next()?;
     if state == "Z" || state == "X" {
         return None;
@@ -44,6 +43,19 @@ fn parse_stat(pid: i32, stat: &str) -> Option<ProcessEntry> {
     let ppid = fields.next()?.parse().ok()?;
     let pgid = fields.next()?.parse().ok()?;
     Some(ProcessEntry { pid, ppid, pgid })
+}
+
+/// The fields of `/proc/PID/stat` after `comm`, from the state letter on.
+fn stat_fields(stat: &str) -> Option<std::str::SplitWhitespace<'_>> {
+    Some(stat.rsplit_once(')')?.1.split_whitespace())
+}
+
+/// Whether `pid` is stopped by a signal (state `T`): a job stopped, as the shell would say.
+pub fn is_stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat_fields(&stat)?.next().map(|state| state == "T"))
+        .unwrap_or(false)
 }
 
 /// The members of process group `group` and every descendant of them, wherever they moved.
@@ -92,6 +104,31 @@ mod tests {
         assert_eq!(entry, p(7, 3, 9));
         assert!(parse_stat(7, "7 (z) Z 3 9 9").is_none());
         assert!(parse_stat(7, "garbage").is_none());
+    }
+
+    #[test]
+    fn a_process_stopped_by_a_signal_is_stopped_until_it_is_continued() {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as i32;
+        let becomes = |stopped: bool| {
+            (0..500).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                is_stopped(pid) == stopped
+            })
+        };
+        assert!(!is_stopped(pid));
+        kill(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+        assert!(becomes(true), "never seen stopped");
+        kill(Pid::from_raw(pid), Signal::SIGCONT).unwrap();
+        assert!(becomes(false), "never seen going on");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!is_stopped(pid));
     }
 
     #[test]

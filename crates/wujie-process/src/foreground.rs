@@ -1,0 +1,50 @@
+//! A child run as the foreground job of this process's terminal, as a shell runs one: a
+//! process group of its own that the terminal's keys and reads belong to.
+//!
+//! An adapter on a PTY leads its own session, so the group it shares with its agent has no
+//! parent elsewhere in the session: it is orphaned, and the kernel discards the stop an agent
+//! sends itself on Ctrl+Z. In a group of its own, under the adapter in the same session, the
+//! agent's group is not orphaned and its stop stops it, as under a shell.
+
+use std::io;
+use std::os::fd::BorrowedFd;
+
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
+use nix::unistd::{Pid, getpid, setpgid, tcsetpgrp};
+
+/// Has the child `cmd` starts lead a process group of its own and take the foreground of the
+/// terminal on its standard input before it runs. (A group outside the foreground that sets
+/// it would get SIGTTOU; the child blocks it meanwhile, and the kernel then lets it through.)
+pub fn in_foreground_group(cmd: &mut tokio::process::Command) {
+    // SAFETY: between fork and exec the hook makes only async-signal-safe system calls
+    // (sigprocmask, setpgid, getpid, tcsetpgrp), allocates nothing and touches no memory
+    // shared with other threads, as `pre_exec` requires; descriptor 0 stays open throughout.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut ttou = SigSet::empty();
+            ttou.add(Signal::SIGTTOU);
+            sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None)?;
+            setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
+            // Not `std::io::stdin()`, whose first call allocates.
+            let taken = tcsetpgrp(BorrowedFd::borrow_raw(0), getpid());
+            // The agent starts with the signal mask it would have had.
+            sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&ttou), None)?;
+            taken.map_err(io::Error::from)
+        });
+    }
+}
+
+/// Gives the foreground of the terminal on standard input back to this process's group, once
+/// the child that had it ended (what this process still writes or reads there is then its
+/// own again). Nothing happens where standard input is no terminal.
+pub fn take_foreground_back() {
+    let mut ttou = SigSet::empty();
+    ttou.add(Signal::SIGTTOU);
+    let mut before = SigSet::empty();
+    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut before)).is_err() {
+        return;
+    }
+    let _ = tcsetpgrp(std::io::stdin(), nix::unistd::getpgrp());
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+}
