@@ -20,6 +20,7 @@ pub mod versions;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use nix::sys::signal::Signal;
 use serde_json::{Map, Value};
 use wujie_protocol::event::{Event, Message, MessageKind};
 use wujie_protocol::manifest::{Capabilities, Manifest, ProtocolVersion};
@@ -45,6 +46,11 @@ pub struct Builtin {
     /// After `fg` the agent repaints in full only when its window size changed (Codex's
     /// composer, opencode's alternate screen are not drawn again on a SIGWINCH alone).
     pub resize_to_repaint: bool,
+    /// The agent stops itself on Ctrl+Z and, once continued, draws again where the shell left
+    /// the cursor (Codex, whose repaint after a change of size clears the scrollback): the
+    /// key goes to it, and its adapter runs it in a process group of its own, in the
+    /// foreground of the terminal, so that its stop is not discarded.
+    pub suspends_itself: bool,
 }
 
 impl Builtin {
@@ -64,6 +70,7 @@ impl Builtin {
                 native_plan_handoff: false,
                 takes_ctrl_z: self.takes_ctrl_z,
                 resize_to_repaint: self.resize_to_repaint,
+                suspends_itself: self.suspends_itself,
             },
         }
     }
@@ -85,6 +92,7 @@ pub const BUILTINS: &[Builtin] = &[
         }),
         takes_ctrl_z: false,
         resize_to_repaint: false,
+        suspends_itself: false,
     },
     Builtin {
         name: "claude",
@@ -99,6 +107,7 @@ pub const BUILTINS: &[Builtin] = &[
         }),
         takes_ctrl_z: false,
         resize_to_repaint: false,
+        suspends_itself: false,
     },
     Builtin {
         name: "codex",
@@ -113,6 +122,7 @@ pub const BUILTINS: &[Builtin] = &[
         }),
         takes_ctrl_z: false,
         resize_to_repaint: true,
+        suspends_itself: true,
     },
     Builtin {
         name: "gemini",
@@ -127,6 +137,7 @@ pub const BUILTINS: &[Builtin] = &[
         }),
         takes_ctrl_z: true,
         resize_to_repaint: false,
+        suspends_itself: false,
     },
     Builtin {
         name: "opencode",
@@ -141,6 +152,7 @@ pub const BUILTINS: &[Builtin] = &[
         }),
         takes_ctrl_z: false,
         resize_to_repaint: true,
+        suspends_itself: false,
     },
     Builtin {
         name: "acp",
@@ -151,8 +163,14 @@ pub const BUILTINS: &[Builtin] = &[
         tested: None,
         takes_ctrl_z: false,
         resize_to_repaint: false,
+        suspends_itself: false,
     },
 ];
+
+/// The built-in provider named `name`.
+pub fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
 
 /// `wujie adapter NAME` named no provider of [`BUILTINS`].
 #[derive(Debug, thiserror::Error)]
@@ -215,7 +233,7 @@ fn agent_program(name: &str, args: &[String]) -> Option<Result<PathBuf, BuiltinE
 /// a version outside those it was tested with; `None` inside them, and when its version or the
 /// agent cannot be found.
 pub fn untested_version(name: &str, args: &[String]) -> Option<UntestedVersion> {
-    let builtin = BUILTINS.iter().find(|b| b.name == name)?;
+    let builtin = builtin(name)?;
     let tested = builtin.tested?;
     let program = agent_program(name, args)?.ok()?;
     let installed = tested.installed(&program)?;
@@ -384,17 +402,14 @@ impl AgentProgram {
     }
 }
 
-/// Registers handlers for SIGINT, SIGTERM and SIGHUP so they no longer end this process.
-pub(crate) fn hold_stop_signals() -> Vec<tokio::signal::unix::Signal> {
+/// Registers handlers for SIGINT, SIGTERM and SIGHUP so they no longer end this process;
+/// each with the signal it listens for, to pass it on where the agent does not get it.
+pub(crate) fn hold_stop_signals() -> Vec<(Signal, tokio::signal::unix::Signal)> {
     use tokio::signal::unix::{SignalKind, signal};
-    [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-    ]
-    .into_iter()
-    .filter_map(|kind| signal(kind).ok())
-    .collect()
+    [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP]
+        .into_iter()
+        .filter_map(|held| Some((held, signal(SignalKind::from_raw(held as i32)).ok()?)))
+        .collect()
 }
 
 fn is_executable(path: &Path) -> bool {

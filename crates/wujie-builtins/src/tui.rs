@@ -223,10 +223,7 @@ pub async fn run_with_log<M: LogMapper>(
     mut find: impl FindLog,
     mut reader: LogReader<M>,
 ) -> Result<i32, BuiltinError> {
-    let version = crate::BUILTINS
-        .iter()
-        .find(|b| b.name == program.name)
-        .and_then(|b| b.tested?.installed(path));
+    let version = crate::builtin(program.name).and_then(|b| b.tested?.installed(path));
     let missing = MissingLog::new(program.name, looked_in, version);
     let mut tail = find.find(None).map(|path| Tail { path, offset: 0 });
     let baseline = match tail.as_mut() {
@@ -271,7 +268,8 @@ pub async fn run_hosted(
         .as_fd()
         .try_clone_to_owned()
         .map_err(|source| spawn_error(program, path, source))?;
-    let mut child = tokio::process::Command::new(path)
+    let mut command = tokio::process::Command::new(path);
+    command
         .args(args)
         .envs(envs.iter().map(|(name, value)| (name, value)))
         .stdin(Stdio::inherit())
@@ -279,16 +277,22 @@ pub async fn run_hosted(
         .stderr(match stderr {
             AgentStderr::AsIs => Stdio::inherit(),
             AgentStderr::WithoutAbortDumps => Stdio::piped(),
-        })
+        });
+    // An agent that stops itself on Ctrl+Z needs a group its stop is not discarded in.
+    let own_group = crate::builtin(program.name).is_some_and(|b| b.suspends_itself);
+    if own_group {
+        wujie_process::foreground::in_foreground_group(&mut command);
+    }
+    let mut child = command
         .spawn()
         .map_err(|source| spawn_error(program, path, source))?;
     let mut passing = child
         .stderr
         .take()
         .map(|from| tokio::spawn(pass_stderr(from)));
-    // A stop signal reaches the agent too (same process group): stay alive to report what it
-    // still writes while it winds down, and exit with its code.
-    let _stop_signals = hold_stop_signals();
+    // A stop signal reaches the agent too (same process group, or passed on to its own):
+    // stay alive to report what it still writes while it winds down, and exit with its code.
+    let mut stop_signals = hold_stop_signals();
     let mut user_at_input = user_at_input_signal();
     let mut events = EventWriter::new(program.name);
     let status = loop {
@@ -296,6 +300,10 @@ pub async fn run_hosted(
             status = child.wait() => (Some(status), false),
             () = tokio::time::sleep(POLL) => (None, false),
             () = next_signal(&mut user_at_input) => (None, true),
+            Some(signal) = next_stop_signal(&mut stop_signals), if own_group => {
+                wujie_process::signal_group(&child, signal);
+                (None, false)
+            }
         };
         let mut new = observer.poll(child.id()).await;
         if turn_ended {
@@ -309,6 +317,9 @@ pub async fn run_hosted(
             })?;
         }
     };
+    if own_group {
+        wujie_process::foreground::take_foreground_back();
+    }
     events.send(observer.finish().await).await;
     if let Some(passing) = passing.as_mut()
         && tokio::time::timeout(STDERR_DRAIN, &mut *passing)
@@ -480,6 +491,20 @@ async fn next_signal(signal: &mut Option<tokio::signal::unix::Signal>) {
         }
         None => std::future::pending().await,
     }
+}
+
+/// The next of the held stop signals ([`hold_stop_signals`]) to arrive; never resolves
+/// without one.
+async fn next_stop_signal(
+    held: &mut [(nix::sys::signal::Signal, tokio::signal::unix::Signal)],
+) -> Option<nix::sys::signal::Signal> {
+    if held.is_empty() {
+        return std::future::pending().await;
+    }
+    let arrivals = held
+        .iter_mut()
+        .map(|(signal, listener)| Box::pin(async move { listener.recv().await.map(|()| *signal) }));
+    futures::future::select_all(arrivals).await.0
 }
 
 /// Reads up to `limit` bytes of the log (what it held before the agent started) without

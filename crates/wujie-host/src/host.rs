@@ -38,6 +38,12 @@ pub struct JobControl {
     /// the same size is not enough): its terminal is made one column narrower, and set back
     /// once it drew.
     pub resize_to_repaint: bool,
+    /// The agent stops itself on Ctrl+Z, in a process group of its own in the foreground of
+    /// the adapter's terminal, and draws again where the shell left the cursor once continued:
+    /// the key goes to it, and the session stops when its group did (looked for during 1 s);
+    /// after `fg` it is continued alone, with no nudge to repaint. If it does not stop, a
+    /// second Ctrl+Z within 3 s stops the session as any other.
+    pub agent_suspends_itself: bool,
 }
 
 /// The user's terminal, made ready for a host by [`TerminalHost::prepare`]; dropping it

@@ -75,6 +75,14 @@ pub fn signal_foreground(master: &OwnedFd, signal: nix::sys::signal::Signal) -> 
     nix::sys::signal::killpg(group, signal).map_err(io::Error::from)
 }
 
+/// Whether the foreground process group of the adapter's terminal (`master` is its PTY's
+/// master side) is stopped: its leader stopped by a signal, as an agent that stops itself on
+/// Ctrl+Z is once its stop was delivered.
+pub fn foreground_stopped(master: &OwnedFd) -> bool {
+    rustix::termios::tcgetpgrp(master)
+        .is_ok_and(|group| wujie_process::tree::is_stopped(group.as_raw_nonzero().get()))
+}
+
 /// Whether the adapter wrote output that is not read from `master` yet (FIONREAD counts it).
 pub fn has_unread_output(master: &OwnedFd) -> bool {
     rustix::io::ioctl_fionread(master).is_ok_and(|n| n > 0)

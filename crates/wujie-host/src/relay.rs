@@ -52,6 +52,12 @@ const SUSPEND: u8 = 0x1a;
 /// the session. Gemini CLI asks for a second press within as long to suspend itself, which its
 /// orphaned process group cannot (the kernel discards the stop), so `wujie` does it for it.
 const CTRL_Z_AGAIN: Duration = Duration::from_secs(3);
+/// How long after an agent that stops itself got Ctrl+Z its stop is waited for
+/// ([`JobControl::agent_suspends_itself`]): Codex leaves its modes and stops within
+/// milliseconds; an agent busy elsewhere may take the key for something else.
+const AGENT_STOP_WAIT: Duration = Duration::from_secs(1);
+/// How often the stop of such an agent is looked for while it is waited for.
+const AGENT_STOP_POLL: Duration = Duration::from_millis(5);
 /// Erases from the cursor to the end of the screen.
 const ERASE_BELOW: &[u8] = b"\x1b[J";
 /// After `fg`, how long the adapter's output must have paused before its terminal gets its
@@ -185,6 +191,12 @@ pub struct Relay {
     job: JobControl,
     /// When the agent, which takes Ctrl+Z itself, got the last one ([`CTRL_Z_AGAIN`]).
     ctrl_z_given: Option<Instant>,
+    /// Until when the stop of an agent that stops itself, which got Ctrl+Z, is waited for
+    /// ([`AGENT_STOP_WAIT`]).
+    agent_stop_due: Option<Instant>,
+    /// The agent stopped itself, and the session with it: after `fg` it is continued alone,
+    /// as it redraws by itself.
+    agent_stopped_itself: bool,
     /// `wujie` stopped itself and has not gone on yet: the adapter's terminal modes were left
     /// for the shell, and are set again when it goes on.
     suspended: bool,
@@ -252,6 +264,8 @@ impl Relay {
             menu_enabled,
             job,
             ctrl_z_given: None,
+            agent_stop_due: None,
+            agent_stopped_itself: false,
             suspended: false,
             narrowed: None,
             mode: Mode::Passing,
@@ -485,16 +499,21 @@ impl Relay {
     fn restore_modes(&mut self, lock: &mut ScreenLock<'_>) {
         if std::mem::take(&mut self.suspended) {
             lock.restore_modes();
-            if self.job.resize_to_repaint && self.size.cols > 1 {
+            if self.job.resize_to_repaint && !self.agent_stopped_itself && self.size.cols > 1 {
                 self.narrow();
             }
         }
     }
 
-    /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would).
-    fn continue_adapter(&self) {
+    /// Continues the adapter and has it redraw (SIGWINCH, as a window-size change would),
+    /// unless its agent stopped itself: that one redraws by itself where the cursor is now,
+    /// and takes a SIGWINCH for a change of size, which Codex answers by clearing the
+    /// scrollback and drawing its whole transcript again.
+    fn continue_adapter(&mut self) {
         self.signal_adapter(Signal::SIGCONT);
-        self.signal_adapter(Signal::SIGWINCH);
+        if !std::mem::take(&mut self.agent_stopped_itself) {
+            self.signal_adapter(Signal::SIGWINCH);
+        }
     }
 
     /// Makes the adapter's terminal one column narrower (the adapter still stopped: it sees
@@ -546,12 +565,16 @@ impl Relay {
         let trigger = self.trigger.next_deadline().map(|d| origin + d);
         let card = self.card_due.as_ref().map(|_| Instant::now() + SETTLE_POLL);
         let narrowed = self.narrowed.as_ref().map(|_| Instant::now() + SETTLE_POLL);
+        let agent_stop = self
+            .agent_stop_due
+            .map(|_| Instant::now() + AGENT_STOP_POLL);
         [
             trigger,
             self.escape_due,
             self.mode.deadline(),
             card,
             narrowed,
+            agent_stop,
         ]
         .into_iter()
         .flatten()
@@ -572,6 +595,7 @@ impl Relay {
         if self.narrowed.as_ref().is_some_and(|n| self.repainted(n)) {
             self.widen();
         }
+        self.poll_agent_stop();
         self.poll_trigger();
         self.open_due_card().await;
     }
@@ -643,6 +667,8 @@ impl Relay {
                     .await;
                 continue;
             }
+            // An agent that stops itself on Ctrl+Z comes back with its input line as it was.
+            let mut line_unchanged = false;
             if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
                 if self.ctrl_z_stops() {
                     self.flush_forward(&mut forward).await;
@@ -650,6 +676,10 @@ impl Relay {
                     continue;
                 }
                 self.ctrl_z_given = Some(Instant::now());
+                if self.job.agent_suspends_itself {
+                    self.agent_stop_due = Some(Instant::now() + AGENT_STOP_WAIT);
+                    line_unchanged = true;
+                }
             }
             if !matches!(self.mode, Mode::Open(_)) {
                 if typed
@@ -659,7 +689,9 @@ impl Relay {
                     continue;
                 }
                 forward.extend_from_slice(&event.bytes);
-                self.line.apply(&event);
+                if !line_unchanged {
+                    self.line.apply(&event);
+                }
                 if typed {
                     // The line went on without the menu coming back: a later menu on it is a
                     // new one, not the one put aside.
@@ -687,14 +719,32 @@ impl Relay {
         self.flush_forward(&mut forward).await;
     }
 
-    /// Whether Ctrl+Z stops the session now: always, unless the agent takes it itself; then
-    /// when it comes again within [`CTRL_Z_AGAIN`] of the one the agent got.
+    /// Whether Ctrl+Z stops the session now: always, unless the agent takes it itself (or
+    /// stops itself on it, with nothing of ours up); then when it comes again within
+    /// [`CTRL_Z_AGAIN`] of the one the agent got.
     fn ctrl_z_stops(&mut self) -> bool {
         let again = self
             .ctrl_z_given
             .take()
             .is_some_and(|at| at.elapsed() < CTRL_Z_AGAIN);
-        !self.job.agent_takes_ctrl_z || again
+        let agent_takes_it = self.job.agent_takes_ctrl_z
+            || (self.job.agent_suspends_itself && matches!(self.mode, Mode::Passing));
+        !agent_takes_it || again
+    }
+
+    /// An agent that stops itself got Ctrl+Z: once its group stopped, the session stops with
+    /// it; after [`AGENT_STOP_WAIT`] without a stop the key was the agent's to use.
+    fn poll_agent_stop(&mut self) {
+        let Some(due) = self.agent_stop_due else {
+            return;
+        };
+        if master::foreground_stopped(&self.master) {
+            self.agent_stop_due = None;
+            self.agent_stopped_itself = true;
+            self.suspend();
+        } else if Instant::now() >= due {
+            self.agent_stop_due = None;
+        }
     }
 
     /// Once the trigger stopped waiting, the keys typed meanwhile go where keys go now: to the

@@ -79,6 +79,7 @@ impl Provider {
         wujie_host::JobControl {
             agent_takes_ctrl_z: caps.takes_ctrl_z,
             resize_to_repaint: caps.resize_to_repaint,
+            agent_suspends_itself: caps.suspends_itself,
         }
     }
 

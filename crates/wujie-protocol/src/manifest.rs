@@ -57,6 +57,11 @@ pub struct Capabilities {
     /// After `fg` the agent repaints in full only when its window size changed: the terminal
     /// host makes its terminal one column narrower until it drew (`interactive_pty` only).
     pub resize_to_repaint: bool,
+    /// The agent stops itself on Ctrl+Z (its own job control) and, once continued, draws
+    /// again where the shell left the cursor: the key goes to it, the adapter runs it as the
+    /// foreground process group of its terminal (so that its stop is not discarded), and the
+    /// session stops when it did (`interactive_pty` only).
+    pub suspends_itself: bool,
 }
 
 /// A validated `provider.json`.
@@ -226,6 +231,7 @@ fn parse_capabilities(caps: &mut Map<String, Value>) -> Result<Capabilities, Fie
             .unwrap_or(false),
         takes_ctrl_z: take_opt_bool(caps, "capabilities.takes_ctrl_z")?.unwrap_or(false),
         resize_to_repaint: take_opt_bool(caps, "capabilities.resize_to_repaint")?.unwrap_or(false),
+        suspends_itself: take_opt_bool(caps, "capabilities.suspends_itself")?.unwrap_or(false),
     })
 }
 

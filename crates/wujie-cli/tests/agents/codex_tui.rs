@@ -174,9 +174,11 @@ fn codex_turn_after_new_is_synced_too() {
     runtime.block_on(mock.shutdown());
 }
 
-/// Ctrl+Z under `wujie run`: the shell gets its terminal in its own modes, and after `fg`
-/// Codex draws its viewport again and what is typed lands in its composer: it answers a
-/// prompt.
+/// Ctrl+Z under `wujie run`: Codex stops itself, as it does in a shell, so the shell gets its
+/// terminal in its own modes; after `fg` Codex draws its composer under what the shell printed
+/// meanwhile, which stays, as does the scrollback above the run (a repaint forced by a change
+/// of size made Codex clear both), and what is typed lands in its composer: it answers a
+/// prompt. SIGTSTP sent to `wujie` still stops it, and it answers after that `fg` too.
 #[test]
 fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -189,13 +191,10 @@ fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     let run = format!("run {key} -- codex");
     let tmux = tui_agent::start_wujie_in_shell(&env, &home, "codex-ctrl-z", &run, (100, 30));
     tmux.wait_text(COMPOSER);
-    // Codex draws its viewport again in full, at the rows it had: its footer is the screen's
-    // last line again, over what the shell printed there.
     tui_agent::ctrl_z_then_fg(&tmux, std::time::Duration::from_secs(60), |s| {
-        s.contains(COMPOSER)
-            && inked_rows(s)
-                .last()
-                .is_some_and(|l| l.contains("for shortcuts"))
+        s.split("shell-42")
+            .nth(1)
+            .is_some_and(|after| after.contains(COMPOSER) && after.contains("for shortcuts"))
     });
     say(&tmux, "back after fg");
     tmux.wait_for("the answer after fg", |s| {
@@ -203,5 +202,58 @@ fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
             .nth(1)
             .is_some_and(|after| after.contains("• pong"))
     });
+    let history = tmux.tmux(&["capture-pane", "-p", "-S", "-300"]);
+    let seq_lines = history
+        .lines()
+        .filter(|l| l.trim().parse::<u32>().is_ok_and(|n| (1..=12).contains(&n)))
+        .count();
+    assert_eq!(
+        seq_lines, 12,
+        "the shell's output above the run:\n{history}"
+    );
+
+    // SIGTSTP to `wujie` stops Codex's group from outside; after `fg` it is made to repaint
+    // (by a change of size) and answers again.
+    let wujie = tui_agent::wujie_run_in(&home);
+    let stop = || assert!(signal_pid(wujie, nix::sys::signal::Signal::SIGTSTP));
+    tui_agent::stop_then_fg(&tmux, stop, std::time::Duration::from_secs(60), |s| {
+        s.contains(COMPOSER)
+    });
+    say(&tmux, "back again");
+    tmux.wait_for("the answer after the second fg", |s| {
+        s.split("back again")
+            .nth(1)
+            .is_some_and(|after| after.contains("• pong"))
+    });
+    runtime.block_on(mock.shutdown());
+}
+
+/// Ctrl+Z in `wujie discuss`: Codex stops itself and, after `fg`, comes back with its input
+/// line as it was, so `/wujie` typed then opens the menu (the key given to Codex does not make
+/// the line unknown to the trigger).
+#[test]
+fn after_ctrl_z_and_fg_in_a_codex_discussion_wujie_opens_the_menu() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let Some((mock, home)) = tui_agent::require_mock(&runtime, Agent::Codex, Script::default())
+    else {
+        return;
+    };
+    let env = Env::new();
+    let tmux = tui_agent::start_wujie_in_shell(
+        &env,
+        &home,
+        "codex-discuss-ctrl-z",
+        "discuss -- codex",
+        (100, 30),
+    );
+    tmux.wait_text(COMPOSER);
+    tui_agent::ctrl_z_then_fg(&tmux, std::time::Duration::from_secs(60), |s| {
+        s.split("shell-42")
+            .nth(1)
+            .is_some_and(|after| after.contains(COMPOSER))
+    });
+    tmux.keys(&["-l", "/wujie"]);
+    tmux.wait_text("/wujiecreateissue");
+    tmux.keys(&["Escape"]);
     runtime.block_on(mock.shutdown());
 }

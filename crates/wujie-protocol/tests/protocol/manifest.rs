@@ -63,6 +63,7 @@ fn seed_v2_minimal_manifest() {
                 native_plan_handoff: false,
                 takes_ctrl_z: false,
                 resize_to_repaint: false,
+                suspends_itself: false,
             },
         }
     );
@@ -83,7 +84,8 @@ fn seed_v2_minimal_manifest() {
                 "usage": true,
                 "native_plan_handoff": false,
                 "takes_ctrl_z": false,
-                "resize_to_repaint": false
+                "resize_to_repaint": false,
+                "suspends_itself": false
             }
         })
     );
@@ -116,6 +118,7 @@ fn seed_v1_fake_plugin_manifest() {
             native_plan_handoff: false,
             takes_ctrl_z: false,
             resize_to_repaint: false,
+            suspends_itself: false,
         }
     );
 }
