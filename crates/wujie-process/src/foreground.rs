@@ -9,6 +9,7 @@
 use std::io;
 use std::os::fd::BorrowedFd;
 
+use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, sigprocmask};
 use nix::unistd::{Pid, getpid, setpgid, tcsetpgrp};
 
@@ -26,8 +27,12 @@ pub fn in_foreground_group(cmd: &mut tokio::process::Command) {
             ttou.add(Signal::SIGTTOU);
             sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None)?;
             setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
-            // Not `std::io::stdin()`, whose first call allocates.
-            let taken = tcsetpgrp(BorrowedFd::borrow_raw(0), getpid());
+            // Not `std::io::stdin()`, whose first call allocates. Standard input that is not
+            // our terminal (ENOTTY) has no foreground to take: the group alone is enough.
+            let taken = match tcsetpgrp(BorrowedFd::borrow_raw(0), getpid()) {
+                Err(Errno::ENOTTY) => Ok(()),
+                other => other,
+            };
             // The agent starts with the signal mask it would have had.
             sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&ttou), None)?;
             taken.map_err(io::Error::from)
@@ -47,4 +52,27 @@ pub fn take_foreground_back() {
     }
     let _ = tcsetpgrp(std::io::stdin(), nix::unistd::getpgrp());
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Stdio;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn without_a_terminal_the_child_still_leads_a_group_of_its_own() {
+        let mut cmd = tokio::process::Command::new("sh");
+        // The fifth field of /proc/PID/stat is the process group ("(sh)" has no spaces).
+        cmd.args(["-c", "cut -d' ' -f5 /proc/$$/stat"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        in_foreground_group(&mut cmd);
+        let child = cmd
+            .spawn()
+            .expect("sh starts though its stdin is no terminal");
+        let pid = child.id().expect("pid");
+        let out = child.wait_with_output().await.expect("output");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), pid.to_string());
+    }
 }
