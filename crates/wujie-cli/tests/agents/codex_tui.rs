@@ -30,6 +30,16 @@ fn say(tmux: &Tmux, text: &str) {
     tmux.keys(&["Enter"]);
 }
 
+/// [`say`] `text`, then wait for the mock's answer under it.
+fn say_and_see_pong(tmux: &Tmux, text: &str) {
+    say(tmux, text);
+    tmux.wait_for(&format!("the answer to {text:?}"), |s| {
+        s.split(text)
+            .nth(1)
+            .is_some_and(|after| after.contains("• pong"))
+    });
+}
+
 #[test]
 fn codex_in_its_own_terminal_ui_becomes_an_issue_and_keeps_going() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -196,12 +206,7 @@ fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
             .nth(1)
             .is_some_and(|after| after.contains(COMPOSER) && after.contains("for shortcuts"))
     });
-    say(&tmux, "back after fg");
-    tmux.wait_for("the answer after fg", |s| {
-        s.split("back after fg")
-            .nth(1)
-            .is_some_and(|after| after.contains("• pong"))
-    });
+    say_and_see_pong(&tmux, "back after fg");
     let history = tmux.tmux(&["capture-pane", "-p", "-S", "-300"]);
     let seq_lines = history
         .lines()
@@ -219,12 +224,7 @@ fn ctrl_z_stops_codex_for_the_shell_and_fg_brings_its_composer_back() {
     tui_agent::stop_then_fg(&tmux, stop, std::time::Duration::from_secs(60), |s| {
         s.contains(COMPOSER)
     });
-    say(&tmux, "back again");
-    tmux.wait_for("the answer after the second fg", |s| {
-        s.split("back again")
-            .nth(1)
-            .is_some_and(|after| after.contains("• pong"))
-    });
+    say_and_see_pong(&tmux, "back again");
     runtime.block_on(mock.shutdown());
 }
 
