@@ -194,8 +194,8 @@ pub struct Relay {
     /// Until when the stop of an agent that stops itself, which got Ctrl+Z, is waited for
     /// ([`AGENT_STOP_WAIT`]).
     agent_stop_due: Option<Instant>,
-    /// The agent stopped itself, and the session with it: after `fg` it is continued alone,
-    /// as it redraws by itself.
+    /// At the last stop the agent stopped itself, and the session with it: after `fg` it is
+    /// continued alone, as it redraws by itself. Set by every stop.
     agent_stopped_itself: bool,
     /// `wujie` stopped itself and has not gone on yet: the adapter's terminal modes were left
     /// for the shell, and are set again when it goes on.
@@ -318,7 +318,7 @@ impl Relay {
                     self.poll_trigger();
                 }
                 _ = signals.winch.recv() => self.resize(terminal_size()).await,
-                Some(()) = recv_opt(&mut signals.stop) => self.suspend(),
+                Some(()) = recv_opt(&mut signals.stop) => self.suspend(false),
                 Some(()) = recv_opt(&mut signals.cont) => self.resumed(),
                 Some(request) = requests.recv() => match request {
                     Request::ShowCard(card) => self.ask_card(card),
@@ -384,7 +384,10 @@ impl Relay {
     /// rows, the terminal modes it set are left (its alternate screen too, which gives the
     /// shell its screen back) and the terminal gets its own settings back; then `wujie` stops
     /// itself. The shell's `fg` continues it with SIGCONT ([`Relay::resumed`]).
-    fn suspend(&mut self) {
+    /// `agent_stopped` says whether the agent stopped itself first, which decides how it is
+    /// continued (`agent_stopped_itself`).
+    fn suspend(&mut self, agent_stopped: bool) {
+        self.agent_stopped_itself = agent_stopped;
         self.widen();
         let area = self.step(Mode::stop);
         {
@@ -509,9 +512,9 @@ impl Relay {
     /// unless its agent stopped itself: that one redraws by itself where the cursor is now,
     /// and takes a SIGWINCH for a change of size, which Codex answers by clearing the
     /// scrollback and drawing its whole transcript again.
-    fn continue_adapter(&mut self) {
+    fn continue_adapter(&self) {
         self.signal_adapter(Signal::SIGCONT);
-        if !std::mem::take(&mut self.agent_stopped_itself) {
+        if !self.agent_stopped_itself {
             self.signal_adapter(Signal::SIGWINCH);
         }
     }
@@ -672,7 +675,7 @@ impl Relay {
             if self.interactive && event.kind == InputKind::Typing && event.bytes == [SUSPEND] {
                 if self.ctrl_z_stops() {
                     self.flush_forward(&mut forward).await;
-                    self.suspend();
+                    self.suspend(false);
                     continue;
                 }
                 self.ctrl_z_given = Some(Instant::now());
@@ -740,8 +743,7 @@ impl Relay {
         };
         if master::foreground_stopped(&self.master) {
             self.agent_stop_due = None;
-            self.agent_stopped_itself = true;
-            self.suspend();
+            self.suspend(true);
         } else if Instant::now() >= due {
             self.agent_stop_due = None;
         }
