@@ -23,8 +23,7 @@ pub fn in_foreground_group(cmd: &mut tokio::process::Command) {
     #[allow(unsafe_code)]
     unsafe {
         cmd.pre_exec(|| {
-            let mut ttou = SigSet::empty();
-            ttou.add(Signal::SIGTTOU);
+            let ttou = ttou();
             sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None)?;
             setpgid(Pid::from_raw(0), Pid::from_raw(0))?;
             // Not `std::io::stdin()`, whose first call allocates. Standard input that is not
@@ -44,14 +43,19 @@ pub fn in_foreground_group(cmd: &mut tokio::process::Command) {
 /// the child that had it ended (what this process still writes or reads there is then its
 /// own again). Nothing happens where standard input is no terminal.
 pub fn take_foreground_back() {
-    let mut ttou = SigSet::empty();
-    ttou.add(Signal::SIGTTOU);
     let mut before = SigSet::empty();
-    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut before)).is_err() {
+    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou()), Some(&mut before)).is_err() {
         return;
     }
     let _ = tcsetpgrp(std::io::stdin(), nix::unistd::getpgrp());
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+}
+
+/// The set of SIGTTOU alone: blocked while a background group sets the terminal's foreground.
+fn ttou() -> SigSet {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTTOU);
+    set
 }
 
 #[cfg(test)]
